@@ -1,0 +1,71 @@
+/// An error that crosses a service boundary: a stable machine-readable `code`, a message that is
+/// safe to show a caller, and optional string details (for example the reasons behind
+/// `weak_password`). Causes that must not leave the process are logged, never put here.
+///
+/// Wire form (`proto/envelope.proto`, `gatehouse.v1.Error`): `code = 1`, `message = 2`,
+/// `details = 3` (map<string,string>).
+public struct RPCError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The stable error code, for example `email_exists`.
+    public var code: ErrorCode
+    /// A human-readable message, safe to return to a client.
+    public var message: String
+    /// Extra machine-readable context.
+    public var details: [String: String]
+
+    public init(_ code: ErrorCode, _ message: String, details: [String: String] = [:]) {
+        self.code = code
+        self.message = message
+        self.details = details
+    }
+
+    enum CodingKeys: Int, CodingKey {
+        case code = 1
+        case message = 2
+        case details = 3
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+}
+
+/// Errors that know their wire form. A handler may throw any error; one that is not an
+/// `RPCError` and does not conform to this protocol travels as `internal`.
+public protocol RPCErrorConvertible: Error {
+    var rpcError: RPCError { get }
+}
+
+/// A stable, snake_case error code. Services add their own codes in extensions.
+public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral,
+    CustomStringConvertible
+{
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(stringLiteral value: String) { self.rawValue = value }
+    public init(from decoder: any Decoder) throws {
+        rawValue = try decoder.singleValueContainer().decode(String.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        try c.encode(rawValue)
+    }
+    public var description: String { rawValue }
+
+    // Transport-level codes shared by every service.
+    /// Something failed that the caller cannot fix; details are in the server's log.
+    public static let `internal`: ErrorCode = "internal"
+    /// The method name is not served by this server.
+    public static let unimplemented: ErrorCode = "unimplemented"
+    /// The request's protocol version is not supported.
+    public static let unsupportedVersion: ErrorCode = "unsupported_version"
+    /// The call did not finish before its deadline.
+    public static let deadlineExceeded: ErrorCode = "deadline_exceeded"
+    /// The call was cancelled by the caller.
+    public static let cancelled: ErrorCode = "cancelled"
+    /// The service could not be reached or is shutting down.
+    public static let unavailable: ErrorCode = "unavailable"
+    /// The service is at capacity; retry later.
+    public static let overloaded: ErrorCode = "overloaded"
+    /// The request or its body did not decode.
+    public static let malformedRequest: ErrorCode = "malformed_request"
+    /// A field's value is not acceptable.
+    public static let invalidArgument: ErrorCode = "invalid_argument"
+}

@@ -1,0 +1,134 @@
+import Logging
+import ProtoCodec
+
+/// What a handler knows about the call it is serving.
+public struct RPCContext: Sendable {
+    /// The caller's request id (unique per client connection).
+    public var requestID: UInt64
+    /// The method's wire name.
+    public var method: String
+    /// When the caller stops waiting; work past it is wasted.
+    public var deadline: ContinuousClock.Instant
+    /// W3C `traceparent` of the caller, if any.
+    public var traceParent: String
+    /// A logger carrying the request id.
+    public var logger: Logger
+
+    public init(
+        requestID: UInt64 = 0, method: String = "", deadline: ContinuousClock.Instant = .now + .seconds(2),
+        traceParent: String = "", logger: Logger = Logger(label: "gatehouse.rpc")
+    ) {
+        self.requestID = requestID
+        self.method = method
+        self.deadline = deadline
+        self.traceParent = traceParent
+        self.logger = logger
+    }
+}
+
+/// Maps method names to typed handlers. Pure: no sockets. An `RPCServer` feeds it bytes from
+/// the network; tests and in-process callers can feed it directly.
+public struct RPCRouter: Sendable {
+    /// A type-erased handler: request body in, response body out; throws only `RPCError`.
+    public typealias RawHandler = @Sendable ([UInt8], RPCContext) async throws -> [UInt8]
+
+    private var handlers: [String: RawHandler] = [:]
+
+    public init() {}
+
+    /// Registers a typed handler for `method`. A second registration of the same name replaces the first.
+    public mutating func register<Req, Res>(
+        _ method: RPCMethod<Req, Res>,
+        _ handler: @escaping @Sendable (Req, RPCContext) async throws -> Res
+    ) {
+        let name = method.name
+        handlers[name] = { body, context in
+            let request: Req
+            do {
+                request = try ProtobufDecoder().decode(Req.self, from: body)
+            } catch {
+                throw RPCError(.malformedRequest, "the request body of \(name) does not decode: \(error)")
+            }
+            let response: Res
+            do {
+                response = try await handler(request, context)
+            } catch {
+                throw RPCRouter.wireError(error, method: name, logger: context.logger)
+            }
+            do {
+                return try ProtobufEncoder().encode(response)
+            } catch {
+                context.logger.error("response of \(name) does not encode: \(error)")
+                throw RPCError(.internal, "internal error")
+            }
+        }
+    }
+
+    /// Merges another router's methods into this one.
+    public mutating func merge(_ other: RPCRouter) {
+        handlers.merge(other.handlers) { _, new in new }
+    }
+
+    /// The handler for a method name, if one is registered.
+    public func handler(for method: String) -> RawHandler? { handlers[method] }
+
+    /// The registered method names.
+    public var methods: [String] { handlers.keys.sorted() }
+
+    /// Converts any error thrown by a handler into its wire form. Unknown errors become
+    /// `internal` and their detail is only logged.
+    public static func wireError(_ error: any Error, method: String, logger: Logger) -> RPCError {
+        switch error {
+        case let e as RPCError: return e
+        case let e as any RPCErrorConvertible: return e.rpcError
+        case is CancellationError: return RPCError(.cancelled, "the call was cancelled")
+        default:
+            logger.error("\(method) failed: \(String(reflecting: error))")
+            return RPCError(.internal, "internal error")
+        }
+    }
+}
+
+/// Anything that can make typed RPC calls: the ZeroMQ client, or an in-process router.
+public protocol RPCCaller: Sendable {
+    /// Calls `method` with `request`, waiting at most `timeout` (the caller's default when nil).
+    /// Throws only `RPCError`, for every failure, including transport failures (`unavailable`,
+    /// `deadline_exceeded`).
+    func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res
+}
+
+extension RPCCaller {
+    /// Calls `method` with the caller's default timeout.
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req) async throws -> Res {
+        try await call(method, request, timeout: nil)
+    }
+}
+
+/// Calls a router in the same process, still encoding and decoding every message so the
+/// behaviour matches the network path. Used by tests.
+public struct LocalCaller: RPCCaller {
+    public let router: RPCRouter
+    public var defaultTimeout: Duration
+    public var logger: Logger
+
+    public init(router: RPCRouter, defaultTimeout: Duration = .seconds(2), logger: Logger = Logger(label: "gatehouse.local")) {
+        self.router = router
+        self.defaultTimeout = defaultTimeout
+        self.logger = logger
+    }
+
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        guard let handler = router.handler(for: method.name) else {
+            throw RPCError(.unimplemented, "no method named \(method.name)")
+        }
+        let body: [UInt8]
+        do { body = try ProtobufEncoder().encode(request) } catch {
+            throw RPCError(.invalidArgument, "the request does not encode: \(error)")
+        }
+        let context = RPCContext(method: method.name, deadline: .now + (timeout ?? defaultTimeout), logger: logger)
+        let reply = try await handler(body, context)
+        do { return try ProtobufDecoder().decode(Res.self, from: reply) } catch {
+            throw RPCError(.internal, "the reply of \(method.name) does not decode: \(error)")
+        }
+    }
+}
