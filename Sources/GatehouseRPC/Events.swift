@@ -1,0 +1,182 @@
+import Foundation
+import GatehouseProtocol
+import Logging
+import ProtoCodec
+import Synchronization
+import ZeroMQ
+
+/// One event: its topic (the event type, e.g. `user.created`) and its protobuf-encoded payload.
+public struct Event: Sendable, Hashable {
+    public var topic: String
+    public var payload: [UInt8]
+
+    public init(topic: String, payload: [UInt8]) {
+        self.topic = topic
+        self.payload = payload
+    }
+
+    /// Decodes the payload as `T`.
+    public func decode<T: Decodable>(_ type: T.Type) throws -> T {
+        try ProtobufDecoder().decode(type, from: payload)
+    }
+}
+
+/// Publishes best-effort events on a PUB socket (frames: topic, payload). Publishing never
+/// blocks the caller: events go to the socket's I/O thread, and a subscriber that is gone or
+/// too slow simply misses them. Never the only path for anything security relevant.
+public final class EventPublisher: Sendable {
+    enum Command: Sendable {
+        case publish(Event)
+        case stop
+    }
+
+    private let io: IOThread<Command>
+    /// The endpoints bound, with wildcard ports resolved.
+    public let endpoints: [String]
+
+    /// Binds `endpoints` and starts the publisher's I/O thread.
+    public init(endpoints: [String], curve: CurveServerKeys? = nil, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.events")) throws {
+        io = try IOThread()
+        let socket = try context.socket(.pub)
+        try socket.set([.linger(0), .sendHighWaterMark(100_000)])
+        if let curve {
+            try socket.set([.curveServer(true), .curveSecretKey(curve.secretKey), .curvePublicKey(curve.publicKey)])
+            if curve.allowedClientKeys != nil { try socket.set(.zapDomain(curve.zapDomain)) }
+        }
+        var bound: [String] = []
+        for endpoint in endpoints {
+            var resolved = endpoint
+            if endpoint.hasPrefix("tcp://"), endpoint.hasSuffix(":0") { resolved = String(endpoint.dropLast(1)) + "*" }
+            try socket.bind(resolved)
+            bound.append(try socket.lastEndpoint)
+        }
+        self.endpoints = bound
+        let loop = PublisherLoop(io: io, socket: socket, logger: logger)
+        io.start(name: "events-pub") { loop.run() }
+    }
+
+    deinit { io.submit(.stop) }
+
+    /// Publishes `payload` under `topic`.
+    public func publish(topic: String, payload: [UInt8]) {
+        io.submit(.publish(Event(topic: topic, payload: payload)))
+    }
+
+    /// Encodes `value` and publishes it under `topic`.
+    public func publish<T: Encodable>(topic: String, _ value: T) throws {
+        publish(topic: topic, payload: try ProtobufEncoder().encode(value))
+    }
+
+    /// Stops the I/O thread and closes the socket.
+    public func close() async {
+        io.submit(.stop)
+        await io.join()
+    }
+}
+
+private final class PublisherLoop {
+    let io: IOThread<EventPublisher.Command>
+    let socket: Socket
+    let logger: Logger
+    let poller = Poller()
+    var commands: [EventPublisher.Command] = []
+
+    init(io: IOThread<EventPublisher.Command>, socket: Socket, logger: Logger) {
+        self.io = io
+        self.socket = socket
+        self.logger = logger
+    }
+
+    func run() {
+        poller.add(fileDescriptor: io.signal.fileDescriptor, events: .readable)
+        loop: while true {
+            do { _ = try poller.poll(timeoutMilliseconds: -1) } catch { break }
+            io.drain(into: &commands)
+            for command in commands {
+                switch command {
+                case .publish(let event):
+                    do { try socket.send(multipart: [Array(event.topic.utf8), event.payload], dontWait: true) } catch {
+                        logger.warning("could not publish \(event.topic): \(error)")
+                    }
+                case .stop:
+                    break loop
+                }
+            }
+        }
+        socket.close()
+    }
+}
+
+/// Receives events from one or more PUB endpoints, filtered by topic prefix, as an async stream.
+public final class EventSubscriber: Sendable {
+    enum Command: Sendable { case stop }
+
+    private let io: IOThread<Command>
+    /// Events as they arrive. Buffers the newest 10,000 if the consumer falls behind.
+    public let events: AsyncStream<Event>
+
+    /// Connects to `endpoints` (reconnecting in the background) and subscribes to `topics`
+    /// (prefixes; `[""]` for everything).
+    public init(endpoints: [String], topics: [String], curve: CurveClientKeys? = nil, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.events")) throws {
+        io = try IOThread()
+        let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
+        events = stream
+        let socket = try context.socket(.sub)
+        try socket.set([.linger(0), .reconnectInterval(100), .reconnectIntervalMax(1000), .maxMessageSize(1 << 20)])
+        if let curve {
+            try socket.set([.curveServerKey(curve.serverPublicKey), .curvePublicKey(curve.publicKey), .curveSecretKey(curve.secretKey)])
+        }
+        for topic in topics { try socket.set(.subscribe(Array(topic.utf8))) }
+        for endpoint in endpoints { try socket.connect(endpoint) }
+        let loop = SubscriberLoop(io: io, socket: socket, continuation: continuation, logger: logger)
+        io.start(name: "events-sub") { loop.run() }
+    }
+
+    deinit { io.submit(.stop) }
+
+    /// Stops receiving and finishes the stream.
+    public func close() async {
+        io.submit(.stop)
+        await io.join()
+    }
+}
+
+private final class SubscriberLoop {
+    let io: IOThread<EventSubscriber.Command>
+    let socket: Socket
+    let continuation: AsyncStream<Event>.Continuation
+    let logger: Logger
+    let poller = Poller()
+    var commands: [EventSubscriber.Command] = []
+
+    init(io: IOThread<EventSubscriber.Command>, socket: Socket, continuation: AsyncStream<Event>.Continuation, logger: Logger) {
+        self.io = io
+        self.socket = socket
+        self.continuation = continuation
+        self.logger = logger
+    }
+
+    func run() {
+        poller.add(socket, events: .readable)
+        poller.add(fileDescriptor: io.signal.fileDescriptor, events: .readable)
+        loop: while true {
+            do { _ = try poller.poll(timeoutMilliseconds: -1) } catch { break }
+            io.drain(into: &commands)
+            if !commands.isEmpty { break loop }
+            do {
+                while let frames = try socket.receiveMultipart(dontWait: true) {
+                    guard frames.count == 2 else {
+                        logger.warning("dropping an event of \(frames.count) frames")
+                        continue
+                    }
+                    continuation.yield(Event(topic: String(decoding: frames[0], as: UTF8.self), payload: frames[1]))
+                }
+            } catch {
+                logger.error("event subscriber failed: \(error)")
+                break
+            }
+        }
+        continuation.finish()
+        socket.close()
+    }
+}

@@ -1,0 +1,85 @@
+import Foundation
+import Synchronization
+import ZeroMQ
+
+/// A dedicated thread that owns ZeroMQ sockets, and a queue of commands other threads hand it.
+///
+/// Sockets are created *on* this thread by the `body` closure and never leave it, so no socket
+/// is ever touched by two threads. Other threads talk to it only through `submit`, which
+/// enqueues under a lock and wakes the thread's poller through a `PollSignal`.
+final class IOThread<Command: Sendable>: Sendable {
+    let signal: PollSignal
+    private let queue = Mutex<[Command]>([])
+    private let signalled = Atomic<Bool>(false)
+    private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init() throws {
+        signal = try PollSignal()
+    }
+
+    /// Starts the thread running `body`. `body` is `sending`: whatever it captures (the sockets)
+    /// is moved to the new thread, and the compiler checks the caller keeps no access to it.
+    func start(name: String, _ body: sending @escaping () -> Void) {
+        let transfer = Transfer(body)
+        let thread = Thread { [self] in
+            transfer.take()()
+            let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.done = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Hands `command` to the thread and wakes it. Safe from any thread or task.
+    func submit(_ command: Command) {
+        queue.withLock { $0.append(command) }
+        if !signalled.exchange(true, ordering: .acquiringAndReleasing) {
+            signal.signal()
+        }
+    }
+
+    /// On the I/O thread: takes every queued command, swapping buffers to avoid allocation.
+    func drain(into buffer: inout [Command]) {
+        signalled.store(false, ordering: .sequentiallyConsistent)
+        signal.clear()
+        buffer.removeAll(keepingCapacity: true)
+        queue.withLock { swap(&$0, &buffer) }
+    }
+
+    /// Waits until the thread's body has returned.
+    func join() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let done = finished.withLock { state -> Bool in
+                if state.done { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if done { continuation.resume() }
+        }
+    }
+}
+
+/// Milliseconds from now until `deadline`, clamped for `zmq_poll` (-1 = no deadline).
+func pollTimeout(until deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant = .now) -> Int {
+    guard let deadline else { return -1 }
+    if deadline <= now { return 0 }
+    let remaining = now.duration(to: deadline)
+    let ms = remaining.components.seconds * 1000 + remaining.components.attoseconds / 1_000_000_000_000_000
+    return Int(min(ms + 1, 60_000))
+}
+
+/// Carries a value that was `sending` into a `@Sendable` closure. Sound only because its one
+/// creator received the value as `sending` (no other reference exists) and it is taken once.
+private final class Transfer<Value>: @unchecked Sendable {
+    private var value: Value?
+    init(_ value: sending Value) { self.value = value }
+    func take() -> Value {
+        defer { value = nil }
+        return value!
+    }
+}

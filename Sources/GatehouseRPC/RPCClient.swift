@@ -1,0 +1,200 @@
+import Foundation
+import GatehouseProtocol
+import Logging
+import ProtoCodec
+import Synchronization
+import ZeroMQ
+
+/// Calls a service over ZeroMQ: one DEALER socket on its own I/O thread carries many calls in
+/// flight, replies are matched by request id, and every call has a deadline.
+///
+/// - Calls that time out or cannot be delivered fail with `deadline_exceeded` / `unavailable`.
+/// - Only methods marked `idempotent` are retried (within the same overall deadline).
+/// - A restarted server is found again on its own: the socket reconnects in the background.
+/// - Cancelling the calling task fails the call with `cancelled` at once.
+public final class RPCClient: RPCCaller, Sendable {
+    /// Client settings.
+    public struct Configuration: Sendable {
+        /// The service's endpoint (`tcp://127.0.0.1:7001`, `inproc://identity`).
+        public var endpoint: String
+        /// Deadline of a call that names none.
+        public var defaultTimeout: Duration = .seconds(2)
+        /// Attempts for an idempotent call (1 = no retry).
+        public var idempotentAttempts: Int = 3
+        /// Largest reply accepted (bytes); a larger one drops the connection.
+        public var maxMessageSize: Int64 = 16 << 20
+        /// Outgoing queue bound per connection (messages).
+        public var sendHighWaterMark: Int = 100_000
+        /// CURVE keys: this client's key pair and the server's public key. Nil: plain text.
+        public var curve: CurveClientKeys?
+
+        public init(endpoint: String, defaultTimeout: Duration = .seconds(2)) {
+            self.endpoint = endpoint
+            self.defaultTimeout = defaultTimeout
+        }
+    }
+
+    enum Command: Sendable {
+        case send(id: UInt64, header: [UInt8], body: [UInt8], deadline: ContinuousClock.Instant)
+        case stop
+    }
+
+    struct Pending {
+        var continuation: UnsafeContinuation<[UInt8], any Error>
+    }
+
+    struct State {
+        var nextID: UInt64 = 1
+        var pending: [UInt64: Pending] = [:]
+        var closed = false
+    }
+
+    /// What the client and its I/O thread share. The thread holds this, not the client, so
+    /// dropping the last reference to the client stops the thread.
+    final class Core: Sendable {
+        let configuration: Configuration
+        let logger: Logger
+        let io: IOThread<Command>
+        let state = Mutex(State())
+
+        init(configuration: Configuration, logger: Logger) throws {
+            self.configuration = configuration
+            self.logger = logger
+            self.io = try IOThread()
+        }
+
+        /// Completes call `id` with an error, if it is still waiting.
+        func fail(_ id: UInt64, _ error: RPCError) {
+            if let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) {
+                pending.continuation.resume(throwing: error)
+            }
+        }
+
+        /// Completes call `id` with a reply, if it is still waiting.
+        func complete(_ id: UInt64, _ result: Result<[UInt8], RPCError>) {
+            guard let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
+            switch result {
+            case .success(let body): pending.continuation.resume(returning: body)
+            case .failure(let error): pending.continuation.resume(throwing: error)
+            }
+        }
+
+        func isPending(_ id: UInt64) -> Bool {
+            state.withLock { $0.pending[id] != nil }
+        }
+    }
+
+    let core: Core
+    /// The settings this client was made with.
+    public var configuration: Configuration { core.configuration }
+    var logger: Logger { core.logger }
+    var io: IOThread<Command> { core.io }
+
+    /// Connects to `configuration.endpoint` (in the background) and starts the I/O thread.
+    public init(configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {
+        self.core = try Core(configuration: configuration, logger: logger)
+        // Make the socket here so configuration errors surface to the caller, then move it to
+        // the I/O thread, which is its only user from then on.
+        let socket = try context.socket(.dealer)
+        try socket.set([
+            .linger(0), .immediate(true), .reconnectInterval(100), .reconnectIntervalMax(1000),
+            .maxMessageSize(configuration.maxMessageSize), .sendHighWaterMark(configuration.sendHighWaterMark),
+            .receiveHighWaterMark(configuration.sendHighWaterMark),
+        ])
+        if let curve = configuration.curve {
+            try socket.set([.curveServerKey(curve.serverPublicKey), .curvePublicKey(curve.publicKey), .curveSecretKey(curve.secretKey)])
+        }
+        try socket.connect(configuration.endpoint)
+        let loop = ClientLoop(client: core, socket: socket)
+        io.start(name: "rpc-client \(configuration.endpoint)") { loop.run() }
+    }
+
+    deinit {
+        io.submit(.stop)
+    }
+
+    /// Stops the I/O thread; calls still waiting fail with `unavailable`.
+    public func close() async {
+        io.submit(.stop)
+        await io.join()
+    }
+
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        let body: [UInt8]
+        do { body = try ProtobufEncoder().encode(request) } catch {
+            throw RPCError(.invalidArgument, "the request of \(method.name) does not encode: \(error)")
+        }
+        let total = timeout ?? configuration.defaultTimeout
+        let deadline = ContinuousClock.now + total
+        let attempts = method.idempotent ? max(1, configuration.idempotentAttempts) : 1
+        var attempt = 1
+        while true {
+            let now = ContinuousClock.now
+            let remaining = now.duration(to: deadline)
+            let share = attempt < attempts ? remaining / (attempts - attempt + 1) : remaining
+            do {
+                let reply = try await send(method: method.name, body: body, deadline: now + share, timeout: share)
+                do { return try ProtobufDecoder().decode(Res.self, from: reply) } catch {
+                    logger.error("reply of \(method.name) does not decode: \(error)")
+                    throw RPCError(.internal, "the reply of \(method.name) does not decode")
+                }
+            } catch let error as RPCError
+                where attempt < attempts && (error.code == .deadlineExceeded || error.code == .unavailable)
+            {
+                attempt += 1
+                logger.debug("retrying idempotent \(method.name) after \(error.code) (attempt \(attempt) of \(attempts))")
+            }
+        }
+    }
+
+    /// Sends one attempt and waits for its reply body.
+    func send(method: String, body: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration) async throws -> [UInt8] {
+        let id = core.state.withLock { state -> UInt64 in
+            defer { state.nextID &+= 1 }
+            return state.nextID
+        }
+        let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
+        let header = RequestHeader(
+            version: rpcProtocolVersion, requestID: id, method: method,
+            timeoutMs: UInt32(clamping: max(1, ms)), traceParent: "")
+        let headerBytes: [UInt8]
+        do { headerBytes = try ProtobufEncoder().encode(header) } catch {
+            throw RPCError(.internal, "request header does not encode")
+        }
+        return try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8], any Error>) in
+                let accepted = core.state.withLock { state -> Bool in
+                    if state.closed { return false }
+                    state.pending[id] = Pending(continuation: continuation)
+                    return true
+                }
+                guard accepted else {
+                    continuation.resume(throwing: RPCError(.unavailable, "the client for \(configuration.endpoint) is closed"))
+                    return
+                }
+                if Task.isCancelled {
+                    fail(id, RPCError(.cancelled, "the call was cancelled"))
+                    return
+                }
+                io.submit(.send(id: id, header: headerBytes, body: body, deadline: deadline))
+            }
+        } onCancel: {
+            fail(id, RPCError(.cancelled, "the call was cancelled"))
+        }
+    }
+
+    func fail(_ id: UInt64, _ error: RPCError) { core.fail(id, error) }
+}
+
+/// CURVE keys for a client: its own key pair and the server's public key (32 bytes each).
+public struct CurveClientKeys: Sendable, Hashable {
+    public var publicKey: [UInt8]
+    public var secretKey: [UInt8]
+    public var serverPublicKey: [UInt8]
+
+    public init(publicKey: [UInt8], secretKey: [UInt8], serverPublicKey: [UInt8]) {
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+        self.serverPublicKey = serverPublicKey
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import GatehouseProtocol
+import Logging
+import ProtoCodec
+import ServiceLifecycle
+import Synchronization
+import ZeroMQ
+
+/// Serves an `RPCRouter` on a ROUTER socket: binds `tcp://`, `ipc://` or `inproc://` endpoints,
+/// runs requests concurrently as tasks (at most `maxInFlight` at once; more are answered
+/// `overloaded` at once), drops work whose deadline has passed, and shuts down gracefully:
+/// stop reading, finish what is in flight, send the replies, close.
+///
+/// Malformed traffic never stops the server: an envelope that does not decode gets a
+/// `malformed_request` reply when its request id can be read, and is otherwise dropped with a
+/// log line. An unknown method gets `unimplemented`; another protocol version gets
+/// `unsupported_version`.
+public final class RPCServer: Service, Sendable {
+    /// Server settings.
+    public struct Configuration: Sendable {
+        /// Endpoints to bind (`tcp://127.0.0.1:7001`, `tcp://127.0.0.1:0` for any free port, `inproc://identity`).
+        public var endpoints: [String]
+        /// Requests handled at once; past this, `overloaded`.
+        public var maxInFlight: Int = 1024
+        /// Largest request accepted (bytes); a larger one drops the connection.
+        public var maxMessageSize: Int64 = 16 << 20
+        /// Deadline for a request that names none.
+        public var defaultTimeout: Duration = .seconds(30)
+        /// How long a graceful shutdown waits for in-flight requests.
+        public var drainTimeout: Duration = .seconds(10)
+        /// CURVE server keys; nil serves plain text.
+        public var curve: CurveServerKeys?
+
+        public init(endpoints: [String]) {
+            self.endpoints = endpoints
+        }
+    }
+
+    enum Command: Sendable {
+        case reply(identity: [UInt8], header: [UInt8], body: [UInt8])
+        case stop
+    }
+
+    final class Core: Sendable {
+        let router: RPCRouter
+        let configuration: Configuration
+        let logger: Logger
+        let io: IOThread<Command>
+        let inFlight = Atomic<Int>(0)
+        let stopping = Atomic<Bool>(false)
+
+        init(router: RPCRouter, configuration: Configuration, logger: Logger) throws {
+            self.router = router
+            self.configuration = configuration
+            self.logger = logger
+            self.io = try IOThread()
+        }
+
+        /// A handler task finished.
+        func finished() {
+            let left = inFlight.subtract(1, ordering: .acquiringAndReleasing).newValue
+            if left == 0 && stopping.load(ordering: .acquiring) { io.signal.signal() }
+        }
+    }
+
+    let core: Core
+    private let context: ZMQContext
+    private let started = Mutex<[String]?>(nil)
+
+    public init(router: RPCRouter, configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.server")) throws {
+        self.core = try Core(router: router, configuration: configuration, logger: logger)
+        self.context = context
+    }
+
+    /// Requests being handled now.
+    public var inFlight: Int { core.inFlight.load(ordering: .relaxed) }
+
+    /// Binds the endpoints and starts serving; returns the bound endpoints with wildcard ports
+    /// resolved. Idempotent. `run()` calls it if you have not.
+    @discardableResult
+    public func start() throws -> [String] {
+        try started.withLock { started in
+            if let started { return started }
+            let socket = try context.socket(.router)
+            try socket.set([
+                .linger(1000), .maxMessageSize(core.configuration.maxMessageSize),
+                .sendHighWaterMark(100_000), .receiveHighWaterMark(100_000),
+            ])
+            if let curve = core.configuration.curve {
+                try socket.set([.curveServer(true), .curveSecretKey(curve.secretKey), .curvePublicKey(curve.publicKey)])
+                if curve.allowedClientKeys != nil { try socket.set(.zapDomain(curve.zapDomain)) }
+            }
+            var bound: [String] = []
+            for endpoint in core.configuration.endpoints {
+                var resolved = endpoint
+                if endpoint.hasPrefix("tcp://"), endpoint.hasSuffix(":0") { resolved = String(endpoint.dropLast(1)) + "*" }
+                try socket.bind(resolved)
+                bound.append(try socket.lastEndpoint)
+            }
+            let loop = ServerLoop(core: core, socket: socket)
+            core.io.start(name: "rpc-server") { loop.run() }
+            started = bound
+            return bound
+        }
+    }
+
+    /// Serves until graceful shutdown or cancellation, then drains and returns.
+    public func run() async throws {
+        try start()
+        await withGracefulShutdownHandler {
+            await withTaskCancellationHandler {
+                await core.io.join()
+            } onCancel: {
+                self.stop()
+            }
+        } onGracefulShutdown: {
+            self.stop()
+        }
+    }
+
+    /// Asks the server to stop reading, finish in-flight requests and close.
+    public func stop() {
+        core.stopping.store(true, ordering: .releasing)
+        core.io.submit(.stop)
+    }
+
+    /// Waits until the server's socket is closed.
+    public func waitUntilStopped() async {
+        await core.io.join()
+    }
+}
+
+/// CURVE keys for a server: its key pair, and the client public keys it accepts (nil: any
+/// client that knows the server key).
+public struct CurveServerKeys: Sendable, Hashable {
+    public var publicKey: [UInt8]
+    public var secretKey: [UInt8]
+    public var allowedClientKeys: Set<[UInt8]>?
+    public var zapDomain: String
+
+    public init(publicKey: [UInt8], secretKey: [UInt8], allowedClientKeys: Set<[UInt8]>? = nil, zapDomain: String = "gatehouse") {
+        self.publicKey = publicKey
+        self.secretKey = secretKey
+        self.allowedClientKeys = allowedClientKeys
+        self.zapDomain = zapDomain
+    }
+}
