@@ -1,0 +1,92 @@
+import GatehouseProtocol
+import GatehouseRPC
+import Logging
+import ZeroMQ
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+struct Ping: Codable, Sendable, Equatable {
+    var text: String
+    var delayMs: UInt32 = 0
+    enum CodingKeys: Int, CodingKey {
+        case text = 1
+        case delayMs = 2
+    }
+}
+
+struct Pong: Codable, Sendable, Equatable {
+    var text: String
+    enum CodingKeys: Int, CodingKey { case text = 1 }
+}
+
+enum TestAPI {
+    static let echo = RPCMethod<Ping, Pong>(name: "test.echo")
+    static let echoIdempotent = RPCMethod<Ping, Pong>(name: "test.echoIdempotent", idempotent: true)
+    static let fail = RPCMethod<Ping, Pong>(name: "test.fail")
+    static let crash = RPCMethod<Ping, Pong>(name: "test.crash")
+    static let missing = RPCMethod<Ping, Pong>(name: "test.missing")
+}
+
+struct SomeInternalError: Error {}
+
+/// A router with echo (optionally slow), a failing method and one throwing a non-RPC error.
+func testRouter(tag: String = "") -> RPCRouter {
+    var router = RPCRouter()
+    let echo: @Sendable (Ping, RPCContext) async throws -> Pong = { ping, _ in
+        if ping.delayMs > 0 { try await Task.sleep(for: .milliseconds(ping.delayMs)) }
+        return Pong(text: tag + ping.text)
+    }
+    router.register(TestAPI.echo, echo)
+    router.register(TestAPI.echoIdempotent, echo)
+    router.register(TestAPI.fail) { ping, _ in
+        throw RPCError("email_exists", "that address is taken", details: ["field": ping.text])
+    }
+    router.register(TestAPI.crash) { _, _ in throw SomeInternalError() }
+    return router
+}
+
+/// A fresh, unique inproc endpoint name.
+func inprocEndpoint(_ name: String = #function) -> String {
+    "inproc://test-\(name)-\(UInt64.random(in: 0...UInt64.max))"
+}
+
+/// Starts a server on `endpoint` and returns it with its bound endpoint.
+func startServer(_ router: RPCRouter, endpoint: String, configure: (inout RPCServer.Configuration) -> Void = { _ in }) throws -> (RPCServer, String) {
+    var configuration = RPCServer.Configuration(endpoints: [endpoint])
+    configure(&configuration)
+    let server = try RPCServer(router: router, configuration: configuration)
+    let bound = try server.start()
+    return (server, bound[0])
+}
+
+/// A free TCP port on loopback, found by binding a plain socket to port 0 and closing it.
+func freeTCPEndpoint() throws -> String {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
+    }
+    _ = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+    }
+    return "tcp://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+}
+
+/// Starts a server on a fixed endpoint, retrying while the previous owner's listening socket
+/// is still being closed by libzmq's I/O thread (closing is asynchronous).
+func restartServer(_ router: RPCRouter, endpoint: String, configure: (inout RPCServer.Configuration) -> Void = { _ in }) async throws -> RPCServer {
+    for _ in 0..<100 {
+        do { return try startServer(router, endpoint: endpoint, configure: configure).0 } catch let error as ZMQError where error.code == EADDRINUSE {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+    return try startServer(router, endpoint: endpoint, configure: configure).0
+}
