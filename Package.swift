@@ -13,6 +13,8 @@ let package = Package(
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .library(name: "ProtoCodec", targets: ["ProtoCodec"]),
         .library(name: "GatehouseRPC", targets: ["GatehouseRPC", "GatehouseProtocol"]),
+        .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
+        .executable(name: "gatehouse-echo-server", targets: ["gatehouse-echo-server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -54,6 +56,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "gatehouse-echo-server",
+            dependencies: ["GatehouseRPC", "GatehouseProtocol", "ZeroMQ"],
             swiftSettings: swiftSettings
         ),
 
