@@ -1,0 +1,144 @@
+import Foundation
+
+/// One configuration key: read from the environment variable `env`, overridden by the flag
+/// `--flag`. Every key is listed in `ConfigTable.all`, which the README's table is checked
+/// against.
+public struct ConfigKey: Sendable, Hashable {
+    public let env: String
+    /// The default, or nil when the key is required (or optional without a default).
+    public let defaultValue: String?
+    /// Secrets are never logged and never have a literal default.
+    public let secret: Bool
+    public let roles: String
+    public let help: String
+
+    /// `GATEHOUSE_HTTP_PORT` → `--http-port`.
+    public var flag: String {
+        "--" + env.dropFirst("GATEHOUSE_".count).lowercased().replacingOccurrences(of: "_", with: "-")
+    }
+}
+
+public enum ConfigTable {
+    public static let dataDir = ConfigKey(env: "GATEHOUSE_DATA_DIR", defaultValue: "./.gatehouse", secret: false, roles: "serve, identity, token", help: "Folder for the SQLite files (identity.sqlite, token.sqlite).")
+    public static let logLevel = ConfigKey(env: "GATEHOUSE_LOG_LEVEL", defaultValue: "info", secret: false, roles: "all", help: "trace, debug, info, notice, warning, error or critical.")
+    public static let httpHost = ConfigKey(env: "GATEHOUSE_HTTP_HOST", defaultValue: "127.0.0.1", secret: false, roles: "serve, gateway", help: "Address the HTTP API listens on.")
+    public static let httpPort = ConfigKey(env: "GATEHOUSE_HTTP_PORT", defaultValue: "8080", secret: false, roles: "serve, gateway", help: "Port the HTTP API listens on.")
+    public static let publicURL = ConfigKey(env: "GATEHOUSE_PUBLIC_URL", defaultValue: nil, secret: false, roles: "serve, gateway", help: "Base URL clients use (default http://HOST:PORT); used in OpenID discovery.")
+    public static let issuer = ConfigKey(env: "GATEHOUSE_ISSUER", defaultValue: nil, secret: false, roles: "serve, token, gateway", help: "The `iss` of access tokens (default: the public URL).")
+    public static let audience = ConfigKey(env: "GATEHOUSE_AUDIENCE", defaultValue: "gatehouse", secret: false, roles: "serve, token, gateway", help: "The `aud` of access tokens.")
+    public static let corsOrigins = ConfigKey(env: "GATEHOUSE_CORS_ORIGINS", defaultValue: "", secret: false, roles: "serve, gateway", help: "Comma-separated browser origins allowed by CORS (none by default).")
+    public static let maxBodyBytes = ConfigKey(env: "GATEHOUSE_MAX_BODY_BYTES", defaultValue: "65536", secret: false, roles: "serve, gateway", help: "Largest request body accepted.")
+    public static let rpcTimeoutMs = ConfigKey(env: "GATEHOUSE_RPC_TIMEOUT_MS", defaultValue: "2000", secret: false, roles: "all", help: "Deadline of each service call, in milliseconds.")
+    public static let trustForwardedFor = ConfigKey(env: "GATEHOUSE_TRUST_FORWARDED_FOR", defaultValue: "false", secret: false, roles: "serve, gateway", help: "Take the client IP from X-Forwarded-For (only behind a trusted proxy).")
+    public static let identityBind = ConfigKey(env: "GATEHOUSE_IDENTITY_BIND", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "identity", help: "Endpoint the identity service's RPC server binds.")
+    public static let identityEventsBind = ConfigKey(env: "GATEHOUSE_IDENTITY_EVENTS_BIND", defaultValue: "tcp://127.0.0.1:7002", secret: false, roles: "identity", help: "Endpoint the identity service publishes user events on.")
+    public static let identityURL = ConfigKey(env: "GATEHOUSE_IDENTITY_URL", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "token, gateway", help: "Where to reach the identity service.")
+    public static let tokenBind = ConfigKey(env: "GATEHOUSE_TOKEN_BIND", defaultValue: "tcp://127.0.0.1:7011", secret: false, roles: "token", help: "Endpoint the token service's RPC server binds.")
+    public static let tokenEventsBind = ConfigKey(env: "GATEHOUSE_TOKEN_EVENTS_BIND", defaultValue: "tcp://127.0.0.1:7012", secret: false, roles: "token", help: "Endpoint the token service publishes session events on.")
+    public static let tokenURL = ConfigKey(env: "GATEHOUSE_TOKEN_URL", defaultValue: "tcp://127.0.0.1:7011", secret: false, roles: "identity, gateway", help: "Where to reach the token service.")
+    public static let tokenEventsURL = ConfigKey(env: "GATEHOUSE_TOKEN_EVENTS_URL", defaultValue: "tcp://127.0.0.1:7012", secret: false, roles: "gateway", help: "Where to subscribe to session revocations.")
+    public static let argon2MemoryKiB = ConfigKey(env: "GATEHOUSE_ARGON2_MEMORY_KIB", defaultValue: "19456", secret: false, roles: "serve, identity", help: "Argon2id memory cost (KiB); OWASP: 19456.")
+    public static let argon2Iterations = ConfigKey(env: "GATEHOUSE_ARGON2_ITERATIONS", defaultValue: "2", secret: false, roles: "serve, identity", help: "Argon2id time cost.")
+    public static let argon2Parallelism = ConfigKey(env: "GATEHOUSE_ARGON2_PARALLELISM", defaultValue: "1", secret: false, roles: "serve, identity", help: "Argon2id lanes.")
+    public static let hashWorkers = ConfigKey(env: "GATEHOUSE_HASH_WORKERS", defaultValue: nil, secret: false, roles: "serve, identity", help: "Password-hashing threads (default: the number of cores).")
+    public static let hashQueue = ConfigKey(env: "GATEHOUSE_HASH_QUEUE", defaultValue: "64", secret: false, roles: "serve, identity", help: "Hash jobs allowed to wait; past it, sign-ups and sign-ins get `overloaded`.")
+    public static let passwordMinLength = ConfigKey(env: "GATEHOUSE_PASSWORD_MIN_LENGTH", defaultValue: "8", secret: false, roles: "serve, identity", help: "Shortest password accepted (8 to 64).")
+    public static let signingAlgorithm = ConfigKey(env: "GATEHOUSE_SIGNING_ALGORITHM", defaultValue: "ES256", secret: false, roles: "serve, token", help: "ES256, EdDSA or RS256 for new signing keys.")
+    public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token", help: "Access-token lifetime in seconds.")
+    public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
+    public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, token", help: "Session idle timeout in seconds (30 days).")
+    public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
+    public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding a 32-byte key (raw, hex or base64) that encrypts signing keys at rest.")
+
+    public static let all: [ConfigKey] = [
+        dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
+        trustForwardedFor, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
+        argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
+        accessTokenTTL, sessionTTL, sessionIdleTTL, refreshGrace, keyEncryptionKeyFile,
+    ]
+}
+
+/// A configuration problem, naming the key so an operator can fix it.
+public struct ConfigError: Error, CustomStringConvertible {
+    public let message: String
+    public init(message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Values from the environment, overridden by `--flag value` / `--flag=value` arguments.
+public struct Config: Sendable {
+    private var values: [String: String] = [:]
+
+    public init(environment: [String: String] = ProcessInfo.processInfo.environment, arguments: [String] = []) throws {
+        let byFlag = Dictionary(uniqueKeysWithValues: ConfigTable.all.map { ($0.flag, $0) })
+        for key in ConfigTable.all {
+            if let value = environment[key.env] { values[key.env] = value }
+        }
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            var flag = argument
+            var value: String?
+            if let eq = argument.firstIndex(of: "=") {
+                flag = String(argument[..<eq])
+                value = String(argument[argument.index(after: eq)...])
+            }
+            guard let key = byFlag[flag] else {
+                throw ConfigError(message: "unknown option \(flag); see `gatehouse help` or the README's configuration table")
+            }
+            if value == nil {
+                index += 1
+                guard index < arguments.count else { throw ConfigError(message: "\(flag) needs a value") }
+                value = arguments[index]
+            }
+            values[key.env] = value
+            index += 1
+        }
+    }
+
+    /// The key's value, or its default.
+    public func string(_ key: ConfigKey) -> String? {
+        values[key.env] ?? key.defaultValue
+    }
+
+    /// A required value.
+    public func required(_ key: ConfigKey) throws -> String {
+        guard let value = string(key), !value.isEmpty else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) is required: \(key.help)")
+        }
+        return value
+    }
+
+    public func int(_ key: ConfigKey, in range: ClosedRange<Int>) throws -> Int {
+        let text = try required(key)
+        guard let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) must be an integer in \(range.lowerBound)...\(range.upperBound), not \(key.secret ? "<secret>" : "'\(text)'")")
+        }
+        return value
+    }
+
+    public func optionalInt(_ key: ConfigKey, in range: ClosedRange<Int>) throws -> Int? {
+        guard let text = string(key), !text.isEmpty else { return nil }
+        return try int(key, in: range)
+    }
+
+    public func bool(_ key: ConfigKey) throws -> Bool {
+        switch try required(key).lowercased() {
+        case "true", "1", "yes", "on": return true
+        case "false", "0", "no", "off": return false
+        case let other: throw ConfigError(message: "\(key.env) (\(key.flag)) must be true or false, not '\(other)'")
+        }
+    }
+
+    public func list(_ key: ConfigKey) -> [String] {
+        (string(key) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    public func endpoint(_ key: ConfigKey) throws -> String {
+        let value = try required(key)
+        guard value.hasPrefix("tcp://") || value.hasPrefix("ipc://") || value.hasPrefix("inproc://") else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) must be a ZeroMQ endpoint like tcp://127.0.0.1:7001, not '\(value)'")
+        }
+        return value
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Testing
+@testable import GatehouseApp
+
+@Suite("Configuration")
+struct ConfigTests {
+    @Test("defaults, environment, and flags overriding the environment")
+    func layering() throws {
+        let config = try Config(
+            environment: ["GATEHOUSE_HTTP_PORT": "9000", "GATEHOUSE_AUDIENCE": "env-aud", "UNRELATED": "x"],
+            arguments: ["--http-port", "9100", "--log-level=debug"])
+        #expect(try config.int(ConfigTable.httpPort, in: 1...65535) == 9100)
+        #expect(config.string(ConfigTable.audience) == "env-aud")
+        #expect(config.string(ConfigTable.logLevel) == "debug")
+        #expect(config.string(ConfigTable.dataDir) == "./.gatehouse")
+    }
+
+    @Test("an invalid or unknown value stops start-up with a message naming the key")
+    func errors() throws {
+        let bad = try Config(environment: ["GATEHOUSE_HTTP_PORT": "eighty"])
+        #expect(throws: ConfigError.self) { try bad.int(ConfigTable.httpPort, in: 1...65535) }
+        do {
+            _ = try bad.int(ConfigTable.httpPort, in: 1...65535)
+        } catch let error as ConfigError {
+            #expect(error.message.contains("GATEHOUSE_HTTP_PORT"))
+            #expect(error.message.contains("--http-port"))
+        }
+        #expect(throws: ConfigError.self) { try Config(arguments: ["--no-such-flag", "1"]) }
+        #expect(throws: ConfigError.self) { try Config(arguments: ["--http-port"]) }
+        let endpoint = try Config(environment: ["GATEHOUSE_TOKEN_URL": "http://x"])
+        #expect(throws: ConfigError.self) { try endpoint.endpoint(ConfigTable.tokenURL) }
+        let flag = try Config(environment: ["GATEHOUSE_TRUST_FORWARDED_FOR": "maybe"])
+        #expect(throws: ConfigError.self) { try flag.bool(ConfigTable.trustForwardedFor) }
+    }
+
+    @Test("secrets have no literal default and their values never appear in errors")
+    func secrets() throws {
+        for key in ConfigTable.all where key.secret {
+            #expect(key.defaultValue == nil, "\(key.env) must not have a default")
+        }
+        let config = try Config(environment: ["GATEHOUSE_KEY_ENCRYPTION_KEY_FILE": "s3cr3t-value"])
+        do {
+            _ = try config.int(ConfigTable.keyEncryptionKeyFile, in: 0...1)
+        } catch let error as ConfigError {
+            #expect(!error.message.contains("s3cr3t-value"))
+        }
+    }
+
+    @Test("every key appears in the README's configuration table")
+    func readmeTable() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        for key in ConfigTable.all {
+            #expect(readme.contains("`\(key.env)`"), "README lacks \(key.env)")
+            #expect(readme.contains("`\(key.flag)`"), "README lacks \(key.flag)")
+        }
+    }
+}
