@@ -83,7 +83,7 @@ let package = Package(
         .target(
             name: "IdentityService",
             dependencies: [
-                "IdentityCore", "GatehouseProtocol", "CArgon2", "CLegacyHashes",
+                "IdentityCore", "GatehouseProtocol", "ProtoCodec", "CArgon2", "CLegacyHashes",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
