@@ -58,7 +58,8 @@ public struct PHCString: Sendable, Hashable, CustomStringConvertible {
             version = v
             fields.removeFirst()
         }
-        if let first = fields.first, first.contains("=") {
+        // A parameter list has `=` inside; Base64 may only end with `=` padding.
+        if let first = fields.first, first.contains("="), !first.hasSuffix("=") {
             for pair in first.split(separator: ",", omittingEmptySubsequences: false) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }

@@ -22,8 +22,10 @@ public final class HashPool: Sendable {
         self.state = State(queueLimit: self.queueLimit)
         for index in 0..<self.workers {
             let state = self.state
-            let thread = Thread { state.workerLoop() }
-            thread.name = "gatehouse-hash-\(index)"
+            let thread = Thread {
+                Thread.current.name = "idhash-\(index)"  // Linux thread names hold 15 bytes
+                state.workerLoop()
+            }
             thread.stackSize = 1 << 20
             thread.start()
         }
@@ -46,6 +48,8 @@ public final class HashPool: Sendable {
     public var queueDepth: Int { state.snapshot().queued }
     /// Workers currently running a job (a metric).
     public var busyWorkers: Int { state.snapshot().running }
+    /// Jobs finished since the pool started (a metric).
+    public var completedJobs: Int { state.snapshot().completed }
 
     /// Stops the threads once the queue is drained; later `run` calls fail with `overloaded`.
     public func shutdown() { state.stop() }
@@ -56,6 +60,7 @@ public final class HashPool: Sendable {
         private var jobs: [@Sendable () -> Void] = []
         private var head = 0
         private var running = 0
+        private var completed = 0
         private var stopped = false
         private let queueLimit: Int
 
@@ -70,10 +75,10 @@ public final class HashPool: Sendable {
             return true
         }
 
-        func snapshot() -> (queued: Int, running: Int) {
+        func snapshot() -> (queued: Int, running: Int, completed: Int) {
             condition.lock()
             defer { condition.unlock() }
-            return (jobs.count - head, running)
+            return (jobs.count - head, running, completed)
         }
 
         func stop() {
@@ -102,6 +107,7 @@ public final class HashPool: Sendable {
                 job()
                 condition.lock()
                 running -= 1
+                completed += 1
                 condition.unlock()
             }
         }

@@ -35,8 +35,8 @@ public struct HashVerifyLimits: Sendable, Hashable {
     public var maxArgon2Iterations: UInt64 = 16
     public var maxParallelism: UInt64 = 16
     public var maxBcryptCost: Int = 14
-    public var maxScryptLogN: Int = 20
-    public var maxScryptR: UInt64 = 32
+    /// scrypt needs 128 × r × N bytes.
+    public var maxScryptMemoryBytes: UInt64 = 256 * 1024 * 1024
     public init() {}
 }
 
@@ -76,7 +76,7 @@ public enum PasswordHashing {
             return verifyCrypt(password, encoded)
         }
         if encoded.hasPrefix("$7$") {
-            guard let (logN, r, _) = parseScrypt7(encoded), logN <= limits.maxScryptLogN, r <= limits.maxScryptR else { return false }
+            guard let (logN, r, p) = parseScrypt7(encoded), scryptWithinLimits(logN: UInt64(logN), r: r, p: p, limits) else { return false }
             return verifyCrypt(password, encoded)
         }
         if encoded.hasPrefix("$scrypt$") { return verifyScryptPHC(password, encoded, limits) }
@@ -162,8 +162,7 @@ public enum PasswordHashing {
 
     private static func verifyScryptPHC(_ password: [UInt8], _ encoded: String, _ limits: HashVerifyLimits) -> Bool {
         guard let phc = PHCString(encoded), phc.id == "scrypt", let ln = phc.integer("ln"), let r = phc.integer("r"),
-            let p = phc.integer("p"), ln >= 1, ln <= UInt64(limits.maxScryptLogN), r >= 1, r <= limits.maxScryptR,
-            p >= 1, p <= limits.maxParallelism, !phc.hash.isEmpty, phc.hash.count <= 128
+            let p = phc.integer("p"), scryptWithinLimits(logN: ln, r: r, p: p, limits), !phc.hash.isEmpty, phc.hash.count <= 128
         else { return false }
         var key = [UInt8](repeating: 0, count: phc.hash.count)
         let n = UInt64(1) << ln
@@ -177,6 +176,11 @@ public enum PasswordHashing {
             }
         }
         return ok == 1 && constantTimeEquals(key, phc.hash)
+    }
+
+    private static func scryptWithinLimits(logN: UInt64, r: UInt64, p: UInt64, _ limits: HashVerifyLimits) -> Bool {
+        guard logN >= 1, logN <= 30, r >= 1, r <= 1024, p >= 1, p <= limits.maxParallelism else { return false }
+        return 128 * r * (UInt64(1) << logN) <= limits.maxScryptMemoryBytes
     }
 
     /// Compares without an early exit.
