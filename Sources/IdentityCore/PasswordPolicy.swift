@@ -35,8 +35,10 @@ public struct PasswordPolicy: Sendable, Hashable {
         password.precomposedStringWithCompatibilityMapping
     }
 
-    /// Whether `password` could be within the maximum at all, judged cheaply from its byte count
-    /// (NFKC can at most expand by a bounded factor; a 1 MB input is refused without normalizing).
+    /// Whether `password` is certainly over the maximum, judged from its byte count alone, so a
+    /// 1 MB input is refused without being normalized. The bound is loose on purpose: NFKC
+    /// composition can shrink a few scalars into one, so only inputs far over the limit
+    /// (72 bytes per allowed character) are cut here; the exact check follows normalization.
     public func isObviouslyTooLong(_ password: String) -> Bool {
         password.utf8.count > maxLength * 4 * 18
     }

@@ -114,25 +114,28 @@ public final class SQLiteUserStore: UserStore {
         id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled, \
         customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version
         """
+    // Built once: the statement cache is keyed by the SQL text.
+    private static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    private static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
+    private static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
 
     public func insert(_ user: UserRecord) async throws {
         try await run { db in
-            let statement = try db.cachedStatement(
-                sql: "INSERT INTO users (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+            let statement = try db.cachedStatement(sql: Self.insertSQL)
             try statement.execute(arguments: Self.arguments(user))
         }
     }
 
     public func user(id: UserID) async throws -> UserRecord? {
         try await read { db in
-            let statement = try db.cachedStatement(sql: "SELECT \(Self.columns) FROM users WHERE id = ?")
+            let statement = try db.cachedStatement(sql: Self.selectByIDSQL)
             return try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.record)
         }
     }
 
     public func user(normalizedEmail: String) async throws -> UserRecord? {
         try await read { db in
-            let statement = try db.cachedStatement(sql: "SELECT \(Self.columns) FROM users WHERE emailNormalized = ?")
+            let statement = try db.cachedStatement(sql: Self.selectByEmailSQL)
             return try Row.fetchOne(statement, arguments: [normalizedEmail]).map(Self.record)
         }
     }
@@ -141,7 +144,7 @@ public final class SQLiteUserStore: UserStore {
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
         try await run { db in
-            let select = try db.cachedStatement(sql: "SELECT \(Self.columns) FROM users WHERE id = ?")
+            let select = try db.cachedStatement(sql: Self.selectByIDSQL)
             guard let row = try Row.fetchOne(select, arguments: [id.rawValue]) else { throw IdentityError.userNotFound }
             var user = Self.record(row)
             if let expectedVersion, expectedVersion != user.version {
@@ -216,8 +219,7 @@ public final class SQLiteUserStore: UserStore {
     public func insertSync(_ user: UserRecord) throws {
         do {
             try pool.write { db in
-                let statement = try db.cachedStatement(
-                    sql: "INSERT INTO users (\(Self.columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+                let statement = try db.cachedStatement(sql: Self.insertSQL)
                 try statement.execute(arguments: Self.arguments(user))
             }
         } catch {
