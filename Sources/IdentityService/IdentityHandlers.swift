@@ -56,6 +56,7 @@ public struct IdentityHandlers: Sendable {
     public func signUp(_ request: SignUpRequest) async throws -> AuthResponse {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
+        try Self.checkClient(request.client)
         let password = try policy.validate(request.password, email: email.normalized)
         // Cheap early answer for a taken email (the insert still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
@@ -74,6 +75,7 @@ public struct IdentityHandlers: Sendable {
     /// An unknown email costs one hash too, so timing does not reveal whether it exists.
     public func signIn(_ request: SignInRequest) async throws -> AuthResponse {
         let email = try EmailAddress(request.email)
+        try Self.checkClient(request.client)
         if request.password.isEmpty || policy.isObviouslyTooLong(request.password) {
             throw IdentityError.invalidCredentials
         }
@@ -196,7 +198,7 @@ public struct IdentityHandlers: Sendable {
         return UserID(text)
     }
 
-    /// nil stays nil; "" (after trimming) means none.
+    /// nil stays nil; "" (after trimming) becomes nil: no name.
     static func validDisplayName(_ name: String?) throws -> String? {
         guard let name else { return nil }
         guard name.utf8.count <= maxDisplayNameLength * 4 else {
@@ -209,7 +211,17 @@ public struct IdentityHandlers: Sendable {
         guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\u{FFFD}" }) else {
             throw IdentityError.invalidArgument(field: "displayName", reason: "contains a control character")
         }
-        return trimmed
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    /// The gateway truncates the user agent to 512 bytes; an IP address is at most 45 characters.
+    static func checkClient(_ client: ClientInfo) throws {
+        guard client.userAgent.utf8.count <= 512 else {
+            throw IdentityError.invalidArgument(field: "client.userAgent", reason: "longer than 512 bytes")
+        }
+        guard client.ip.utf8.count <= 45, client.ip.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw IdentityError.invalidArgument(field: "client.ip", reason: "not an IP address")
+        }
     }
 
     static func validPhotoURL(_ text: String) throws -> String? {

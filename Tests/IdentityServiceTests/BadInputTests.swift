@@ -29,9 +29,10 @@ import Testing
         Case(name: "1 MB password", request: SignUpRequest(email: "p@example.com", password: megabyte), code: .weakPassword),
         Case(name: "257-char password", request: SignUpRequest(email: "p@example.com", password: String(repeating: "z", count: 257)), code: .weakPassword),
         Case(name: "common password", request: SignUpRequest(email: "p@example.com", password: "letmein1"), code: .weakPassword),
-        Case(name: "SQL password is fine but common-free", request: SignUpRequest(email: "p@example.com", password: "x", displayName: nil), code: .weakPassword),
         Case(name: "100 KB display name", request: SignUpRequest(email: "p@example.com", password: strong, displayName: hundredKB), code: .invalidArgument),
         Case(name: "257-char display name", request: SignUpRequest(email: "p@example.com", password: strong, displayName: String(repeating: "d", count: 257)), code: .invalidArgument),
+        Case(name: "huge user agent", request: SignUpRequest(email: "p@example.com", password: strong, client: ClientInfo(userAgent: hundredKB)), code: .invalidArgument),
+        Case(name: "bad ip", request: SignUpRequest(email: "p@example.com", password: strong, client: ClientInfo(ip: "1.2.3.4; DROP TABLE")), code: .invalidArgument),
         Case(name: "control char display name", request: SignUpRequest(email: "p@example.com", password: strong, displayName: "a\u{0}b"), code: .invalidArgument),
     ]
 

@@ -156,12 +156,16 @@ import Testing
         let cleared = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, photoURL: ""))
         #expect(cleared.photoURL == "")
         #expect(cleared.displayName == "Tom")
+        #expect(try await h.store.user(id: UserID(id))?.photoURL == nil)
+        let noName = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, displayName: "  "))
+        #expect(noName.displayName == "")
+        #expect(try await h.store.user(id: UserID(id))?.displayName == nil)
 
         _ = try await h.caller.call(IdentityAPI.deleteUser, UserIDRequest(userID: id))
         await expectCode(.userNotFound) { try await h.caller.call(IdentityAPI.getUser, UserIDRequest(userID: id)) }
         await expectCode(.userNotFound) { try await h.caller.call(IdentityAPI.deleteUser, UserIDRequest(userID: id)) }
         await expectCode(.userNotFound) { try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, displayName: "x")) }
-        #expect(h.events.topics == ["user.created", "user.updated", "user.updated", "user.deleted"])
+        #expect(h.events.topics == ["user.created", "user.updated", "user.updated", "user.updated", "user.deleted"])
         let claims = try await h.caller.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: id))
         #expect(!claims.exists)
     }
