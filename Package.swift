@@ -89,7 +89,7 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test helper: inserts users forever, printing each acknowledged id (the kill -9 test).
+        // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
         .executableTarget(
             name: "identity-crash-writer",
             dependencies: ["IdentityService", "IdentityCore"],
@@ -104,7 +104,6 @@ let package = Package(
             name: "IdentityServiceTests",
             dependencies: [
                 "IdentityService", "IdentityCore", "GatehouseProtocol", "ProtoCodec", "identity-crash-writer",
-                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),
