@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         // MARK: Foundation: codec, ZeroMQ, RPC
@@ -68,6 +69,43 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Identity service
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"]), .brew(["argon2"])]
+        ),
+        // libxcrypt's crypt_r (bcrypt `$2b$`, scrypt `$7$`) and OpenSSL's scrypt KDF, for
+        // verifying imported hashes.
+        .systemLibrary(
+            name: "CLegacyHashes",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev", "libcrypt-dev"]), .brew(["openssl@3"])]
+        ),
+        .target(
+            name: "IdentityCore",
+            dependencies: ["GatehouseProtocol"],
+            // The blocklist is compiled in (CommonPasswords+List.swift, generated from
+            // Resources/common-passwords.txt by scripts/gen-common-passwords), so no resource bundle
+            // has to travel with the binary.
+            exclude: ["Resources"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "IdentityService",
+            dependencies: [
+                "IdentityCore", "GatehouseProtocol", "ProtoCodec", "CArgon2", "CLegacyHashes",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
+        .executableTarget(
+            name: "identity-crash-writer",
+            dependencies: ["IdentityService", "IdentityCore"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "gatehouse-echo-server",
             dependencies: ["GatehouseRPC", "GatehouseProtocol", "ZeroMQ"],
@@ -78,6 +116,14 @@ let package = Package(
         .testTarget(name: "GatehouseAppTests", dependencies: ["GatehouseApp"], swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: swiftSettings),
+        .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "IdentityServiceTests",
+            dependencies: [
+                "IdentityService", "IdentityCore", "GatehouseProtocol", "ProtoCodec", "identity-crash-writer",
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "GatehouseRPCTests",
             dependencies: [

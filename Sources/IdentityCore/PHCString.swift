@@ -1,0 +1,108 @@
+import Foundation
+
+/// A password hash in the PHC string format:
+/// `$<id>[$v=<version>][$<param>=<value>(,<param>=<value>)*][$<salt>[$<hash>]]`,
+/// salt and hash in standard Base64 without padding (`B64` of the PHC spec).
+///
+/// Parsing is strict about structure and lenient about Base64 padding and passlib's `.` for `+`
+/// (its "ab64"), so hashes imported from passlib verify.
+public struct PHCString: Sendable, Hashable, CustomStringConvertible {
+    /// The algorithm id, e.g. `argon2id`, `scrypt`.
+    public var id: String
+    /// The `v=` version, when present.
+    public var version: Int?
+    /// The parameters in order, e.g. `[("m", "19456"), ("t", "2"), ("p", "1")]`.
+    public var parameters: [Parameter]
+    public var salt: [UInt8]
+    public var hash: [UInt8]
+
+    /// One `name=value` parameter.
+    public struct Parameter: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    public init(id: String, version: Int? = nil, parameters: [Parameter] = [], salt: [UInt8] = [], hash: [UInt8] = []) {
+        self.id = id
+        self.version = version
+        self.parameters = parameters
+        self.salt = salt
+        self.hash = hash
+    }
+
+    /// The value of parameter `name`, if present.
+    public subscript(name: String) -> String? { parameters.first(where: { $0.name == name })?.value }
+
+    /// An integer parameter, if present and numeric.
+    public func integer(_ name: String) -> UInt64? { self[name].flatMap { UInt64($0) } }
+
+    /// Parses `string`; nil when it is not a well-formed PHC string.
+    public init?(_ string: String) {
+        guard string.utf8.count <= 1024, string.hasPrefix("$") else { return nil }
+        var fields = string.split(separator: "$", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        guard let id = fields.first, !id.isEmpty, id.utf8.count <= 32,
+            id.allSatisfy({ ($0.isASCII && ($0.isLowercase || $0.isNumber)) || $0 == "-" })
+        else { return nil }
+        fields.removeFirst()
+        self.id = id
+        self.version = nil
+        self.parameters = []
+        self.salt = []
+        self.hash = []
+        if let first = fields.first, first.hasPrefix("v=") {
+            guard let v = Int(first.dropFirst(2)), v >= 0 else { return nil }
+            version = v
+            fields.removeFirst()
+        }
+        // A parameter list has `=` inside; Base64 may only end with `=` padding.
+        if let first = fields.first, first.contains("="), !first.hasSuffix("=") {
+            for pair in first.split(separator: ",", omittingEmptySubsequences: false) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else { return nil }
+                parameters.append(Parameter(String(parts[0]), String(parts[1])))
+            }
+            fields.removeFirst()
+        }
+        guard fields.count <= 2 else { return nil }
+        if fields.count >= 1 {
+            guard let s = Self.decodeBase64(fields[0]) else { return nil }
+            salt = s
+        }
+        if fields.count == 2 {
+            guard let h = Self.decodeBase64(fields[1]), !h.isEmpty else { return nil }
+            hash = h
+        }
+    }
+
+    /// The PHC string.
+    public var description: String {
+        var out = "$" + id
+        if let version { out += "$v=\(version)" }
+        if !parameters.isEmpty { out += "$" + parameters.map { "\($0.name)=\($0.value)" }.joined(separator: ",") }
+        if !salt.isEmpty || !hash.isEmpty { out += "$" + Self.encodeBase64(salt) }
+        if !hash.isEmpty { out += "$" + Self.encodeBase64(hash) }
+        return out
+    }
+
+    /// Standard Base64 without padding.
+    public static func encodeBase64(_ bytes: [UInt8]) -> String {
+        var s = Data(bytes).base64EncodedString()
+        while s.hasSuffix("=") { s.removeLast() }
+        return s
+    }
+
+    /// Decodes Base64 with or without padding; `.` is read as `+` (passlib's ab64).
+    public static func decodeBase64(_ text: String) -> [UInt8]? {
+        guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "+" || $0 == "/" || $0 == "." || $0 == "=") })
+        else { return nil }
+        var s = text.replacingOccurrences(of: ".", with: "+")
+        while s.hasSuffix("=") { s.removeLast() }
+        guard s.count % 4 != 1 else { return nil }
+        s += String(repeating: "=", count: (4 - s.count % 4) % 4)
+        return Data(base64Encoded: s).map { Array($0) }
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import GatehouseProtocol
+
+/// A user id: 128 random bits, Base64url without padding (22 characters).
+public struct UserID: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public var description: String { rawValue }
+
+    /// A new random id from `generator`.
+    public static func random<G: RandomNumberGenerator>(using generator: inout G) -> UserID {
+        var bytes = [UInt8](repeating: 0, count: 16)
+        for i in bytes.indices { bytes[i] = generator.next() }
+        let b64 = Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+        return UserID(b64)
+    }
+
+    /// A new random id from the system's generator.
+    public static func random() -> UserID {
+        var g = SystemRandomNumberGenerator()
+        return random(using: &g)
+    }
+
+    /// Whether `text` looks like an id (1–64 URL-safe characters): a cheap check before a look-up.
+    public static func isWellFormed(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 64
+            && text.utf8.allSatisfy { b in
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A) || b == 0x2D || b == 0x5F
+            }
+    }
+}
+
+/// A user as stored, credentials included. Never sent over the wire as is (see `User`).
+public struct UserRecord: Sendable, Hashable {
+    public var id: UserID
+    /// The email as typed (trimmed); nil for an anonymous user.
+    public var email: String?
+    /// The normalized email (unique); nil exactly when `email` is nil.
+    public var emailNormalized: String?
+    public var emailVerified: Bool
+    public var displayName: String?
+    public var photoURL: String?
+    /// A PHC string (or a legacy crypt string for imported users); nil without a password.
+    public var passwordHash: String?
+    public var isAnonymous: Bool
+    public var disabled: Bool
+    /// A JSON object of at most 1,000 bytes, or "" for none.
+    public var customClaimsJSON: String
+    /// A JSON object of at most 16 KiB.
+    public var settingsJSON: String
+    public var createdAt: Date
+    public var updatedAt: Date
+    public var lastSignInAt: Date?
+    /// Sessions authenticated before this instant are invalid.
+    public var tokensValidAfter: Date?
+    /// Starts at 1; each profile change adds 1.
+    public var version: Int64
+
+    public static let maxCustomClaimsBytes = 1_000
+    public static let maxSettingsBytes = 16 * 1024
+
+    public init(
+        id: UserID, email: EmailAddress?, emailVerified: Bool = false, displayName: String? = nil,
+        photoURL: String? = nil, passwordHash: String? = nil, isAnonymous: Bool = false, disabled: Bool = false,
+        customClaimsJSON: String = "", settingsJSON: String = "{}", createdAt: Date, updatedAt: Date? = nil,
+        lastSignInAt: Date? = nil, tokensValidAfter: Date? = nil, version: Int64 = 1
+    ) {
+        self.id = id
+        self.email = email?.typed
+        self.emailNormalized = email?.normalized
+        self.emailVerified = emailVerified
+        self.displayName = displayName
+        self.photoURL = photoURL
+        self.passwordHash = passwordHash
+        self.isAnonymous = isAnonymous
+        self.disabled = disabled
+        self.customClaimsJSON = customClaimsJSON
+        self.settingsJSON = settingsJSON
+        self.createdAt = createdAt.roundedToMilliseconds
+        self.updatedAt = (updatedAt ?? createdAt).roundedToMilliseconds
+        self.lastSignInAt = lastSignInAt?.roundedToMilliseconds
+        self.tokensValidAfter = tokensValidAfter?.roundedToMilliseconds
+        self.version = version
+    }
+
+    /// The claims the token service needs.
+    public var claims: UserClaims {
+        UserClaims(
+            exists: true, disabled: disabled, email: email ?? "", emailVerified: emailVerified,
+            isAnonymous: isAnonymous, customClaimsJSON: customClaimsJSON, tokensValidAfter: tokensValidAfter)
+    }
+}
+
+extension Date {
+    /// Milliseconds since 1970, the precision the stores keep.
+    public var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
+    /// This date rounded to whole milliseconds.
+    public var roundedToMilliseconds: Date { Date(millisecondsSince1970: millisecondsSince1970) }
+    public init(millisecondsSince1970 ms: Int64) { self.init(timeIntervalSince1970: Double(ms) / 1000) }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Where users live. Implementations translate their own failures into `IdentityError`
+/// (`emailExists`, `userNotFound`, `versionConflict`, `unavailable`, `storage`) and let no
+/// other error escape. Every method is safe to call from any task; none blocks the cooperative
+/// thread pool.
+public protocol UserStore: Sendable {
+    /// Inserts a new user. Throws `emailExists` when the normalized email is taken.
+    func insert(_ user: UserRecord) async throws
+
+    /// The user with this id, or nil.
+    func user(id: UserID) async throws -> UserRecord?
+
+    /// The user with this normalized email, or nil.
+    func user(normalizedEmail: String) async throws -> UserRecord?
+
+    /// Reads the user, applies `change`, bumps `version` and sets `updatedAt` to `now`, all in one
+    /// transaction. With `expectedVersion`, throws `versionConflict` when the stored version
+    /// differs. Throws `userNotFound`. Returns the stored result.
+    func update(
+        id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord
+
+    /// Records a successful sign-in (`lastSignInAt`), and replaces the password hash when
+    /// `newPasswordHash` is given (an upgrade). Does not change `version`. Throws `userNotFound`.
+    func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws
+
+    /// Deletes the user and its linked identities. Throws `userNotFound`.
+    func delete(id: UserID) async throws
+
+    /// Links a provider identity to a user. Throws `userNotFound` for an unknown user and
+    /// `invalidArgument` when the identity is already linked.
+    func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws
+
+    /// The user linked to a provider identity, or nil.
+    func userID(provider: String, subject: String) async throws -> UserID?
+
+    /// The number of users (for tests and metrics).
+    func count() async throws -> Int
+}

@@ -1,0 +1,115 @@
+import Foundation
+import IdentityCore
+
+/// A fixed set of threads for CPU- and memory-heavy work (password hashing), fed by a bounded
+/// queue.
+///
+/// Async callers suspend on a continuation while a dedicated thread works, so hashing never
+/// occupies a thread of Swift's cooperative pool. A burst queues; once `queueLimit` jobs are
+/// waiting, `run` fails at once with `IdentityError.overloaded` instead of piling up memory
+/// (each Argon2 job holds `m` KiB while it runs, so memory is bounded by `workers × m`).
+public final class HashPool: Sendable {
+    /// The number of worker threads.
+    public let workers: Int
+    /// The most jobs that may wait for a worker.
+    public let queueLimit: Int
+    private let state: State
+
+    /// Starts `workers` threads (the number of active cores by default).
+    public init(workers: Int = ProcessInfo.processInfo.activeProcessorCount, queueLimit: Int = 64) {
+        self.workers = max(1, workers)
+        self.queueLimit = max(0, queueLimit)
+        self.state = State(queueLimit: self.queueLimit)
+        for index in 0..<self.workers {
+            let state = self.state
+            let thread = Thread {
+                Thread.current.name = "idhash-\(index)"  // Linux thread names hold 15 bytes
+                state.workerLoop()
+            }
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    deinit { state.stop() }
+
+    /// Runs `work` on a worker thread and returns its result. Throws `IdentityError.overloaded`
+    /// without waiting when the queue is full or the pool is shut down.
+    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            let accepted = state.enqueue {
+                continuation.resume(with: Result { try work() })
+            }
+            if !accepted { continuation.resume(throwing: IdentityError.overloaded) }
+        }
+    }
+
+    /// Jobs waiting for a worker (a metric).
+    public var queueDepth: Int { state.snapshot().queued }
+    /// Workers currently running a job (a metric).
+    public var busyWorkers: Int { state.snapshot().running }
+    /// Jobs finished since the pool started (a metric).
+    public var completedJobs: Int { state.snapshot().completed }
+
+    /// Stops the threads once the queue is drained; later `run` calls fail with `overloaded`.
+    public func shutdown() { state.stop() }
+
+    private final class State: @unchecked Sendable {
+        // Guarded by `condition`.
+        private let condition = NSCondition()
+        private var jobs: [@Sendable () -> Void] = []
+        private var head = 0
+        private var running = 0
+        private var completed = 0
+        private var stopped = false
+        private let queueLimit: Int
+
+        init(queueLimit: Int) { self.queueLimit = queueLimit }
+
+        func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            guard !stopped, jobs.count - head < queueLimit else { return false }
+            jobs.append(job)
+            condition.signal()
+            return true
+        }
+
+        func snapshot() -> (queued: Int, running: Int, completed: Int) {
+            condition.lock()
+            defer { condition.unlock() }
+            return (jobs.count - head, running, completed)
+        }
+
+        func stop() {
+            condition.lock()
+            stopped = true
+            condition.broadcast()
+            condition.unlock()
+        }
+
+        func workerLoop() {
+            while true {
+                condition.lock()
+                while jobs.count == head && !stopped { condition.wait() }
+                if jobs.count == head {  // stopped and drained
+                    condition.unlock()
+                    return
+                }
+                let job = jobs[head]
+                head += 1
+                if head >= 64 && head * 2 >= jobs.count {
+                    jobs.removeFirst(head)
+                    head = 0
+                }
+                running += 1
+                condition.unlock()
+                job()
+                condition.lock()
+                running -= 1
+                completed += 1
+                condition.unlock()
+            }
+        }
+    }
+}

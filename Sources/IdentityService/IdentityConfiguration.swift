@@ -1,0 +1,41 @@
+import Foundation
+
+/// Everything the identity service can be configured with.
+public struct IdentityConfiguration: Sendable {
+    /// The SQLite file of the users database.
+    public var databasePath: String
+    /// How far an acknowledged write survives (`processCrash`: WAL + synchronous NORMAL).
+    public var durability: SQLiteUserStore.Durability
+    /// Argon2id parameters for new hashes; older hashes are upgraded at sign-in.
+    public var argon2: Argon2Parameters
+    /// Limits for verifying imported hashes.
+    public var verifyLimits: HashVerifyLimits
+    /// Fewest characters (Unicode scalars after NFKC) in a password; 8 is NIST's floor.
+    public var minPasswordLength: Int
+    /// Most characters in a password.
+    public var maxPasswordLength: Int
+    /// Hashing threads (the number of cores by default).
+    public var hashWorkers: Int
+    /// Hashing jobs that may wait before callers get `overloaded`.
+    public var hashQueueLimit: Int
+
+    public init(
+        databasePath: String,
+        durability: SQLiteUserStore.Durability = .processCrash,
+        argon2: Argon2Parameters = .owasp,
+        verifyLimits: HashVerifyLimits = HashVerifyLimits(),
+        minPasswordLength: Int = 8,
+        maxPasswordLength: Int = 256,
+        hashWorkers: Int = ProcessInfo.processInfo.activeProcessorCount,
+        hashQueueLimit: Int = 64
+    ) {
+        self.databasePath = databasePath
+        self.durability = durability
+        self.argon2 = argon2
+        self.verifyLimits = verifyLimits
+        self.minPasswordLength = minPasswordLength
+        self.maxPasswordLength = maxPasswordLength
+        self.hashWorkers = hashWorkers
+        self.hashQueueLimit = hashQueueLimit
+    }
+}

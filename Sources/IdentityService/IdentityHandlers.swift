@@ -1,0 +1,247 @@
+import Foundation
+import GatehouseProtocol
+import IdentityCore
+import Logging
+import ProtoCodec
+
+/// The identity service's RPC methods, independent of any transport: `router()` gives an
+/// `RPCRouter` that an RPC server (or `LocalCaller`) feeds.
+///
+/// Every failure is an `IdentityError` (or the token service's `RPCError`), so each has a
+/// stable code. Validation happens before anything is written: a refused request writes nothing.
+public struct IdentityHandlers: Sendable {
+    public let store: any UserStore
+    public let hasher: PasswordHasher
+    public let policy: PasswordPolicy
+    /// Reaches the token service (`token.issueSession`).
+    public let tokens: any RPCCaller
+    public let events: any EventSink
+    public let now: @Sendable () -> Date
+    public let logger: Logger
+
+    public static let maxDisplayNameLength = 256
+    public static let maxPhotoURLLength = 2048
+
+    public init(
+        store: any UserStore, hasher: PasswordHasher, policy: PasswordPolicy, tokens: any RPCCaller,
+        events: any EventSink = DiscardingEventSink(), now: @escaping @Sendable () -> Date = { Date() },
+        logger: Logger = Logger(label: "gatehouse.identity")
+    ) {
+        self.store = store
+        self.hasher = hasher
+        self.policy = policy
+        self.tokens = tokens
+        self.events = events
+        self.now = now
+        self.logger = logger
+    }
+
+    /// A router serving every identity method.
+    public func router() -> RPCRouter {
+        var router = RPCRouter()
+        router.register(IdentityAPI.signUp) { request, _ in try await signUp(request) }
+        router.register(IdentityAPI.signIn) { request, _ in try await signIn(request) }
+        router.register(IdentityAPI.getUser) { request, _ in try await getUser(request) }
+        router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
+        router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
+        router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
+        router.register(IdentityAPI.claimsForSession) { request, _ in try await claimsForSession(request) }
+        router.register(IdentityAPI.passwordStrength) { request, _ in passwordStrength(request) }
+        return router
+    }
+
+    // MARK: Methods
+
+    /// Creates a user, then asks the token service for a session.
+    public func signUp(_ request: SignUpRequest) async throws -> AuthResponse {
+        let email = try EmailAddress(request.email)
+        let displayName = try Self.validDisplayName(request.displayName)
+        try Self.checkClient(request.client)
+        let password = try policy.validate(request.password, email: email.normalized)
+        // Cheap early answer for a taken email (the insert still decides under races).
+        if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
+        let hash = try await hasher.hash(password)
+        let at = now()
+        let user = UserRecord(
+            id: .random(), email: email, displayName: displayName, passwordHash: hash, createdAt: at,
+            lastSignInAt: at)
+        try await store.insert(user)
+        await publish(IdentityAPI.Topic.userCreated, user)
+        let tokens = try await issueSession(for: user, at: at, client: request.client)
+        return AuthResponse(user: User(user), tokens: tokens)
+    }
+
+    /// Verifies email and password, upgrades an outdated hash, then asks for a session.
+    /// An unknown email costs one hash too, so timing does not reveal whether it exists.
+    public func signIn(_ request: SignInRequest) async throws -> AuthResponse {
+        let email = try EmailAddress(request.email)
+        try Self.checkClient(request.client)
+        if request.password.isEmpty || policy.isObviouslyTooLong(request.password) {
+            throw IdentityError.invalidCredentials
+        }
+        let password = PasswordPolicy.normalize(request.password)
+        guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
+        guard let user = try await store.user(normalizedEmail: email.normalized), let stored = user.passwordHash else {
+            _ = try await hasher.verifyDummy(password)
+            throw IdentityError.invalidCredentials
+        }
+        var matched = try await hasher.verify(password, against: stored)
+        if !matched, password != request.password, !stored.hasPrefix("$argon2id$") {
+            // An imported hash may have been made from the password as typed, before NFKC.
+            matched = try await hasher.verify(request.password, against: stored)
+        }
+        guard matched else { throw IdentityError.invalidCredentials }
+        guard !user.disabled else { throw IdentityError.userDisabled }
+        let at = now()
+        var upgraded: String?
+        if hasher.needsRehash(stored) {
+            do {
+                upgraded = try await hasher.hash(password)
+            } catch IdentityError.overloaded {
+                upgraded = nil  // upgrade at a later sign-in
+            }
+        }
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded)
+        var signedIn = user
+        signedIn.lastSignInAt = at.roundedToMilliseconds
+        let tokens = try await issueSession(for: signedIn, at: at, client: request.client)
+        return AuthResponse(user: User(signedIn), tokens: tokens)
+    }
+
+    public func getUser(_ request: UserIDRequest) async throws -> User {
+        let id = try Self.validID(request.userID)
+        guard let user = try await store.user(id: id) else { throw IdentityError.userNotFound }
+        return User(user)
+    }
+
+    /// Changes display name, photo URL and settings; with `expectedVersion`, only if nobody else
+    /// changed the user since.
+    public func updateProfile(_ request: UpdateProfileRequest) async throws -> User {
+        let id = try Self.validID(request.userID)
+        let displayName = try request.displayName.map { try Self.validDisplayName($0) }
+        let photoURL = try request.photoURL.map { try Self.validPhotoURL($0) }
+        let settings = try request.settingsJSON.map { try Self.validSettings($0) }
+        if let v = request.expectedVersion, v < 1 {
+            throw IdentityError.invalidArgument(field: "expectedVersion", reason: "must be 1 or more")
+        }
+        let user = try await store.update(id: id, expectedVersion: request.expectedVersion, now: now()) { user in
+            if let displayName { user.displayName = displayName }
+            if let photoURL { user.photoURL = photoURL }
+            if let settings { user.settingsJSON = settings }
+        }
+        await publish(IdentityAPI.Topic.userUpdated, user)
+        return User(user)
+    }
+
+    public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
+        let id = try Self.validID(request.userID)
+        try await store.delete(id: id)
+        let event = UserEvent(userID: id.rawValue, version: 0, occurredAt: now())
+        await publish(IdentityAPI.Topic.userDeleted, event)
+        return Empty()
+    }
+
+    /// Disables or enables a user. Disabling publishes `user.disabled`; the token service revokes
+    /// the user's sessions at their next refresh.
+    public func setDisabled(_ request: SetDisabledRequest) async throws -> User {
+        let id = try Self.validID(request.userID)
+        guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
+        if current.disabled == request.disabled { return User(current) }
+        let user = try await store.update(id: id, expectedVersion: nil, now: now()) { $0.disabled = request.disabled }
+        await publish(request.disabled ? IdentityAPI.Topic.userDisabled : IdentityAPI.Topic.userUpdated, user)
+        return User(user)
+    }
+
+    /// The claims the token service needs at refresh; `exists = false` for an unknown user.
+    public func claimsForSession(_ request: ClaimsForSessionRequest) async throws -> UserClaims {
+        guard UserID.isWellFormed(request.userID), let user = try await store.user(id: UserID(request.userID)) else {
+            return UserClaims(exists: false)
+        }
+        return user.claims
+    }
+
+    public func passwordStrength(_ request: PasswordStrengthRequest) -> PasswordStrengthResponse {
+        let email = EmailAddress.normalize(request.email)
+        let inputs = [email, String(request.displayName.prefix(256))].compactMap { $0 }
+        let estimate = PasswordStrength.estimate(request.password, userInputs: inputs, maxLength: policy.maxLength)
+        let violations = policy.violations(of: request.password, email: email)
+        return PasswordStrengthResponse(
+            score: Int32(violations.isEmpty ? estimate.score : min(estimate.score, 1)),
+            reasons: estimate.reasons.map { StrengthReason(code: $0.code, message: $0.message) },
+            acceptable: violations.isEmpty, violations: violations.map(\.rawValue))
+    }
+
+    // MARK: Helpers
+
+    private func issueSession(for user: UserRecord, at: Date, client: ClientInfo) async throws -> SessionTokens {
+        let request = IssueSessionRequest(
+            userID: user.id.rawValue, claims: user.claims, amr: ["pwd"], authTime: at, client: client)
+        return try await tokens.call(ServiceContracts.issueSession, request)
+    }
+
+    private func publish(_ topic: String, _ user: UserRecord) async {
+        await publish(topic, UserEvent(userID: user.id.rawValue, version: user.version, occurredAt: user.updatedAt))
+    }
+
+    private func publish(_ topic: String, _ event: UserEvent) async {
+        do {
+            await events.publish(topic: topic, payload: try ProtobufEncoder().encode(event))
+        } catch {
+            logger.warning("event \(topic) does not encode: \(error)")
+        }
+    }
+
+    static func validID(_ text: String) throws -> UserID {
+        guard UserID.isWellFormed(text) else {
+            throw IdentityError.invalidArgument(field: "userID", reason: "not a user id")
+        }
+        return UserID(text)
+    }
+
+    /// nil stays nil; "" (after trimming) becomes nil: no name.
+    static func validDisplayName(_ name: String?) throws -> String? {
+        guard let name else { return nil }
+        guard name.utf8.count <= maxDisplayNameLength * 4 else {
+            throw IdentityError.invalidArgument(field: "displayName", reason: "longer than \(maxDisplayNameLength) characters")
+        }
+        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard trimmed.unicodeScalars.count <= maxDisplayNameLength else {
+            throw IdentityError.invalidArgument(field: "displayName", reason: "longer than \(maxDisplayNameLength) characters")
+        }
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\u{FFFD}" }) else {
+            throw IdentityError.invalidArgument(field: "displayName", reason: "contains a control character")
+        }
+        return trimmed.isEmpty ? nil : trimmed
+    }
+
+    /// The gateway truncates the user agent to 512 bytes; an IP address is at most 45 characters.
+    static func checkClient(_ client: ClientInfo) throws {
+        guard client.userAgent.utf8.count <= 512 else {
+            throw IdentityError.invalidArgument(field: "client.userAgent", reason: "longer than 512 bytes")
+        }
+        guard client.ip.utf8.count <= 45, client.ip.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw IdentityError.invalidArgument(field: "client.ip", reason: "not an IP address")
+        }
+    }
+
+    static func validPhotoURL(_ text: String) throws -> String? {
+        if text.isEmpty { return nil }
+        let invalid = IdentityError.invalidArgument(field: "photoURL", reason: "must be an http(s) URL of at most \(maxPhotoURLLength) characters")
+        guard text.utf8.count <= maxPhotoURLLength,
+            !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\u{FFFD}" }),
+            let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
+        else { throw invalid }
+        return text
+    }
+
+    static func validSettings(_ text: String) throws -> String {
+        guard text.utf8.count <= UserRecord.maxSettingsBytes else {
+            throw IdentityError.invalidArgument(field: "settingsJSON", reason: "larger than 16 KiB")
+        }
+        guard JSONObject.isObject(text) else {
+            throw IdentityError.invalidArgument(field: "settingsJSON", reason: "must be a JSON object")
+        }
+        return text
+    }
+}

@@ -1,0 +1,31 @@
+import Foundation
+import GatehouseProtocol
+import IdentityCore
+import Logging
+
+/// The identity service, assembled from its configuration: an opened and migrated store, a
+/// hashing pool and the handlers. The RPC server (ZeroMQ) serves `router`.
+public struct IdentityService: Sendable {
+    public let configuration: IdentityConfiguration
+    public let store: SQLiteUserStore
+    public let hashPool: HashPool
+    public let handlers: IdentityHandlers
+
+    /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers.
+    public static func start(
+        configuration: IdentityConfiguration, tokens: any RPCCaller, events: any EventSink,
+        logger: Logger = Logger(label: "gatehouse.identity")
+    ) async throws -> IdentityService {
+        let store = try await SQLiteUserStore.open(path: configuration.databasePath, durability: configuration.durability)
+        try await store.migrate()
+        let pool = HashPool(workers: configuration.hashWorkers, queueLimit: configuration.hashQueueLimit)
+        let hasher = PasswordHasher(parameters: configuration.argon2, limits: configuration.verifyLimits, pool: pool)
+        let policy = PasswordPolicy(minLength: configuration.minPasswordLength, maxLength: configuration.maxPasswordLength)
+        let handlers = IdentityHandlers(
+            store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, logger: logger)
+        return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
+    }
+
+    /// The router serving every identity method.
+    public var router: RPCRouter { handlers.router() }
+}

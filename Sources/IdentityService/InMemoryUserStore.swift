@@ -1,0 +1,119 @@
+import Foundation
+import IdentityCore
+
+/// A `UserStore` in memory, for tests and tools. Obeys the same contract as `SQLiteUserStore`
+/// (the shared contract suite runs against both), including its size invariants.
+public actor InMemoryUserStore: UserStore {
+    private var users: [UserID: UserRecord] = [:]
+    private var byEmail: [String: UserID] = [:]
+    private var identities: [String: UserID] = [:]
+
+    public init() {}
+
+    public func insert(_ user: UserRecord) async throws {
+        try Self.checkInvariants(user)
+        guard users[user.id] == nil else { throw IdentityError.storage(cause: "duplicate id") }
+        if let email = user.emailNormalized, byEmail[email] != nil { throw IdentityError.emailExists }
+        users[user.id] = Self.rounded(user)
+        if let email = user.emailNormalized { byEmail[email] = user.id }
+    }
+
+    public func user(id: UserID) async throws -> UserRecord? { users[id] }
+
+    public func user(normalizedEmail: String) async throws -> UserRecord? {
+        byEmail[normalizedEmail].flatMap { users[$0] }
+    }
+
+    public func update(
+        id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord {
+        guard let old = users[id] else { throw IdentityError.userNotFound }
+        if let expectedVersion, expectedVersion != old.version { throw IdentityError.versionConflict(current: old.version) }
+        var user = old
+        try change(&user)
+        user.id = id
+        user.version = old.version + 1
+        user.updatedAt = now
+        user = Self.rounded(user)
+        try Self.checkInvariants(user)
+        if let email = user.emailNormalized, email != old.emailNormalized, byEmail[email] != nil {
+            throw IdentityError.emailExists
+        }
+        if let email = old.emailNormalized { byEmail[email] = nil }
+        if let email = user.emailNormalized { byEmail[email] = id }
+        users[id] = user
+        return user
+    }
+
+    public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
+        guard var user = users[id] else { throw IdentityError.userNotFound }
+        user.lastSignInAt = at.roundedToMilliseconds
+        if let newPasswordHash { user.passwordHash = newPasswordHash }
+        users[id] = user
+    }
+
+    public func delete(id: UserID) async throws {
+        guard let user = users.removeValue(forKey: id) else { throw IdentityError.userNotFound }
+        if let email = user.emailNormalized { byEmail[email] = nil }
+        identities = identities.filter { $0.value != id }
+    }
+
+    public func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
+        guard (1...64).contains(provider.count), (1...255).contains(subject.count) else {
+            throw IdentityError.invalidArgument(field: "user", reason: "breaks a storage invariant")
+        }
+        guard users[user] != nil else { throw IdentityError.userNotFound }
+        let key = Self.identityKey(provider, subject)
+        guard identities[key] == nil else {
+            throw IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
+        }
+        identities[key] = user
+    }
+
+    public func userID(provider: String, subject: String) async throws -> UserID? {
+        identities[Self.identityKey(provider, subject)]
+    }
+
+    public func count() async throws -> Int { users.count }
+
+    private static func identityKey(_ provider: String, _ subject: String) -> String {
+        "\(provider.utf8.count):\(provider)\(subject)"
+    }
+
+    private static func rounded(_ user: UserRecord) -> UserRecord {
+        var user = user
+        user.createdAt = user.createdAt.roundedToMilliseconds
+        user.updatedAt = user.updatedAt.roundedToMilliseconds
+        user.lastSignInAt = user.lastSignInAt?.roundedToMilliseconds
+        user.tokensValidAfter = user.tokensValidAfter?.roundedToMilliseconds
+        return user
+    }
+
+    /// The CHECK constraints of the SQLite schema.
+    private static func checkInvariants(_ u: UserRecord) throws {
+        let violated = IdentityError.invalidArgument(field: "user", reason: "breaks a storage invariant")
+        guard (22...64).contains(u.id.rawValue.count) else { throw violated }
+        guard (u.email == nil) == (u.emailNormalized == nil), u.isAnonymous || u.emailNormalized != nil else { throw violated }
+        if let e = u.email, !(3...254).contains(e.utf8.count) { throw violated }
+        if let e = u.emailNormalized, !(3...254).contains(e.utf8.count) { throw violated }
+        if let d = u.displayName, d.unicodeScalars.count > 256 { throw violated }
+        if let p = u.photoURL, p.unicodeScalars.count > 2048 { throw violated }
+        if let h = u.passwordHash, h.unicodeScalars.count > 1024 { throw violated }
+        if !u.customClaimsJSON.isEmpty {
+            guard u.customClaimsJSON.utf8.count <= UserRecord.maxCustomClaimsBytes, JSONObject.isObject(u.customClaimsJSON) else { throw violated }
+        }
+        guard u.settingsJSON.utf8.count <= UserRecord.maxSettingsBytes, JSONObject.isObject(u.settingsJSON) else { throw violated }
+        guard u.version >= 1 else { throw violated }
+    }
+}
+
+/// JSON object checks shared by the handlers and the in-memory store.
+enum JSONObject {
+    /// Whether `text` is a JSON object (`{...}`).
+    static func isObject(_ text: String) -> Bool {
+        guard let data = text.data(using: .utf8),
+            let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        else { return false }
+        return value is [String: Any]
+    }
+}

@@ -1,0 +1,42 @@
+import Foundation
+import IdentityCore
+
+/// Hashes and verifies passwords on a `HashPool`, with Argon2id at the configured parameters.
+/// Passwords are given already NFKC-normalized (see `PasswordPolicy.normalize`).
+public struct PasswordHasher: Sendable {
+    public let parameters: Argon2Parameters
+    public let limits: HashVerifyLimits
+    public let pool: HashPool
+    /// Verified against for unknown emails, so they cost one real hash.
+    private let dummyHash: String
+
+    public init(parameters: Argon2Parameters = .owasp, limits: HashVerifyLimits = HashVerifyLimits(), pool: HashPool) {
+        self.parameters = parameters
+        self.limits = limits
+        self.pool = pool
+        self.dummyHash = PasswordHashing.dummyHash(parameters: parameters)
+    }
+
+    /// A new Argon2id PHC string for `password`. Throws `overloaded` when the queue is full.
+    public func hash(_ password: String) async throws -> String {
+        let bytes = Array(password.utf8), parameters = parameters
+        return try await pool.run { try PasswordHashing.argon2idHash(bytes, parameters: parameters) }
+    }
+
+    /// Whether `password` matches `encoded`. Throws `overloaded` when the queue is full.
+    public func verify(_ password: String, against encoded: String) async throws -> Bool {
+        let bytes = Array(password.utf8), limits = limits
+        return try await pool.run { PasswordHashing.verify(bytes, against: encoded, limits: limits) }
+    }
+
+    /// Spends one verification's worth of work and returns false: for unknown emails.
+    public func verifyDummy(_ password: String) async throws -> Bool {
+        _ = try await verify(password, against: dummyHash)
+        return false
+    }
+
+    /// Whether `encoded` should be replaced at the next successful sign-in.
+    public func needsRehash(_ encoded: String) -> Bool {
+        PasswordHashing.needsRehash(encoded, parameters: parameters)
+    }
+}

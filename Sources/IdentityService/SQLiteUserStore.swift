@@ -1,0 +1,328 @@
+import Foundation
+import GRDB
+import IdentityCore
+
+/// The users database: one SQLite file in WAL mode, accessed through GRDB 7.
+///
+/// Why GRDB rather than sqlite-nio: GRDB gives a `DatabasePool` (one writer, concurrent WAL
+/// readers) whose async `read`/`write` run on GRDB's own serial dispatch queues, so SQLite never
+/// blocks Swift's cooperative pool; a `DatabaseMigrator` for numbered, forward-only migrations;
+/// cached prepared statements for the hot look-ups; and typed result codes for translating
+/// constraint violations. sqlite-nio would add SwiftNIO and event-loop futures that nothing else
+/// in this service needs, and leave migrations and statement caching to us.
+///
+/// Durability: WAL with `synchronous = NORMAL` (the default, `.processCrash`) makes every
+/// committed transaction survive a crash or `kill -9` of the process (the WAL is written before
+/// commit returns; only the OS may still hold it). `.powerLoss` uses `synchronous = FULL`, which
+/// also fsyncs the WAL at each commit, for surviving a power cut at about twice the write cost.
+///
+/// No `DatabaseError` leaves this type: constraint violations become `emailExists`,
+/// `userNotFound` or `invalidArgument`; busy/locked become `unavailable`; the rest `storage`.
+public final class SQLiteUserStore: UserStore {
+    /// How far an acknowledged write survives.
+    public enum Durability: Sendable {
+        /// Survives a crash or kill of the process (`synchronous = NORMAL`).
+        case processCrash
+        /// Also survives power loss or an OS crash (`synchronous = FULL`).
+        case powerLoss
+    }
+
+    private let pool: DatabasePool
+
+    /// Opens (creating if needed) the database at `path`. Does not migrate: call `migrate()`.
+    /// Opening is synchronous file I/O; from async code prefer `open(path:durability:)`.
+    public init(path: String, durability: Durability = .processCrash) throws {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        config.label = "identity"
+        let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    /// Opens the database off the cooperative pool.
+    public static func open(path: String, durability: Durability = .processCrash) async throws -> SQLiteUserStore {
+        try await offCooperativePool { try SQLiteUserStore(path: path, durability: durability) }
+    }
+
+    /// Applies every migration not yet applied. An explicit start-up step, run before serving.
+    public func migrate() async throws {
+        let pool = pool
+        try await Self.offCooperativePool {
+            do { try Self.migrator.migrate(pool) } catch { throw Self.translate(error) }
+        }
+    }
+
+    /// The identifiers of the applied migrations, in order.
+    public func appliedMigrations() async throws -> [String] {
+        try await run { db in try Self.migrator.appliedMigrations(db) }
+    }
+
+    /// The numbered, forward-only migrations. Never edit one that has shipped: add the next.
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("0001-users-and-identities") { db in
+            try db.execute(sql: """
+                CREATE TABLE users (
+                    id TEXT NOT NULL PRIMARY KEY CHECK (length(id) BETWEEN 22 AND 64),
+                    email TEXT CHECK (email IS NULL OR length(CAST(email AS BLOB)) BETWEEN 3 AND 254),
+                    emailNormalized TEXT UNIQUE
+                        CHECK (emailNormalized IS NULL OR length(CAST(emailNormalized AS BLOB)) BETWEEN 3 AND 254),
+                    emailVerified INTEGER NOT NULL DEFAULT 0 CHECK (emailVerified IN (0, 1)),
+                    displayName TEXT CHECK (displayName IS NULL OR length(displayName) <= 256),
+                    photoURL TEXT CHECK (photoURL IS NULL OR length(photoURL) <= 2048),
+                    passwordHash TEXT CHECK (passwordHash IS NULL OR length(passwordHash) <= 1024),
+                    isAnonymous INTEGER NOT NULL DEFAULT 0 CHECK (isAnonymous IN (0, 1)),
+                    disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+                    customClaims TEXT NOT NULL DEFAULT '' CHECK (
+                        customClaims = '' OR (length(CAST(customClaims AS BLOB)) <= 1000
+                            AND json_valid(customClaims) AND json_type(customClaims) = 'object')),
+                    settings TEXT NOT NULL DEFAULT '{}' CHECK (
+                        length(CAST(settings AS BLOB)) <= 16384 AND json_valid(settings) AND json_type(settings) = 'object'),
+                    createdAt INTEGER NOT NULL,
+                    updatedAt INTEGER NOT NULL,
+                    lastSignInAt INTEGER,
+                    tokensValidAfter INTEGER,
+                    version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
+                    CHECK ((email IS NULL) = (emailNormalized IS NULL)),
+                    CHECK (isAnonymous = 1 OR emailNormalized IS NOT NULL)
+                ) STRICT;
+
+                CREATE TABLE identities (
+                    provider TEXT NOT NULL CHECK (length(provider) BETWEEN 1 AND 64),
+                    subject TEXT NOT NULL CHECK (length(subject) BETWEEN 1 AND 255),
+                    userId TEXT NOT NULL REFERENCES users(id) ON DELETE CASCADE,
+                    createdAt INTEGER NOT NULL,
+                    PRIMARY KEY (provider, subject)
+                ) STRICT;
+                CREATE INDEX identities_userId ON identities(userId);
+                """)
+        }
+        return migrator
+    }
+
+    // MARK: UserStore
+
+    private static let columns = """
+        id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled, \
+        customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version
+        """
+    // Built once: the statement cache is keyed by the SQL text.
+    private static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    private static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
+    private static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
+
+    public func insert(_ user: UserRecord) async throws {
+        try await run { db in
+            let statement = try db.cachedStatement(sql: Self.insertSQL)
+            try statement.execute(arguments: Self.arguments(user))
+        }
+    }
+
+    public func user(id: UserID) async throws -> UserRecord? {
+        try await read { db in
+            let statement = try db.cachedStatement(sql: Self.selectByIDSQL)
+            return try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.record)
+        }
+    }
+
+    public func user(normalizedEmail: String) async throws -> UserRecord? {
+        try await read { db in
+            let statement = try db.cachedStatement(sql: Self.selectByEmailSQL)
+            return try Row.fetchOne(statement, arguments: [normalizedEmail]).map(Self.record)
+        }
+    }
+
+    public func update(
+        id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord {
+        try await run { db in
+            let select = try db.cachedStatement(sql: Self.selectByIDSQL)
+            guard let row = try Row.fetchOne(select, arguments: [id.rawValue]) else { throw IdentityError.userNotFound }
+            var user = Self.record(row)
+            if let expectedVersion, expectedVersion != user.version {
+                throw IdentityError.versionConflict(current: user.version)
+            }
+            let previousVersion = user.version
+            try change(&user)
+            user.id = id
+            user.version = previousVersion + 1
+            user.updatedAt = now.roundedToMilliseconds
+            let update = try db.cachedStatement(sql: """
+                UPDATE users SET email = ?, emailNormalized = ?, emailVerified = ?, displayName = ?, photoURL = ?,
+                    passwordHash = ?, isAnonymous = ?, disabled = ?, customClaims = ?, settings = ?, createdAt = ?,
+                    updatedAt = ?, lastSignInAt = ?, tokensValidAfter = ?, version = ?
+                WHERE id = ? AND version = ?
+                """)
+            var values = Self.values(user)
+            values.removeFirst()
+            values += [id.rawValue, previousVersion]
+            try update.execute(arguments: StatementArguments(values))
+            guard db.changesCount == 1 else { throw IdentityError.versionConflict(current: previousVersion) }
+            return user
+        }
+    }
+
+    public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
+        try await run { db in
+            if let newPasswordHash {
+                let statement = try db.cachedStatement(sql: "UPDATE users SET lastSignInAt = ?, passwordHash = ? WHERE id = ?")
+                try statement.execute(arguments: [at.millisecondsSince1970, newPasswordHash, id.rawValue])
+            } else {
+                let statement = try db.cachedStatement(sql: "UPDATE users SET lastSignInAt = ? WHERE id = ?")
+                try statement.execute(arguments: [at.millisecondsSince1970, id.rawValue])
+            }
+            guard db.changesCount == 1 else { throw IdentityError.userNotFound }
+        }
+    }
+
+    public func delete(id: UserID) async throws {
+        try await run { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM users WHERE id = ?")
+            try statement.execute(arguments: [id.rawValue])
+            guard db.changesCount == 1 else { throw IdentityError.userNotFound }
+        }
+    }
+
+    public func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
+        try await run { db in
+            let statement = try db.cachedStatement(
+                sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES (?, ?, ?, ?)")
+            try statement.execute(arguments: [provider, subject, user.rawValue, at.millisecondsSince1970])
+        }
+    }
+
+    public func userID(provider: String, subject: String) async throws -> UserID? {
+        try await read { db in
+            let statement = try db.cachedStatement(sql: "SELECT userId FROM identities WHERE provider = ? AND subject = ?")
+            return try String.fetchOne(statement, arguments: [provider, subject]).map(UserID.init(rawValue:))
+        }
+    }
+
+    public func count() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0 }
+    }
+
+    /// The number of linked identities (for tests).
+    public func identityCount() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM identities") ?? 0 }
+    }
+
+    /// Synchronous insert, for tools that are not async (the crash-writer test helper).
+    public func insertSync(_ user: UserRecord) throws {
+        do {
+            try pool.write { db in
+                let statement = try db.cachedStatement(sql: Self.insertSQL)
+                try statement.execute(arguments: Self.arguments(user))
+            }
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    /// Synchronous migrate, for tools that are not async.
+    public func migrateSync() throws {
+        do { try Self.migrator.migrate(pool) } catch { throw Self.translate(error) }
+    }
+
+    /// A PRAGMA's value (for tests: `journal_mode`, `foreign_keys`, `synchronous`).
+    public func pragma(_ name: String) async throws -> String? {
+        guard name.allSatisfy({ $0.isLetter || $0 == "_" }) else { return nil }
+        return try await read { db in try String.fetchOne(db, sql: "PRAGMA \(name)") }
+    }
+
+    // MARK: Mapping
+
+    private static func arguments(_ u: UserRecord) -> StatementArguments { StatementArguments(values(u)) }
+
+    private static func values(_ u: UserRecord) -> [(any DatabaseValueConvertible)?] {
+        [
+            u.id.rawValue, u.email, u.emailNormalized, u.emailVerified, u.displayName, u.photoURL, u.passwordHash,
+            u.isAnonymous, u.disabled, u.customClaimsJSON, u.settingsJSON, u.createdAt.millisecondsSince1970,
+            u.updatedAt.millisecondsSince1970, u.lastSignInAt?.millisecondsSince1970,
+            u.tokensValidAfter?.millisecondsSince1970, u.version,
+        ]
+    }
+
+    private static func record(_ row: Row) -> UserRecord {
+        var user = UserRecord(id: UserID(rawValue: row[0]), email: nil, createdAt: Date(millisecondsSince1970: row[11]))
+        user.email = row[1]
+        user.emailNormalized = row[2]
+        user.emailVerified = row[3]
+        user.displayName = row[4]
+        user.photoURL = row[5]
+        user.passwordHash = row[6]
+        user.isAnonymous = row[7]
+        user.disabled = row[8]
+        user.customClaimsJSON = row[9]
+        user.settingsJSON = row[10]
+        user.updatedAt = Date(millisecondsSince1970: row[12])
+        user.lastSignInAt = (row[13] as Int64?).map(Date.init(millisecondsSince1970:))
+        user.tokensValidAfter = (row[14] as Int64?).map(Date.init(millisecondsSince1970:))
+        user.version = row[15]
+        return user
+    }
+
+    // MARK: Access and error translation
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.write(body)
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do {
+            return try await pool.read(body)
+        } catch {
+            throw Self.translate(error)
+        }
+    }
+
+    /// Turns any error from GRDB or SQLite into an `IdentityError` (or cancellation).
+    static func translate(_ error: any Error) -> any Error {
+        switch error {
+        case let error as IdentityError:
+            return error
+        case is CancellationError:
+            return error
+        case let error as DatabaseError:
+            let message = error.message ?? ""
+            switch error.extendedResultCode {
+            case .SQLITE_CONSTRAINT_UNIQUE where message.contains("users.emailNormalized"):
+                return IdentityError.emailExists
+            case .SQLITE_CONSTRAINT_PRIMARYKEY where message.contains("identities."):
+                return IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
+            case .SQLITE_CONSTRAINT_FOREIGNKEY:
+                return IdentityError.userNotFound
+            case .SQLITE_CONSTRAINT_CHECK, .SQLITE_CONSTRAINT_NOTNULL:
+                return IdentityError.invalidArgument(field: "user", reason: "breaks a storage invariant")
+            default:
+                break
+            }
+            switch error.resultCode {
+            case .SQLITE_BUSY, .SQLITE_LOCKED:
+                return IdentityError.unavailable(cause: "\(error)")
+            default:
+                return IdentityError.storage(cause: "\(error)")
+            }
+        default:
+            return IdentityError.storage(cause: String(reflecting: error))
+        }
+    }
+
+    private static func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import GatehouseProtocol
+import IdentityCore
+import IdentityService
+
+/// A fresh temporary directory, removed by `cleanup()`.
+struct TempDirectory {
+    let url: URL
+    init() throws {
+        url = FileManager.default.temporaryDirectory.appendingPathComponent("identity-tests-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+    }
+    var databasePath: String { url.appendingPathComponent("users.sqlite").path }
+    func cleanup() { try? FileManager.default.removeItem(at: url) }
+}
+
+/// The store implementations the contract suite runs against.
+enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, sqlite
+    var testDescription: String { rawValue }
+
+    func make() async throws -> (store: any UserStore, cleanup: @Sendable () -> Void) {
+        switch self {
+        case .memory:
+            return (InMemoryUserStore(), {})
+        case .sqlite:
+            let dir = try TempDirectory()
+            let store = try await SQLiteUserStore.open(path: dir.databasePath)
+            try await store.migrate()
+            return (store, { dir.cleanup() })
+        }
+    }
+}
+
+import Testing
+
+/// Asserts that `body` throws an error whose wire code is `code`.
+func expectCode<T>(
+    _ code: ErrorCode, sourceLocation: SourceLocation = #_sourceLocation, _ body: () async throws -> T
+) async {
+    do {
+        _ = try await body()
+        Issue.record("expected \(code), got success", sourceLocation: sourceLocation)
+    } catch let error as IdentityError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch let error as RPCError {
+        #expect(error.code == code, "\(error)", sourceLocation: sourceLocation)
+    } catch {
+        Issue.record("expected \(code), got \(error)", sourceLocation: sourceLocation)
+    }
+}
+
+let t0 = Date(timeIntervalSince1970: 1_700_000_000)
+
+func makeUser(_ email: String, at date: Date = t0, hash: String? = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA") throws -> UserRecord {
+    UserRecord(id: .random(), email: try EmailAddress(email), passwordHash: hash, createdAt: date)
+}
+
+/// A fake token service: answers `token.issueSession` with fixed tokens and remembers requests.
+final class FakeTokenService: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [IssueSessionRequest] = []
+    var requests: [IssueSessionRequest] { lock.withLock { stored } }
+
+    var caller: LocalCaller {
+        var router = RPCRouter()
+        router.register(ServiceContracts.issueSession) { [self] request, _ in
+            lock.withLock { stored.append(request) }
+            return SessionTokens(accessToken: "access-\(request.userID)", refreshToken: "refresh", expiresIn: 900, sessionID: "sid-1")
+        }
+        return LocalCaller(router: router)
+    }
+}
+
+/// Handlers over a store, with cheap Argon2 parameters, a fake token service and a recording sink.
+struct Harness {
+    let store: any UserStore
+    let handlers: IdentityHandlers
+    let caller: LocalCaller
+    let tokens: FakeTokenService
+    let events: RecordingEventSink
+    let pool: HashPool
+    let cleanup: @Sendable () -> Void
+
+    init(kind: StoreKind = .sqlite, argon2: Argon2Parameters = .testing, queueLimit: Int = 64) async throws {
+        let (store, cleanup) = try await kind.make()
+        self.store = store
+        self.cleanup = cleanup
+        tokens = FakeTokenService()
+        events = RecordingEventSink()
+        pool = HashPool(workers: 2, queueLimit: queueLimit)
+        handlers = IdentityHandlers(
+            store: store, hasher: PasswordHasher(parameters: argon2, pool: pool), policy: PasswordPolicy(),
+            tokens: tokens.caller, events: events, now: { Date(timeIntervalSince1970: 1_750_000_000.123) })
+        caller = LocalCaller(router: handlers.router())
+    }
+}
