@@ -48,8 +48,8 @@ struct EventsAndLifecycleTests {
             let group = ServiceGroup(configuration: .init(services: [server], logger: Logger(label: "test")))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }
-                let pending = Task { try await client.call(TestAPI.echo, Ping(text: "in flight", delayMs: 300)) }
-                try await Task.sleep(for: .milliseconds(100))
+                let pending = Task { try await client.call(TestAPI.echo, Ping(text: "in flight", delayMs: 300), timeout: .seconds(10)) }
+                #expect(try await waitUntil { server.inFlight == 1 })
                 trigger.triggerGracefulShutdown()
                 #expect(try await pending.value.text == "in flight")
                 try await tasks.waitForAll()

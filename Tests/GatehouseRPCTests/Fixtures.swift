@@ -90,3 +90,13 @@ func restartServer(_ router: RPCRouter, endpoint: String, configure: (inout RPCS
     }
     return try startServer(router, endpoint: endpoint, configure: configure).0
 }
+
+/// Polls `condition` every 5 ms until it holds or `timeout` passes; returns whether it held.
+func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while !condition() {
+        if ContinuousClock.now > deadline { return false }
+        try await Task.sleep(for: .milliseconds(5))
+    }
+    return true
+}

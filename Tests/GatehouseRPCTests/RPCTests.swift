@@ -62,16 +62,16 @@ struct RPCTests {
 
     @Test("a call past its deadline fails with deadline_exceeded, not later than needed")
     func deadline() async throws {
-        let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint())
+        let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint()) { $0.drainTimeout = .milliseconds(10) }
         let client = try RPCClient(configuration: .init(endpoint: bound))
         let start = ContinuousClock.now
         await #expect(throws: RPCError.self) {
-            try await client.call(TestAPI.echo, Ping(text: "slow", delayMs: 600), timeout: .milliseconds(100))
+            try await client.call(TestAPI.echo, Ping(text: "slow", delayMs: 3000), timeout: .milliseconds(100))
         }
         let elapsed = ContinuousClock.now - start
-        #expect(elapsed < .milliseconds(500))
+        #expect(elapsed < .milliseconds(2000))
         do {
-            _ = try await client.call(TestAPI.echo, Ping(text: "slow", delayMs: 600), timeout: .milliseconds(50))
+            _ = try await client.call(TestAPI.echo, Ping(text: "slow", delayMs: 3000), timeout: .milliseconds(50))
         } catch let error as RPCError {
             #expect(error.code == .deadlineExceeded)
         }
@@ -147,7 +147,7 @@ struct RPCTests {
         let client = try RPCClient(configuration: .init(endpoint: endpoint))
         async let idempotent = client.call(TestAPI.echoIdempotent, Ping(text: "i"), timeout: .seconds(3))
         async let plain = client.call(TestAPI.echo, Ping(text: "p"), timeout: .seconds(3))
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await waitUntil { slow.inFlight == 2 })
         slow.stop()
         await slow.waitUntilStopped()
         let fast = try await restartServer(testRouter(tag: "fast:"), endpoint: endpoint)
@@ -167,9 +167,9 @@ struct RPCTests {
     func overload() async throws {
         let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint()) { $0.maxInFlight = 2 }
         let client = try RPCClient(configuration: .init(endpoint: bound))
-        async let a = client.call(TestAPI.echo, Ping(text: "a", delayMs: 500))
-        async let b = client.call(TestAPI.echo, Ping(text: "b", delayMs: 500))
-        try await Task.sleep(for: .milliseconds(100))
+        async let a = client.call(TestAPI.echo, Ping(text: "a", delayMs: 500), timeout: .seconds(10))
+        async let b = client.call(TestAPI.echo, Ping(text: "b", delayMs: 500), timeout: .seconds(10))
+        #expect(try await waitUntil { server.inFlight == 2 })
         do {
             _ = try await client.call(TestAPI.echo, Ping(text: "c"))
             Issue.record("a request past maxInFlight was served")
@@ -187,9 +187,8 @@ struct RPCTests {
     func gracefulShutdown() async throws {
         let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint())
         let client = try RPCClient(configuration: .init(endpoint: bound))
-        async let slow = client.call(TestAPI.echo, Ping(text: "drained", delayMs: 300))
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(server.inFlight == 1)
+        async let slow = client.call(TestAPI.echo, Ping(text: "drained", delayMs: 300), timeout: .seconds(10))
+        #expect(try await waitUntil { server.inFlight == 1 })
         server.stop()
         #expect(try await slow.text == "drained")
         await server.waitUntilStopped()
