@@ -52,7 +52,7 @@ let package = Package(
         .target(
             name: "GatehouseApp",
             dependencies: [
-                "GatehouseRPC", "GatehouseProtocol",
+                "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
