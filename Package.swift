@@ -59,6 +59,8 @@ let package = Package(
 
         // MARK: Tests
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
+        // Byte-for-byte interop with Python's protobuf (needs python3 with grpcio-tools and protobuf).
+        .testTarget(name: "InteropTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: swiftSettings),
         .testTarget(
             name: "GatehouseRPCTests",

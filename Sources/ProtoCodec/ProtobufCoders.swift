@@ -36,8 +36,11 @@
 /// - A present optional is always written, even when it equals the default; `nil` writes nothing.
 /// - A non-optional nested message (including `Date`) is always written, even when all its fields
 ///   are defaults (as its tag and a zero length).
-/// - Maps are written sorted by key (strings by UTF-8 bytes, integers numerically), which matches
-///   protobuf's deterministic serialization and makes output deterministic.
+/// - Maps are written in a fixed key order, so output is deterministic and byte-identical to
+///   Python protobuf's (upb) `SerializeToString(deterministic=True)`: integer keys descending by
+///   their bit pattern read as unsigned (negative keys first, 0 last); string keys ascending by
+///   UTF-8 bytes except that a key that is a prefix of another follows it ("" last); `true` first.
+///   (Other implementations, e.g. C++, order keys differently; any order decodes the same.)
 /// - Decoding: an absent scalar is its default, an absent message decodes from an empty message
 ///   (all defaults; an absent `Date` is 1970-01-01), `decodeIfPresent` returns nil and `contains`
 ///   is false for absent fields. Unknown fields (wire types 0, 1, 2, 5) are skipped; groups are

@@ -183,14 +183,23 @@ extension UUID: ProtoScalar {
     }
 }
 
-// MARK: Map keys (sorted for deterministic output, like protobuf's deterministic serialization)
+// MARK: Map keys
+//
+// Maps are written in a fixed order so output is deterministic and byte-identical to Python's
+// protobuf (upb) `SerializeToString(deterministic=True)`, the reference for our interop tests:
+// integer keys in descending order of their two's-complement bit pattern read as unsigned (so
+// negative keys first, then positive ones from largest down, 0 last); string keys ascending by
+// UTF-8 bytes, except that a key that is a prefix of another comes after it ("xy" before "x",
+// "" last); `true` before `false`.
 
 protocol ProtoMapKey: ProtoScalar {
     func protoPrecedes(_ other: Self) -> Bool
 }
 
 extension ProtoMapKey where Self: FixedWidthInteger {
-    func protoPrecedes(_ other: Self) -> Bool { self < other }
+    func protoPrecedes(_ other: Self) -> Bool {
+        UInt64(truncatingIfNeeded: self) > UInt64(truncatingIfNeeded: other)
+    }
 }
 
 extension Int: ProtoMapKey {}
@@ -204,9 +213,19 @@ extension UInt16: ProtoMapKey {}
 extension UInt32: ProtoMapKey {}
 extension UInt64: ProtoMapKey {}
 extension Bool: ProtoMapKey {
-    func protoPrecedes(_ other: Bool) -> Bool { !self && other }
+    func protoPrecedes(_ other: Bool) -> Bool { self && !other }
 }
 extension String: ProtoMapKey {
-    /// Byte-wise UTF-8 order, as protobuf sorts string map keys.
-    func protoPrecedes(_ other: String) -> Bool { utf8.lexicographicallyPrecedes(other.utf8) }
+    func protoPrecedes(_ other: String) -> Bool {
+        var left = utf8.makeIterator()
+        var right = other.utf8.makeIterator()
+        while true {
+            switch (left.next(), right.next()) {
+            case let (a?, b?):
+                if a != b { return a < b }
+            case (_?, nil): return true  // `other` is a proper prefix of `self`: longer first
+            case (nil, _): return false
+            }
+        }
+    }
 }

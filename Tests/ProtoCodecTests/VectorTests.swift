@@ -80,6 +80,12 @@ struct VectorTests {
         let encoded = try encode(M(m: ["b": 0, "a": 1]))
         #expect(encoded == bytes("0a 05 0a 01 61 10 01 0a 05 0a 01 62 10 00"))
         #expect(try decode(M.self, encoded) == M(m: ["b": 0, "a": 1]))
+        // Python protobuf's deterministic order: prefixes after longer keys, "" last.
+        let strings = ["x", "", "xy", "ab", "b", "é"].sorted { $0.protoPrecedes($1) }
+        #expect(strings == ["ab", "b", "xy", "x", "é", ""])
+        // Integers: descending as unsigned bit patterns (negatives first, 0 last).
+        let ints: [Int64] = [0, 1, -1, .min, .max, 300, -2].sorted { $0.protoPrecedes($1) }
+        #expect(ints == [-1, -2, .min, .max, 300, 1, 0])
     }
 
     @Test func dateAndUUIDEncoding() throws {
