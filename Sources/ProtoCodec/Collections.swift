@@ -41,7 +41,9 @@ extension Optional: ProtoFieldDecodable where Wrapped: Decodable {
 
 extension Array: ProtoFieldEncodable where Element: Encodable {
     func encodeField(_ context: EncodeContext, field: UInt32, presence: Bool, depth: Int) throws {
-        if Element.self == UInt8.self, let bytes = self as? [UInt8] {
+        if Element.self == UInt8.self {
+            // Same type (checked above), so the cast is an identity.
+            let bytes = unsafeBitCast(self, to: [UInt8].self)
             if bytes.isEmpty && !presence { return }
             context.buffer.appendTag(field, .lengthDelimited)
             ByteArray.append(bytes, to: &context.buffer)
@@ -63,7 +65,8 @@ extension Array: ProtoFieldEncodable where Element: Encodable {
     }
 
     private func encodeScalars<S: ProtoScalar>(_: S.Type, _ context: EncodeContext, field: UInt32) throws {
-        guard let values = self as? [S] else { return }
+        guard Element.self == S.self else { return }
+        let values = unsafeBitCast(self, to: [S].self)  // identity: Element is S
         if S.wireType == .lengthDelimited {
             for value in values {
                 context.buffer.appendTag(field, .lengthDelimited)
@@ -87,7 +90,7 @@ extension Array: ProtoFieldDecodable where Element: Decodable {
                 throw WireError.mismatch("field \(ref.field) has wire type \(occurrence.wireType), expected 2 (bytes)")
             }
             var reader = WireReader(bytes: ref.context.bytes, position: occurrence.valueStart, end: ref.end)
-            return try ByteArray.read(&reader) as? Array ?? []
+            return unsafeBitCast(try ByteArray.read(&reader), to: Array.self)  // identity: Element is UInt8
         }
         if let scalarType = Element.self as? any ProtoScalar.Type {
             return try decodeScalars(scalarType, ref)
@@ -123,8 +126,8 @@ extension Array: ProtoFieldDecodable where Element: Decodable {
                     "repeated field \(ref.field) has wire type \(wireType), expected \(S.wireType.rawValue) for \(S.self)")
             }
         }
-        guard let result = values as? Array else { throw WireError.mismatch("cannot decode \(Array.self)") }
-        return result
+        guard Element.self == S.self else { throw WireError.mismatch("cannot decode \(Array.self)") }
+        return unsafeBitCast(values, to: Array.self)  // identity: Element is S
     }
 }
 

@@ -96,7 +96,7 @@ struct FieldRef {
         var reader = WireReader(bytes: context.bytes, position: start, end: end)
         var found: Occurrence?
         while !reader.isAtEnd {
-            let (number, wireType) = try reader.readTag()
+            let (number, wireType) = try reader.readValidatedTag()
             if number == field {
                 found = Occurrence(wireType: wireType, valueStart: reader.position)
             } else if sorted && number > field {
@@ -113,7 +113,7 @@ struct FieldRef {
         var reader = WireReader(bytes: context.bytes, position: start, end: end)
         while !reader.isAtEnd {
             let tagStart = reader.position
-            let (number, wireType) = try reader.readTag()
+            let (number, wireType) = try reader.readValidatedTag()
             let valueStart = reader.position
             try reader.skip(wireType)
             if number == field {

@@ -130,6 +130,10 @@ extension String: ProtoScalar {
     static func readValue(_ reader: inout WireReader) throws -> String {
         let range = try reader.readLengthDelimited()
         let raw = UnsafeBufferPointer(start: reader.bytes + range.lowerBound, count: range.count)
+        // ASCII is valid UTF-8: skip the (unspecialized, slower) generic validation.
+        var ascii: UInt8 = 0
+        for byte in raw { ascii |= byte }
+        if ascii < 0x80 { return String(decoding: raw, as: UTF8.self) }
         guard let string = String(validating: raw, as: UTF8.self) else {
             throw WireError.corrupted("string field is not valid UTF-8")
         }

@@ -160,6 +160,12 @@ struct WireReader {
         return (field, wireType)
     }
 
+    /// Reads a tag inside a range that `validate` already accepted.
+    @inline(__always) mutating func readValidatedTag() throws -> (field: UInt32, wireType: UInt8) {
+        let tag = try readVarint()
+        return (UInt32(truncatingIfNeeded: tag >> 3), UInt8(truncatingIfNeeded: tag & 7))
+    }
+
     /// Skips a field value of the given wire type.
     @inline(__always) mutating func skip(_ wireType: UInt8) throws {
         switch wireType {
