@@ -77,7 +77,7 @@ public struct ProtobufEncoder: Sendable {
         try value.encode(to: ProtoEncoderImpl(context: context, field: 0, presence: false, depth: 0, pathCount: 0))
         context.closeFrames(deeperThan: 0)
         if let error = context.deferredError { throw error }
-        return context.buffer
+        return context.takeBuffer()
     }
 
     /// Encodes a message into `Data`.
