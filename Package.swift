@@ -115,6 +115,8 @@ let package = Package(
         // MARK: Tests
         .testTarget(name: "GatehouseAppTests", dependencies: ["GatehouseApp"], swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
+        // Byte-for-byte interop with Python's protobuf (needs python3 with grpcio-tools and protobuf).
+        .testTarget(name: "InteropTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: swiftSettings),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
         .testTarget(

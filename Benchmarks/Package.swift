@@ -1,0 +1,25 @@
+// swift-tools-version:6.1
+// Benchmarks for Gatehouse (package-benchmark). Run from this directory:
+//   swift package --disable-sandbox benchmark --target CodecBenchmarks
+import PackageDescription
+
+let package = Package(
+    name: "GatehouseBenchmarks",
+    platforms: [.macOS(.v15)],
+    dependencies: [
+        // `name:` keeps the reference stable whatever the checkout directory is called.
+        .package(name: "gatehouse", path: ".."),
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+    ],
+    targets: [
+        .executableTarget(
+            name: "CodecBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ProtoCodec", package: "gatehouse"),
+            ],
+            path: "Benchmarks/CodecBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+    ]
+)

@@ -1,0 +1,90 @@
+// Integer encodings other than the default varint: zigzag (sint32/sint64) and fixed-width
+// (fixed32/fixed64/sfixed32/sfixed64). Both work as plain types (`var delta: ZigZag<Int64>`)
+// and as property wrappers (`@ZigZag var delta: Int64`). With other coders (e.g. JSON) they
+// encode as the bare wrapped number.
+
+/// Encodes a signed integer as a zigzag varint: `sint32` for types up to 32 bits, else `sint64`.
+@propertyWrapper
+public struct ZigZag<Value: FixedWidthInteger & SignedInteger & Codable & Sendable>: Sendable, Hashable, Codable {
+    public var wrappedValue: Value
+    public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+    public init(_ value: Value) { self.wrappedValue = value }
+
+    public init(from decoder: any Decoder) throws {
+        wrappedValue = try decoder.singleValueContainer().decode(Value.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(wrappedValue)
+    }
+}
+
+/// Encodes an integer as fixed-width little-endian: `fixed32`/`sfixed32` for types up to
+/// 32 bits, else `fixed64`/`sfixed64`.
+@propertyWrapper
+public struct Fixed<Value: FixedWidthInteger & Codable & Sendable>: Sendable, Hashable, Codable {
+    public var wrappedValue: Value
+    public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+    public init(_ value: Value) { self.wrappedValue = value }
+
+    public init(from decoder: any Decoder) throws {
+        wrappedValue = try decoder.singleValueContainer().decode(Value.self)
+    }
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(wrappedValue)
+    }
+}
+
+extension ZigZag: ExpressibleByIntegerLiteral {
+    public init(integerLiteral value: Value.IntegerLiteralType) { self.wrappedValue = Value(integerLiteral: value) }
+}
+
+extension Fixed: ExpressibleByIntegerLiteral {
+    public init(integerLiteral value: Value.IntegerLiteralType) { self.wrappedValue = Value(integerLiteral: value) }
+}
+
+extension ZigZag: ProtoScalar {
+    static var wireType: WireType { .varint }
+    static var protoDefault: ZigZag { ZigZag(0) }
+    var isProtoDefault: Bool { wrappedValue == 0 }
+    func appendValue(to buffer: inout [UInt8]) {
+        buffer.appendVarint(zigZagEncode(Int64(wrappedValue)))
+    }
+    static func readValue(_ reader: inout WireReader) throws -> ZigZag {
+        let raw = try reader.readVarint()
+        if Value.bitWidth <= 32 && raw > UInt64(UInt32.max) {
+            throw WireError.mismatch("zigzag varint \(raw) does not fit in sint32")
+        }
+        guard let value = Value(exactly: zigZagDecode(raw)) else {
+            throw WireError.mismatch("zigzag value \(zigZagDecode(raw)) does not fit in \(Value.self)")
+        }
+        return ZigZag(value)
+    }
+}
+
+extension Fixed: ProtoScalar {
+    static var wireType: WireType { Value.bitWidth <= 32 ? .fixed32 : .fixed64 }
+    static var protoDefault: Fixed { Fixed(0) }
+    var isProtoDefault: Bool { wrappedValue == 0 }
+    func appendValue(to buffer: inout [UInt8]) {
+        if Value.bitWidth <= 32 {
+            // Signed values are sign-extended to 32 bits, then written as two's complement.
+            buffer.appendFixed32(UInt32(truncatingIfNeeded: wrappedValue))
+        } else {
+            buffer.appendFixed64(UInt64(truncatingIfNeeded: wrappedValue))
+        }
+    }
+    static func readValue(_ reader: inout WireReader) throws -> Fixed {
+        let value: Value?
+        if Value.bitWidth <= 32 {
+            let raw = try reader.readFixed32()
+            value = Value.isSigned ? Value(exactly: Int32(bitPattern: raw)) : Value(exactly: raw)
+        } else {
+            let raw = try reader.readFixed64()
+            value = Value.isSigned ? Value(exactly: Int64(bitPattern: raw)) : Value(exactly: raw)
+        }
+        guard let value else { throw WireError.mismatch("fixed-width value does not fit in \(Value.self)") }
+        return Fixed(value)
+    }
+}
