@@ -38,7 +38,9 @@ public final class HashPool: Sendable {
     public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let accepted = state.enqueue {
-                continuation.resume(with: Result { try work() })
+                let result = Result { try work() }
+                // Resumed after the pool's counters are updated, so a caller sees them current.
+                return { continuation.resume(with: result) }
             }
             if !accepted { continuation.resume(throwing: IdentityError.overloaded) }
         }
@@ -57,16 +59,19 @@ public final class HashPool: Sendable {
     private final class State: @unchecked Sendable {
         // Guarded by `condition`.
         private let condition = NSCondition()
-        private var jobs: [@Sendable () -> Void] = []
+        private var jobs: [Job] = []
         private var head = 0
         private var running = 0
         private var completed = 0
         private var stopped = false
         private let queueLimit: Int
 
+        /// Does the work and returns what completes its caller.
+        typealias Job = @Sendable () -> (@Sendable () -> Void)
+
         init(queueLimit: Int) { self.queueLimit = queueLimit }
 
-        func enqueue(_ job: @escaping @Sendable () -> Void) -> Bool {
+        func enqueue(_ job: @escaping Job) -> Bool {
             condition.lock()
             defer { condition.unlock() }
             guard !stopped, jobs.count - head < queueLimit else { return false }
@@ -104,11 +109,12 @@ public final class HashPool: Sendable {
                 }
                 running += 1
                 condition.unlock()
-                job()
+                let finish = job()
                 condition.lock()
                 running -= 1
                 completed += 1
                 condition.unlock()
+                finish()
             }
         }
     }
