@@ -1,6 +1,7 @@
 // swift-tools-version:6.1
 // Benchmarks for Gatehouse (package-benchmark). Run from this directory:
 //   swift package --disable-sandbox benchmark --target CodecBenchmarks
+//   (RPCBenchmarks first needs `swift build -c release --product gatehouse-echo-server` in the root)
 import PackageDescription
 
 let package = Package(
@@ -19,6 +20,16 @@ let package = Package(
                 .product(name: "ProtoCodec", package: "gatehouse"),
             ],
             path: "Benchmarks/CodecBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "RPCBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "GatehouseRPC", package: "gatehouse"),
+                .product(name: "ZeroMQ", package: "gatehouse"),
+            ],
+            path: "Benchmarks/RPCBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]

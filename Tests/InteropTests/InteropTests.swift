@@ -1,6 +1,9 @@
 // Golden interop with Python's protobuf, byte for byte in both directions. Runs protoc (from
 // grpc_tools) into a temporary directory and Tests/Interop/golden.py; needs python3 with
-// grpcio-tools and protobuf (scripts/setup installs them).
+// grpcio-tools and protobuf (scripts/setup installs them). Map entries are compared byte for byte
+// too: ProtoCodec writes them in the order Python's upb-based protobuf (7.x here) uses for
+// `SerializeToString(deterministic=True)`; a protobuf release that changes that order would show
+// up here as a "bytes differ" on the "collections" message only.
 import Foundation
 import Testing
 
