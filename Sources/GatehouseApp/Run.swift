@@ -1,0 +1,47 @@
+import Foundation
+import GatehouseRPC
+import Logging
+import ServiceLifecycle
+
+/// Keeps a process alive as a `Service` until graceful shutdown, then runs `onShutdown`
+/// (closing sockets that are not services themselves).
+struct ShutdownHook: Service {
+    let onShutdown: @Sendable () async -> Void
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await onShutdown()
+    }
+}
+
+/// Entry points of the `gatehouse` roles. Each reads the configuration table, starts its parts
+/// and runs them in a `ServiceGroup` that shuts down gracefully on SIGTERM/SIGINT.
+public enum GatehouseRoles {
+    /// Sets the process-wide log level from `GATEHOUSE_LOG_LEVEL` (call once, first).
+    public static func bootstrapLogging(_ config: Config) throws -> Logger {
+        let text = try config.required(ConfigTable.logLevel)
+        guard let level = Logger.Level(rawValue: text.lowercased()) else {
+            throw ConfigError(message: "GATEHOUSE_LOG_LEVEL (--log-level) must be one of trace, debug, info, notice, warning, error, critical; not '\(text)'")
+        }
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+        return Logger(label: "gatehouse")
+    }
+
+    /// `gatehouse identity`: the identity service alone, over tcp.
+    public static func runIdentity(config: Config, logger: Logger) async throws {
+        let role = try await IdentityRole.start(IdentityRoleSettings(config: config), logger: logger)
+        try await runGroup([role.server, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
+    }
+
+    static func runGroup(_ services: [any Service], logger: Logger) async throws {
+        let group = ServiceGroup(configuration: .init(
+            services: services.map { .init(service: $0) },
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+    }
+}
