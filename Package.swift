@@ -113,7 +113,11 @@ let package = Package(
         ),
 
         // MARK: Tests
-        .testTarget(name: "GatehouseAppTests", dependencies: ["GatehouseApp"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "GatehouseAppTests",
+            dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore"],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         // Byte-for-byte interop with Python's protobuf (needs python3 with grpcio-tools and protobuf).
         .testTarget(name: "InteropTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),

@@ -27,6 +27,12 @@ try server.start()
 let raw = try ZMQContext.shared.socket(.router)
 try raw.set([.sendHighWaterMark(100_000), .receiveHighWaterMark(100_000)])
 try raw.bind(arguments[2])
+// Exit when the parent closes our standard input (it ended or was killed), so no orphan
+// keeps the benchmark's pipes open.
+Thread {
+    while FileHandle.standardInput.availableData.count > 0 {}
+    exit(0)
+}.start()
 print("ready")
 fflush(nil)
 // The raw echo runs on the main thread, which owns `raw` from here on.

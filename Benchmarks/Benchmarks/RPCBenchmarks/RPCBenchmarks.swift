@@ -29,6 +29,7 @@ final class Fixture: @unchecked Sendable {
     var echoProcess: Process?
     var tcpClient: RPCClient?
     var rawTCPEndpoint = ""
+    let stdinPipe = Pipe()
 
     private init() {
         var router = RPCRouter()
@@ -61,6 +62,9 @@ final class Fixture: @unchecked Sendable {
         process.arguments = [rpcEndpoint, rawTCPEndpoint]
         let out = Pipe()
         process.standardOutput = out
+        process.standardError = FileHandle.nullDevice
+        // The server exits when this pipe closes, i.e. when this benchmark process ends.
+        process.standardInput = stdinPipe
         try process.run()
         _ = out.fileHandleForReading.availableData  // "ready"
         echoProcess = process
