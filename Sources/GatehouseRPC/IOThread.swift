@@ -44,9 +44,12 @@ final class IOThread<Command: Sendable>: Sendable {
     }
 
     /// On the I/O thread: takes every queued command, swapping buffers to avoid allocation.
+    ///
+    /// Order matters: the eventfd is cleared *before* the flag is reset, so a producer that sees
+    /// the reset flag raises a signal that survives until the next poll (no lost wake-up).
     func drain(into buffer: inout [Command]) {
-        signalled.store(false, ordering: .sequentiallyConsistent)
         signal.clear()
+        signalled.store(false, ordering: .sequentiallyConsistent)
         buffer.removeAll(keepingCapacity: true)
         queue.withLock { swap(&$0, &buffer) }
     }
