@@ -30,15 +30,36 @@ public final class RPCServer: Service, Sendable {
         public var drainTimeout: Duration = .seconds(10)
         /// CURVE server keys; nil serves plain text.
         public var curve: CurveServerKeys?
+        /// Where handlers run. `.ioThread` (the default) starts each handler on the server's
+        /// own I/O thread, so a handler that does not suspend answers without any thread hop;
+        /// handlers must then hand blocking or long CPU work to their own threads (the stores and
+        /// the hash pool do). `.globalPool` runs them on Swift's cooperative pool.
+        public var handlerExecutor: HandlerExecutor = .ioThread
 
         public init(endpoints: [String]) {
             self.endpoints = endpoints
         }
     }
 
+    /// Where request handlers run.
+    public enum HandlerExecutor: Sendable {
+        case ioThread
+        case globalPool
+    }
+
     enum Command: Sendable {
         case reply(identity: [UInt8], header: [UInt8], body: [UInt8])
+        case job(UnownedJob)
         case stop
+    }
+
+    /// Runs tasks on the server's I/O thread: jobs are queued as commands and run by the loop.
+    final class LoopExecutor: TaskExecutor {
+        let io: IOThread<Command>
+        init(io: IOThread<Command>) { self.io = io }
+        func enqueue(_ job: consuming ExecutorJob) {
+            io.submit(.job(UnownedJob(job)))
+        }
     }
 
     final class Core: Sendable {
@@ -48,12 +69,15 @@ public final class RPCServer: Service, Sendable {
         let io: IOThread<Command>
         let inFlight = Atomic<Int>(0)
         let stopping = Atomic<Bool>(false)
+        let executor: LoopExecutor
 
         init(router: RPCRouter, configuration: Configuration, logger: Logger) throws {
             self.router = router
             self.configuration = configuration
             self.logger = logger
-            self.io = try IOThread()
+            let io = try IOThread<Command>()
+            self.io = io
+            self.executor = LoopExecutor(io: io)
         }
 
         /// A handler task finished.

@@ -32,6 +32,8 @@ final class ServerLoop {
                 switch command {
                 case let .reply(identity, header, body):
                     send([identity, header, body])
+                case .job(let job):
+                    job.runSynchronously(on: core.executor.asUnownedTaskExecutor())
                 case .stop:
                     if accepting {
                         accepting = false
@@ -53,7 +55,13 @@ final class ServerLoop {
         }
         // Replies queued by the last handlers.
         core.io.drain(into: &commands)
-        for case let .reply(identity, header, body) in commands { send([identity, header, body]) }
+        for command in commands {
+            switch command {
+            case let .reply(identity, header, body): send([identity, header, body])
+            case .job(let job): job.runSynchronously(on: core.executor.asUnownedTaskExecutor())
+            case .stop: break
+            }
+        }
         socket.close()
     }
 
@@ -134,7 +142,8 @@ final class ServerLoop {
             traceParent: header.traceParent, logger: logger)
         let body = frames[2]
         let core = self.core
-        Task {
+        let executor: (any TaskExecutor)? = core.configuration.handlerExecutor == .ioThread ? core.executor : nil
+        Task(executorPreference: executor) {
             defer { core.finished() }
             guard ContinuousClock.now < deadline else {
                 context.logger.debug("dropping \(context.method): its deadline passed before it started")

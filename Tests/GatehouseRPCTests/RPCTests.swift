@@ -36,6 +36,26 @@ struct RPCTests {
         await server.waitUntilStopped()
     }
 
+    @Test("64 tasks making calls back to back never lose a wake-up", arguments: [RPCServer.HandlerExecutor.ioThread, .globalPool])
+    func pipelined(executor: RPCServer.HandlerExecutor) async throws {
+        let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint()) { $0.handlerExecutor = executor }
+        let client = try RPCClient(configuration: .init(endpoint: bound))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for t in 0..<64 {
+                group.addTask {
+                    for i in 0..<100 {
+                        let pong = try await client.call(TestAPI.echo, Ping(text: "\(t).\(i)"), timeout: .seconds(5))
+                        #expect(pong.text == "\(t).\(i)")
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        await client.close()
+        server.stop()
+        await server.waitUntilStopped()
+    }
+
     @Test("errors travel as code, message and details; unknown errors become internal")
     func errors() async throws {
         let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint())
