@@ -1,0 +1,163 @@
+import Foundation
+import JWTKit
+
+/// A JSON value, for custom claims.
+public enum JSONValue: Codable, Sendable, Hashable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.singleValueContainer()
+        if c.decodeNil() { self = .null }
+        else if let b = try? c.decode(Bool.self) { self = .bool(b) }
+        else if let n = try? c.decode(Double.self) { self = .number(n) }
+        else if let s = try? c.decode(String.self) { self = .string(s) }
+        else if let a = try? c.decode([JSONValue].self) { self = .array(a) }
+        else { self = .object(try c.decode([String: JSONValue].self)) }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.singleValueContainer()
+        switch self {
+        case .null: try c.encodeNil()
+        case .bool(let b): try c.encode(b)
+        case .number(let n):
+            if n.rounded() == n, abs(n) < 9.0e15 { try c.encode(Int64(n)) } else { try c.encode(n) }
+        case .string(let s): try c.encode(s)
+        case .array(let a): try c.encode(a)
+        case .object(let o): try c.encode(o)
+        }
+    }
+}
+
+/// The claims of a Gatehouse access token.
+public struct AccessClaims: JWTPayload, Hashable {
+    /// Claim names custom claims may not use.
+    public static let reservedNames: Set<String> = [
+        "iss", "aud", "sub", "iat", "exp", "nbf", "jti", "sid", "auth_time", "amr", "email", "email_verified",
+        "is_anonymous", "azp", "acr", "nonce", "at_hash", "c_hash", "cnf", "scope", "client_id", "typ",
+    ]
+
+    public var iss: String
+    public var aud: String
+    public var sub: String
+    public var iat: Int64
+    public var exp: Int64
+    public var nbf: Int64?
+    public var jti: String
+    public var sid: String
+    public var authTime: Int64
+    public var amr: [String]
+    public var email: String?
+    public var emailVerified: Bool
+    public var isAnonymous: Bool
+    public var custom: [String: JSONValue]
+
+    public init(
+        iss: String, aud: String, sub: String, iat: Int64, exp: Int64, jti: String, sid: String, authTime: Int64,
+        amr: [String], email: String?, emailVerified: Bool, isAnonymous: Bool, custom: [String: JSONValue] = [:]
+    ) {
+        self.iss = iss
+        self.aud = aud
+        self.sub = sub
+        self.iat = iat
+        self.exp = exp
+        self.nbf = nil
+        self.jti = jti
+        self.sid = sid
+        self.authTime = authTime
+        self.amr = amr
+        self.email = email
+        self.emailVerified = emailVerified
+        self.isAnonymous = isAnonymous
+        self.custom = custom
+    }
+
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ s: String) { stringValue = s }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: Key.self)
+        iss = try c.decode(String.self, forKey: Key("iss"))
+        // `aud` may be a string or an array of strings (RFC 7519); we mint a string.
+        if let single = try? c.decode(String.self, forKey: Key("aud")) {
+            aud = single
+        } else {
+            let many = try c.decode([String].self, forKey: Key("aud"))
+            guard many.count == 1 else {
+                throw DecodingError.dataCorruptedError(forKey: Key("aud"), in: c, debugDescription: "one audience expected")
+            }
+            aud = many[0]
+        }
+        sub = try c.decode(String.self, forKey: Key("sub"))
+        iat = try c.decode(Int64.self, forKey: Key("iat"))
+        exp = try c.decode(Int64.self, forKey: Key("exp"))
+        nbf = try c.decodeIfPresent(Int64.self, forKey: Key("nbf"))
+        jti = try c.decode(String.self, forKey: Key("jti"))
+        sid = try c.decode(String.self, forKey: Key("sid"))
+        authTime = try c.decode(Int64.self, forKey: Key("auth_time"))
+        amr = try c.decodeIfPresent([String].self, forKey: Key("amr")) ?? []
+        email = try c.decodeIfPresent(String.self, forKey: Key("email"))
+        emailVerified = try c.decodeIfPresent(Bool.self, forKey: Key("email_verified")) ?? false
+        isAnonymous = try c.decodeIfPresent(Bool.self, forKey: Key("is_anonymous")) ?? false
+        var custom: [String: JSONValue] = [:]
+        for key in c.allKeys where !Self.reservedNames.contains(key.stringValue) {
+            custom[key.stringValue] = try c.decode(JSONValue.self, forKey: key)
+        }
+        self.custom = custom
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: Key.self)
+        try c.encode(iss, forKey: Key("iss"))
+        try c.encode(aud, forKey: Key("aud"))
+        try c.encode(sub, forKey: Key("sub"))
+        try c.encode(iat, forKey: Key("iat"))
+        try c.encode(exp, forKey: Key("exp"))
+        try c.encodeIfPresent(nbf, forKey: Key("nbf"))
+        try c.encode(jti, forKey: Key("jti"))
+        try c.encode(sid, forKey: Key("sid"))
+        try c.encode(authTime, forKey: Key("auth_time"))
+        try c.encode(amr, forKey: Key("amr"))
+        try c.encodeIfPresent(email, forKey: Key("email"))
+        try c.encode(emailVerified, forKey: Key("email_verified"))
+        try c.encode(isAnonymous, forKey: Key("is_anonymous"))
+        for (name, value) in custom.sorted(by: { $0.key < $1.key }) where !Self.reservedNames.contains(name) {
+            try c.encode(value, forKey: Key(name))
+        }
+    }
+
+    /// Signature checks are done by the caller (`TokenVerifier`), which also checks the time
+    /// claims against an injected clock.
+    public func verify(using algorithm: some JWTAlgorithm) async throws {}
+
+    /// Parses a custom-claims JSON object, refusing reserved names, non-objects and more than
+    /// 1,000 bytes.
+    public static func parseCustomClaims(_ json: String) throws -> [String: JSONValue] {
+        if json.isEmpty { return [:] }
+        guard json.utf8.count <= 1000 else { throw CustomClaimsError.tooLarge }
+        guard case .object(let object) = try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8)) else {
+            throw CustomClaimsError.notAnObject
+        }
+        if let reserved = object.keys.first(where: { reservedNames.contains($0) }) {
+            throw CustomClaimsError.reservedName(reserved)
+        }
+        return object
+    }
+}
+
+/// Why custom claims were refused.
+public enum CustomClaimsError: Error, Equatable {
+    case tooLarge
+    case notAnObject
+    case reservedName(String)
+}

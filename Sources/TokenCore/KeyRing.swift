@@ -1,0 +1,118 @@
+import Foundation
+import JWTKit
+import Synchronization
+
+/// The published signing keys: the active one signs, every published one verifies. Signing
+/// and verification go through jwt-kit; the verifier pins each `kid` to its key's algorithm.
+public final class KeyRing: Sendable {
+    public struct Entry: Sendable, Hashable {
+        public let key: SigningKey
+        /// When the key stops being published (nil while it may still sign or verify).
+        public let retireAfter: Date?
+        public init(key: SigningKey, retireAfter: Date?) {
+            self.key = key
+            self.retireAfter = retireAfter
+        }
+    }
+
+    private let collection = JWTKeyCollection()
+    private let state = Mutex<(active: String, entries: [String: Entry])>(("", [:]))
+
+    public init() {}
+
+    /// Replaces the published keys; `active` signs from now on.
+    public func load(active: SigningKey, others: [Entry]) async throws {
+        for entry in others { try await entry.key.addSigner(to: collection) }
+        try await active.addSigner(to: collection)
+        var entries: [String: Entry] = [:]
+        for entry in others { entries[entry.key.kid] = entry }
+        entries[active.kid] = Entry(key: active, retireAfter: nil)
+        state.withLock { $0 = (active.kid, entries) }
+    }
+
+    /// The active key's id.
+    public var activeKid: String { state.withLock { $0.active } }
+
+    /// The algorithm pinned to `kid`, if it is published.
+    public func algorithm(for kid: String) -> SigningAlgorithm? {
+        state.withLock { $0.entries[kid]?.key.algorithm }
+    }
+
+    /// Keys still published at `now`.
+    public func published(at now: Date) -> [SigningKey] {
+        state.withLock { state in
+            state.entries.values.filter { $0.retireAfter.map { $0 > now } ?? true }.map(\.key).sorted { $0.kid < $1.kid }
+        }
+    }
+
+    /// The JWKS document (RFC 7517) of the keys published at `now`.
+    public func jwksJSON(at now: Date) -> String {
+        let keys = published(at: now).map(\.jwk)
+        let data = (try? JSONSerialization.data(withJSONObject: ["keys": keys], options: [.sortedKeys])) ?? Data("{\"keys\":[]}".utf8)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Signs `claims` with the active key (`typ: JWT`, `alg` and `kid` set).
+    public func sign(_ claims: AccessClaims) async throws -> String {
+        let kid = activeKid
+        var header = JWTHeader()
+        header.typ = "JWT"
+        return try await collection.sign(claims, kid: JWKIdentifier(string: kid), header: header)
+    }
+
+    /// Verifies the signature of `token` with the key its `kid` names, after checking that the
+    /// header's `alg` is that key's algorithm. Time, issuer and audience are checked by `TokenVerifier`.
+    func verifySignature(_ token: String, kid: String) async throws -> AccessClaims {
+        try await collection.verify(token, as: AccessClaims.self)
+    }
+}
+
+/// Checks access tokens: size, header, pinned algorithm, signature, issuer, audience and time.
+public struct TokenVerifier: Sendable {
+    public let keys: KeyRing
+    public let issuer: String
+    public let audience: String
+    /// Clock skew tolerated on `exp`, `nbf` and `iat`.
+    public let leeway: TimeInterval
+    /// Tokens longer than this are refused before parsing.
+    public static let maxTokenLength = 8192
+
+    public init(keys: KeyRing, issuer: String, audience: String, leeway: TimeInterval = 30) {
+        self.keys = keys
+        self.issuer = issuer
+        self.audience = audience
+        self.leeway = min(max(0, leeway), 120)
+    }
+
+    public func verify(_ token: String, now: Date) async throws -> AccessClaims {
+        guard token.utf8.count <= Self.maxTokenLength else { throw TokenError.invalidToken("too long") }
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, parts.allSatisfy({ !$0.isEmpty }) else { throw TokenError.invalidToken("not a signed JWT") }
+        guard let headerData = Base64URL.decode(parts[0]),
+            let header = try? JSONDecoder().decode([String: JSONValue].self, from: headerData)
+        else { throw TokenError.invalidToken("the header is not JSON") }
+        guard case .string(let alg)? = header["alg"] else { throw TokenError.invalidToken("no algorithm") }
+        guard case .string(let kid)? = header["kid"], kid.count <= 128,
+            kid.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
+        else { throw TokenError.invalidToken("no valid key id") }
+        guard let pinned = keys.algorithm(for: kid) else { throw TokenError.invalidToken("unknown key") }
+        guard alg == pinned.rawValue else { throw TokenError.invalidToken("the algorithm does not match the key") }
+        let claims: AccessClaims
+        do { claims = try await keys.verifySignature(token, kid: kid) } catch {
+            throw TokenError.invalidToken("the signature or payload is not valid")
+        }
+        guard claims.iss == issuer else { throw TokenError.invalidToken("wrong issuer") }
+        guard claims.aud == audience else { throw TokenError.invalidToken("wrong audience") }
+        let t = now.timeIntervalSince1970
+        if let nbf = claims.nbf, t + leeway < Double(nbf) { throw TokenError.invalidToken("not valid yet") }
+        guard t + leeway >= Double(claims.iat) else { throw TokenError.invalidToken("issued in the future") }
+        guard t < Double(claims.exp) + leeway else { throw TokenError.tokenExpired }
+        return claims
+    }
+}
+
+extension UInt8 {
+    var isASCIIAlphanumeric: Bool {
+        (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x5A) || (self >= 0x61 && self <= 0x7A)
+    }
+}

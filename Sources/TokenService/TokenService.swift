@@ -1,0 +1,302 @@
+import Crypto
+import Foundation
+import GatehouseProtocol
+import Logging
+import ProtoCodec
+import TokenCore
+
+/// Token-service settings.
+public struct TokenConfiguration: Sendable {
+    public var databasePath: String
+    public var durability: TokenStore.Durability = .processCrash
+    public var issuer: String
+    public var audience: String
+    public var accessTokenTTL: TimeInterval = 900
+    public var sessionTTL: TimeInterval = 60 * 86_400
+    public var idleTimeout: TimeInterval = 30 * 86_400
+    /// A rotated refresh token presented again within this window returns the same successor.
+    public var refreshGrace: TimeInterval = 10
+    public var algorithm: SigningAlgorithm = .es256
+    /// Encrypts private keys (and the refresh secret) at rest when set (AES-256-GCM).
+    public var encryptionKey: SymmetricKey?
+    public var leeway: TimeInterval = 30
+
+    public init(databasePath: String, issuer: String, audience: String) {
+        self.databasePath = databasePath
+        self.issuer = issuer
+        self.audience = audience
+    }
+}
+
+/// The token service: the only holder of private signing keys.
+public final class TokenService: Sendable {
+    public let configuration: TokenConfiguration
+    public let store: TokenStore
+    public let keys: KeyRing
+    public let verifier: TokenVerifier
+    let identity: any RPCCaller
+    let publish: @Sendable (String, [UInt8]) -> Void
+    let now: @Sendable () -> Date
+    let random: @Sendable (Int) -> [UInt8]
+    let successorKey: SymmetricKey
+    let logger: Logger
+
+    /// Opens and migrates the database, loads the signing keys (generating the first one) and
+    /// the refresh-token secret.
+    public static func start(
+        configuration: TokenConfiguration, identity: any RPCCaller,
+        publish: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in },
+        now: @escaping @Sendable () -> Date = { Date() },
+        random: @escaping @Sendable (Int) -> [UInt8] = { count in (0..<count).map { _ in UInt8.random(in: .min ... .max) } },
+        logger: Logger = Logger(label: "gatehouse.token")
+    ) async throws -> TokenService {
+        let store = try TokenStore(path: configuration.databasePath, durability: configuration.durability, logger: logger)
+        try store.migrate()
+        let sealedSecret = try await store.secret(named: "refresh-successor-key") {
+            let raw = Data(random(32))
+            return (try? Self.seal(raw, with: configuration.encryptionKey)) ?? raw
+        }
+        let secret = try Self.open(sealedSecret, with: configuration.encryptionKey, isSealed: configuration.encryptionKey != nil, what: "the refresh secret")
+        let keys = KeyRing()
+        let service = TokenService(
+            configuration: configuration, store: store, keys: keys,
+            verifier: TokenVerifier(keys: keys, issuer: configuration.issuer, audience: configuration.audience, leeway: configuration.leeway),
+            identity: identity, publish: publish, now: now, random: random, successorKey: SymmetricKey(data: secret), logger: logger)
+        try await service.loadKeys()
+        return service
+    }
+
+    init(
+        configuration: TokenConfiguration, store: TokenStore, keys: KeyRing, verifier: TokenVerifier, identity: any RPCCaller,
+        publish: @escaping @Sendable (String, [UInt8]) -> Void, now: @escaping @Sendable () -> Date,
+        random: @escaping @Sendable (Int) -> [UInt8], successorKey: SymmetricKey, logger: Logger
+    ) {
+        self.configuration = configuration
+        self.store = store
+        self.keys = keys
+        self.verifier = verifier
+        self.identity = identity
+        self.publish = publish
+        self.now = now
+        self.random = random
+        self.successorKey = successorKey
+        self.logger = logger
+    }
+
+    // MARK: Keys
+
+    static func seal(_ data: Data, with key: SymmetricKey?) throws -> Data {
+        guard let key else { return data }
+        guard let combined = try AES.GCM.seal(data, using: key).combined else { throw RPCError(.internal, "sealing failed") }
+        return combined
+    }
+
+    static func open(_ data: Data, with key: SymmetricKey?, isSealed: Bool, what: String) throws -> Data {
+        guard isSealed else { return data }
+        guard let key else {
+            throw RPCError(.internal, "\(what) is encrypted at rest; configure the key-encryption key (GATEHOUSE_KEY_ENCRYPTION_KEY_FILE)")
+        }
+        do { return try AES.GCM.open(AES.GCM.SealedBox(combined: data), using: key) } catch {
+            throw RPCError(.internal, "\(what) does not decrypt with the configured key-encryption key")
+        }
+    }
+
+    /// Loads the published keys from the store, generating the first key on first start.
+    func loadKeys() async throws {
+        var stored = try await store.keys()
+        if stored.isEmpty {
+            try await addKey()
+            stored = try await store.keys()
+        }
+        let at = now()
+        var active: SigningKey?
+        var others: [KeyRing.Entry] = []
+        for row in stored {
+            if let retire = row.retireAfter, retire <= at { continue }
+            guard let algorithm = SigningAlgorithm(rawValue: row.algorithm) else { continue }
+            let material = try Self.open(row.privateKey, with: configuration.encryptionKey, isSealed: row.encrypted, what: "signing key \(row.kid)")
+            let key = try SigningKey(algorithm: algorithm, privateMaterial: String(decoding: material, as: UTF8.self))
+            if row.signingUntil == nil { active = key } else { others.append(KeyRing.Entry(key: key, retireAfter: row.retireAfter)) }
+        }
+        guard let active else { throw RPCError(.internal, "no active signing key") }
+        try await keys.load(active: active, others: others)
+    }
+
+    func addKey() async throws {
+        let key = try SigningKey.generate(configuration.algorithm)
+        let at = now()
+        let sealed = try Self.seal(Data(key.privateMaterial.utf8), with: configuration.encryptionKey)
+        try await store.insertKey(
+            TokenStore.StoredKey(
+                kid: key.kid, algorithm: key.algorithm.rawValue, privateKey: sealed, encrypted: configuration.encryptionKey != nil,
+                createdAt: at, signingUntil: nil, retireAfter: nil),
+            previousRetireAfter: at.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
+        logger.info("new signing key \(key.kid) (\(key.algorithm.rawValue))")
+    }
+
+    /// Makes a new signing key; the previous one stays published until its last token expires.
+    public func rotateKeys() async throws -> RotateKeysResponse {
+        let previous = keys.activeKid
+        try await addKey()
+        try await loadKeys()
+        return RotateKeysResponse(
+            kid: keys.activeKid, previousKid: previous,
+            previousRetiresAt: now().addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
+    }
+
+    // MARK: Tokens
+
+    func newID(_ bytes: Int) -> String { Base64URL.encode(random(bytes)) }
+
+    static func hash(_ token: String) -> Data { Data(SHA256.hash(data: Data(token.utf8))) }
+
+    /// The successor of a refresh token is derived, not stored: HMAC(secret, token). A retry
+    /// inside the grace window gets the same successor without its plaintext ever being kept.
+    func successor(of token: String) -> String {
+        Base64URL.encode(Data(HMAC<SHA256>.authenticationCode(for: Data(token.utf8), using: successorKey)))
+    }
+
+    /// A refresh token is 32 random bytes in unpadded base64url: 43 characters.
+    static func isWellFormedRefreshToken(_ token: String) -> Bool {
+        token.utf8.count == 43 && token.utf8.allSatisfy { $0.isBase64URL }
+    }
+
+    func mintAccessToken(userID: String, sessionID: String, authTime: Date, amr: [String], claims: UserClaims) async throws -> (String, Int64) {
+        let issued = now()
+        let ttl = Int64(configuration.accessTokenTTL)
+        let custom: [String: JSONValue]
+        do { custom = try AccessClaims.parseCustomClaims(claims.customClaimsJSON) } catch {
+            logger.warning("ignoring invalid custom claims of \(userID): \(error)")
+            custom = [:]
+        }
+        let iat = Int64(issued.timeIntervalSince1970)
+        let access = AccessClaims(
+            iss: configuration.issuer, aud: configuration.audience, sub: userID, iat: iat, exp: iat + ttl, jti: newID(16),
+            sid: sessionID, authTime: Int64(authTime.timeIntervalSince1970), amr: amr,
+            email: claims.email.isEmpty ? nil : claims.email, emailVerified: claims.emailVerified, isAnonymous: claims.isAnonymous,
+            custom: custom)
+        return (try await keys.sign(access), ttl)
+    }
+
+    /// `token.issueSession`.
+    public func issueSession(_ request: IssueSessionRequest) async throws -> SessionTokens {
+        guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
+        guard request.amr.count <= 8, request.amr.allSatisfy({ !$0.isEmpty && $0.utf8.count <= 32 && !$0.contains(" ") }) else {
+            throw TokenError.invalidArgument("amr must be at most 8 short values without spaces")
+        }
+        if !request.claims.customClaimsJSON.isEmpty {
+            do { _ = try AccessClaims.parseCustomClaims(request.claims.customClaimsJSON) } catch {
+                throw TokenError.invalidArgument("custom claims are not acceptable: \(error)")
+            }
+        }
+        let at = now()
+        let sessionID = newID(16)
+        let refresh = newID(32)
+        let client = ClientInfo(userAgent: String(request.client.userAgent.utf8.prefix(512)) ?? "", ip: String(request.client.ip.prefix(64)))
+        try await store.createSession(
+            TokenStore.SessionRow(
+                id: sessionID, userID: request.userID, createdAt: at, authTime: request.authTime, amr: request.amr, client: client,
+                lastUsedAt: at, expiresAt: at.addingTimeInterval(configuration.sessionTTL), revokedAt: nil, revokeReason: ""),
+            refreshHash: Self.hash(refresh))
+        let (access, ttl) = try await mintAccessToken(
+            userID: request.userID, sessionID: sessionID, authTime: request.authTime, amr: request.amr, claims: request.claims)
+        return SessionTokens(accessToken: access, refreshToken: refresh, expiresIn: ttl, sessionID: sessionID)
+    }
+
+    /// `token.refresh`: rotate, or replay within the grace window, or detect reuse.
+    public func refresh(_ request: RefreshRequest) async throws -> SessionTokens {
+        let presented = request.refreshToken
+        guard Self.isWellFormedRefreshToken(presented) else { throw TokenError.invalidRefreshToken }
+        let hash = Self.hash(presented)
+        guard let session = try await store.session(forRefreshHash: hash) else { throw TokenError.invalidRefreshToken }
+        if session.revokedAt != nil { throw TokenError.sessionRevoked }
+        let claims = try await identity.call(ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID))
+        if !claims.exists || claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {
+            let reason = !claims.exists ? "user_deleted" : claims.disabled ? "user_disabled" : "tokens_invalidated"
+            if let revoked = try await store.revoke(sessionID: session.id, reason: reason, at: now()) { announce(revoked) }
+            throw TokenError.sessionRevoked
+        }
+        let successor = successor(of: presented)
+        let outcome = try await store.rotate(
+            hash: hash, successorHash: Self.hash(successor), now: now(), grace: configuration.refreshGrace,
+            idleTimeout: configuration.idleTimeout)
+        switch outcome {
+        case .invalid: throw TokenError.invalidRefreshToken
+        case .revoked: throw TokenError.sessionRevoked
+        case .expired: throw TokenError.sessionExpired
+        case .reused(let revoked):
+            logger.warning("refresh token reuse detected; session \(revoked.id) revoked")
+            announce(revoked)
+            throw TokenError.refreshTokenReused
+        case .rotated(let s), .graceReplay(let s):
+            let (access, ttl) = try await mintAccessToken(userID: s.userID, sessionID: s.id, authTime: s.authTime, amr: s.amr, claims: claims)
+            return SessionTokens(accessToken: access, refreshToken: successor, expiresIn: ttl, sessionID: s.id)
+        }
+    }
+
+    func announce(_ session: TokenStore.SessionRow) {
+        let event = SessionRevokedEvent(
+            sessionID: session.id, userID: session.userID, reason: session.revokeReason, revokedAt: session.revokedAt ?? now())
+        if let payload = try? ProtobufEncoder().encode(event) { publish(TokenAPI.Topic.sessionRevoked, payload) }
+    }
+
+    public func revokeSession(_ request: RevokeSessionRequest) async throws -> RevokedCount {
+        guard !request.sessionID.isEmpty, request.sessionID.utf8.count <= 64 else { throw TokenError.invalidArgument("sessionID must be 1 to 64 bytes") }
+        let reason = request.reason.isEmpty ? "sign_out" : String(request.reason.prefix(64))
+        guard let revoked = try await store.revoke(sessionID: request.sessionID, reason: reason, at: now()) else { return RevokedCount(count: 0) }
+        announce(revoked)
+        return RevokedCount(count: 1)
+    }
+
+    public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
+        guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
+        let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
+        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: now())
+        revoked.forEach(announce)
+        return RevokedCount(count: Int64(revoked.count))
+    }
+
+    public func listSessions(_ request: UserSessionsRequest) async throws -> SessionList {
+        let rows = try await store.sessions(userID: request.userID)
+        return SessionList(sessions: rows.map {
+            SessionInfo(
+                sessionID: $0.id, userID: $0.userID, createdAt: $0.createdAt, authTime: $0.authTime, lastUsedAt: $0.lastUsedAt,
+                expiresAt: $0.expiresAt, amr: $0.amr, client: $0.client, revokedAt: $0.revokedAt, revokeReason: $0.revokeReason)
+        })
+    }
+
+    public func verifyAccessToken(_ request: VerifyRequest) async throws -> VerifiedClaims {
+        let claims = try await verifier.verify(request.token, now: now())
+        if request.checkRevoked, try await store.isRevoked(sessionID: claims.sid) { throw TokenError.sessionRevoked }
+        let customJSON: String
+        if claims.custom.isEmpty { customJSON = "" } else {
+            customJSON = String(decoding: (try? JSONEncoder().encode(claims.custom)) ?? Data(), as: UTF8.self)
+        }
+        return VerifiedClaims(
+            subject: claims.sub, sessionID: claims.sid, issuedAt: Date(timeIntervalSince1970: Double(claims.iat)),
+            expiresAt: Date(timeIntervalSince1970: Double(claims.exp)), authTime: Date(timeIntervalSince1970: Double(claims.authTime)),
+            amr: claims.amr, email: claims.email ?? "", emailVerified: claims.emailVerified, isAnonymous: claims.isAnonymous,
+            tokenID: claims.jti, customClaimsJSON: customJSON)
+    }
+
+    /// The RPC surface.
+    public func router() -> RPCRouter {
+        var router = RPCRouter()
+        router.register(TokenAPI.issueSession) { request, _ in try await self.issueSession(request) }
+        router.register(TokenAPI.refresh) { request, _ in try await self.refresh(request) }
+        router.register(TokenAPI.revokeSession) { request, _ in try await self.revokeSession(request) }
+        router.register(TokenAPI.revokeAllSessions) { request, _ in try await self.revokeAllSessions(request) }
+        router.register(TokenAPI.listSessions) { request, _ in try await self.listSessions(request) }
+        router.register(TokenAPI.verifyAccessToken) { request, _ in try await self.verifyAccessToken(request) }
+        router.register(TokenAPI.jwks) { _, _ in JWKSDocument(json: self.keys.jwksJSON(at: self.now())) }
+        router.register(TokenAPI.rotateKeys) { _, _ in try await self.rotateKeys() }
+        return router
+    }
+}
+
+extension UInt8 {
+    var isBase64URL: Bool {
+        (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x5A) || (self >= 0x61 && self <= 0x7A)
+            || self == UInt8(ascii: "-") || self == UInt8(ascii: "_")
+    }
+}

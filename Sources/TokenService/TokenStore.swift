@@ -1,0 +1,294 @@
+import Foundation
+import GRDB
+import GatehouseProtocol
+import Logging
+import TokenCore
+
+/// The token service's SQLite file: signing keys, sessions and refresh tokens.
+///
+/// WAL mode with `synchronous=NORMAL` by default: an acknowledged write survives a crash of the
+/// process (`kill -9`); `synchronous=FULL` (`.powerLoss`) also survives power loss. GRDB runs
+/// every statement on its own writer/reader queues, never on Swift's cooperative pool. No
+/// SQLite error leaves this type: they become `internal`/`unavailable` `RPCError`s.
+public final class TokenStore: Sendable {
+    public enum Durability: Sendable { case processCrash, powerLoss }
+
+    let pool: DatabasePool
+    let logger: Logger
+
+    public init(path: String, durability: Durability = .processCrash, logger: Logger = Logger(label: "gatehouse.token.store")) throws {
+        var config = Configuration()
+        config.foreignKeysEnabled = true
+        config.busyMode = .timeout(5)
+        let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
+        config.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        do { pool = try DatabasePool(path: path, configuration: config) } catch {
+            throw RPCError(.internal, "cannot open the token database at \(path): \(error)")
+        }
+        self.logger = logger
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("0001-keys-sessions-refresh-tokens") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value BLOB NOT NULL) STRICT;
+                CREATE TABLE signingKey (
+                    kid TEXT PRIMARY KEY NOT NULL,
+                    algorithm TEXT NOT NULL CHECK (algorithm IN ('ES256', 'EdDSA', 'RS256')),
+                    privateKey BLOB NOT NULL,
+                    encrypted INTEGER NOT NULL CHECK (encrypted IN (0, 1)),
+                    createdAt INTEGER NOT NULL,
+                    signingUntil INTEGER,
+                    retireAfter INTEGER
+                ) STRICT;
+                CREATE TABLE session (
+                    id TEXT PRIMARY KEY NOT NULL,
+                    userId TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL,
+                    authTime INTEGER NOT NULL,
+                    amr TEXT NOT NULL,
+                    userAgent TEXT NOT NULL,
+                    ip TEXT NOT NULL,
+                    lastUsedAt INTEGER NOT NULL,
+                    expiresAt INTEGER NOT NULL,
+                    revokedAt INTEGER,
+                    revokeReason TEXT NOT NULL DEFAULT ''
+                ) STRICT;
+                CREATE INDEX session_userId ON session(userId);
+                CREATE TABLE refreshToken (
+                    hash BLOB PRIMARY KEY NOT NULL CHECK (length(hash) = 32),
+                    sessionId TEXT NOT NULL REFERENCES session(id) ON DELETE CASCADE,
+                    createdAt INTEGER NOT NULL,
+                    usedAt INTEGER,
+                    successorHash BLOB
+                ) STRICT;
+                CREATE INDEX refreshToken_sessionId ON refreshToken(sessionId);
+                """)
+        }
+        return migrator
+    }
+
+    /// Applies pending migrations (the explicit start-up step).
+    public func migrate() throws {
+        do { try Self.migrator.migrate(pool) } catch { throw translate(error) }
+    }
+
+    func translate(_ error: any Error) -> any Error {
+        if error is RPCError || error is TokenError || error is CancellationError { return error }
+        if let db = error as? DatabaseError, db.resultCode == .SQLITE_BUSY || db.resultCode == .SQLITE_LOCKED {
+            return RPCError(.unavailable, "the token database is busy")
+        }
+        logger.error("token store: \(String(reflecting: error))")
+        return RPCError(.internal, "internal error")
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.write(body) } catch { throw translate(error) }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        do { return try await pool.read(body) } catch { throw translate(error) }
+    }
+
+    // MARK: Meta and keys
+
+    /// A stored secret, created with `make` on first use.
+    public func secret(named name: String, make: @escaping @Sendable () -> Data) async throws -> Data {
+        try await write { db in
+            if let existing = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [name]) {
+                return existing
+            }
+            let value = make()
+            try db.execute(sql: "INSERT INTO meta (name, value) VALUES (?, ?)", arguments: [name, value])
+            return value
+        }
+    }
+
+    public struct StoredKey: Sendable {
+        public var kid: String
+        public var algorithm: String
+        public var privateKey: Data
+        public var encrypted: Bool
+        public var createdAt: Date
+        public var signingUntil: Date?
+        public var retireAfter: Date?
+    }
+
+    public func keys() async throws -> [StoredKey] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt").map { row in
+                StoredKey(
+                    kid: row["kid"], algorithm: row["algorithm"], privateKey: row["privateKey"], encrypted: row["encrypted"],
+                    createdAt: Self.date(row["createdAt"])!, signingUntil: Self.date(row["signingUntil"]),
+                    retireAfter: Self.date(row["retireAfter"]))
+            }
+        }
+    }
+
+    /// Adds `key` as the signing key; the previous signing key stops signing at `now` and
+    /// stays published until `retireAfter`.
+    public func insertKey(_ key: StoredKey, previousRetireAfter: Date) async throws {
+        try await write { db in
+            try db.execute(
+                sql: "UPDATE signingKey SET signingUntil = ?, retireAfter = ? WHERE signingUntil IS NULL",
+                arguments: [Self.ms(key.createdAt), Self.ms(previousRetireAfter)])
+            try db.execute(
+                sql: "INSERT INTO signingKey (kid, algorithm, privateKey, encrypted, createdAt) VALUES (?, ?, ?, ?, ?)",
+                arguments: [key.kid, key.algorithm, key.privateKey, key.encrypted, Self.ms(key.createdAt)])
+        }
+    }
+
+    // MARK: Sessions
+
+    public struct SessionRow: Sendable, Hashable {
+        public var id: String
+        public var userID: String
+        public var createdAt: Date
+        public var authTime: Date
+        public var amr: [String]
+        public var client: ClientInfo
+        public var lastUsedAt: Date
+        public var expiresAt: Date
+        public var revokedAt: Date?
+        public var revokeReason: String
+    }
+
+    public func createSession(_ s: SessionRow, refreshHash: Data) async throws {
+        try await write { db in
+            try db.execute(
+                sql: """
+                    INSERT INTO session (id, userId, createdAt, authTime, amr, userAgent, ip, lastUsedAt, expiresAt)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    s.id, s.userID, Self.ms(s.createdAt), Self.ms(s.authTime), s.amr.joined(separator: " "),
+                    s.client.userAgent, s.client.ip, Self.ms(s.lastUsedAt), Self.ms(s.expiresAt),
+                ])
+            try db.execute(
+                sql: "INSERT INTO refreshToken (hash, sessionId, createdAt) VALUES (?, ?, ?)",
+                arguments: [refreshHash, s.id, Self.ms(s.createdAt)])
+        }
+    }
+
+    /// The session a refresh token belongs to (whatever the token's state).
+    public func session(forRefreshHash hash: Data) async throws -> SessionRow? {
+        try await read { db in
+            let row = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT s.* FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"),
+                arguments: [hash])
+            return row.map(Self.session)
+        }
+    }
+
+    public func session(id: String) async throws -> SessionRow? {
+        try await read { db in
+            try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session WHERE id = ?"), arguments: [id]).map(Self.session)
+        }
+    }
+
+    public func sessions(userID: String) async throws -> [SessionRow] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM session WHERE userId = ? ORDER BY createdAt", arguments: [userID]).map(Self.session)
+        }
+    }
+
+    /// What a refresh did.
+    public enum RotationOutcome: Sendable, Equatable {
+        case rotated(SessionRow)
+        case graceReplay(SessionRow)
+        case reused(SessionRow)
+        case invalid
+        case expired(SessionRow)
+        case revoked(SessionRow)
+    }
+
+    /// Rotates the refresh token `hash` to `successorHash` in one write transaction, so two
+    /// concurrent refreshes of one token cannot both mint different successors: the second
+    /// sees the first's `usedAt` and, inside the grace window, gets the same successor.
+    public func rotate(hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval) async throws -> RotationOutcome {
+        try await write { db in
+            guard let token = try Row.fetchOne(
+                db.cachedStatement(sql: "SELECT usedAt, successorHash, sessionId FROM refreshToken WHERE hash = ?"), arguments: [hash])
+            else { return .invalid }
+            let sessionID: String = token["sessionId"]
+            guard let sessionRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session WHERE id = ?"), arguments: [sessionID])
+            else { return .invalid }
+            var session = Self.session(sessionRow)
+            if session.revokedAt != nil { return .revoked(session) }
+            if now >= session.expiresAt || now >= session.lastUsedAt.addingTimeInterval(idleTimeout) { return .expired(session) }
+            if let usedAt = Self.date(token["usedAt"]) {
+                let storedSuccessor: Data? = token["successorHash"]
+                if now.timeIntervalSince(usedAt) <= grace, storedSuccessor == successorHash { return .graceReplay(session) }
+                try db.execute(
+                    sql: "UPDATE session SET revokedAt = ?, revokeReason = 'refresh_token_reused' WHERE id = ?",
+                    arguments: [Self.ms(now), sessionID])
+                session.revokedAt = now
+                session.revokeReason = "refresh_token_reused"
+                return .reused(session)
+            }
+            try db.cachedStatement(sql: "UPDATE refreshToken SET usedAt = ?, successorHash = ? WHERE hash = ?")
+                .execute(arguments: [Self.ms(now), successorHash, hash])
+            try db.cachedStatement(sql: "INSERT INTO refreshToken (hash, sessionId, createdAt) VALUES (?, ?, ?)")
+                .execute(arguments: [successorHash, sessionID, Self.ms(now)])
+            try db.cachedStatement(sql: "UPDATE session SET lastUsedAt = ? WHERE id = ?").execute(arguments: [Self.ms(now), sessionID])
+            session.lastUsedAt = now
+            return .rotated(session)
+        }
+    }
+
+    /// Revokes one session; returns it if it was active.
+    public func revoke(sessionID: String, reason: String, at now: Date) async throws -> SessionRow? {
+        try await write { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ? AND revokedAt IS NULL", arguments: [sessionID])
+            else { return nil }
+            try db.execute(sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE id = ?", arguments: [Self.ms(now), reason, sessionID])
+            var s = Self.session(row)
+            s.revokedAt = now
+            s.revokeReason = reason
+            return s
+        }
+    }
+
+    /// Revokes every active session of a user; returns those revoked.
+    public func revokeAll(userID: String, reason: String, at now: Date) async throws -> [SessionRow] {
+        try await write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT * FROM session WHERE userId = ? AND revokedAt IS NULL", arguments: [userID])
+            try db.execute(
+                sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE userId = ? AND revokedAt IS NULL",
+                arguments: [Self.ms(now), reason, userID])
+            return rows.map { row in
+                var s = Self.session(row)
+                s.revokedAt = now
+                s.revokeReason = reason
+                return s
+            }
+        }
+    }
+
+    /// Whether a session is revoked (or unknown).
+    public func isRevoked(sessionID: String) async throws -> Bool {
+        try await read { db in
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT revokedAt FROM session WHERE id = ?"), arguments: [sessionID])
+            else { return true }
+            let revokedAt: Int64? = row["revokedAt"]
+            return revokedAt != nil
+        }
+    }
+
+    // MARK: Rows
+
+    static func ms(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+    static func date(_ ms: Int64?) -> Date? { ms.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
+
+    static func session(_ row: Row) -> SessionRow {
+        let amr: String = row["amr"]
+        return SessionRow(
+            id: row["id"], userID: row["userId"], createdAt: date(row["createdAt"])!, authTime: date(row["authTime"])!,
+            amr: amr.split(separator: " ").map(String.init), client: ClientInfo(userAgent: row["userAgent"], ip: row["ip"]),
+            lastUsedAt: date(row["lastUsedAt"])!, expiresAt: date(row["expiresAt"])!, revokedAt: date(row["revokedAt"]),
+            revokeReason: row["revokeReason"])
+    }
+}
