@@ -35,7 +35,8 @@ func makeGateway(
     clock: GatewayClock
 ) -> GatewayParts {
     let jwks = JWKSCache(
-        fetch: { try await backend.jwks() }, clock: clock, ttl: configuration.jwksCacheTTL,
+        fetch: { [timeout = configuration.requestTimeout] in try await withBackendTimeout(timeout) { try await backend.jwks() } },
+        clock: clock, ttl: configuration.jwksCacheTTL,
         minRefetchInterval: configuration.jwksMinRefetchInterval)
     let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL, capacity: configuration.maxRevokedSessions)
     let verifier = BearerVerifier(

@@ -44,6 +44,11 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        makeResponse()
+    }
+
+    /// The problem response: status, `application/problem+json` body, extra headers, `no-store`.
+    func makeResponse() -> Response {
         var fields = headers
         fields[.contentType] = "application/problem+json"
         fields[.cacheControl] = "no-store"

@@ -222,29 +222,32 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
 
     /// Calls the backend with the configured timeout; a timeout becomes `deadline_exceeded`.
     func call<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        let timeout = configuration.requestTimeout
-        return try await withThrowingTaskGroup(of: T.self) { group in
-            group.addTask { try await operation() }
-            group.addTask {
-                try await Task.sleep(for: timeout)
-                throw RPCError(.deadlineExceeded, "the backend did not answer in time")
-            }
-            defer { group.cancelAll() }
-            return try await group.next()!
-        }
+        try await withBackendTimeout(configuration.requestTimeout, operation)
     }
 
     /// User agent (at most 512 bytes, cut at a character boundary) and client IP. The IP is the
     /// peer's, or the last `X-Forwarded-For` entry (the one our proxy added) when `trustForwardedFor`.
     func clientInfo(_ request: Request, _ context: GatewayRequestContext) -> ClientInfo {
-        var agent = request.headers[.userAgent] ?? ""
-        while agent.utf8.count > 512 { agent.removeLast() }
+        let agent = Self.truncate(request.headers[.userAgent] ?? "", toBytes: 512)
         var ip = context.peerIP ?? ""
         if configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor] {
             let last = forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             if !last.isEmpty, last.utf8.count <= 64 { ip = last }
         }
         return ClientInfo(userAgent: agent, ip: ip)
+    }
+
+    /// The longest prefix of `s` that is at most `limit` UTF-8 bytes, cut between Unicode scalars.
+    static func truncate(_ s: String, toBytes limit: Int) -> String {
+        guard s.utf8.count > limit else { return s }
+        var bytes = 0
+        var scalars = String.UnicodeScalarView()
+        for scalar in s.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            if bytes > limit { break }
+            scalars.append(scalar)
+        }
+        return String(scalars)
     }
 
     static func validateEmail(_ email: String) throws {
@@ -274,5 +277,18 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
         var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
         if noStore { headers[.cacheControl] = "no-store" }
         return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+/// Runs `operation`, throwing `deadline_exceeded` (and cancelling it) when it takes longer than `timeout`.
+func withBackendTimeout<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw RPCError(.deadlineExceeded, "the backend did not answer in time")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
     }
 }

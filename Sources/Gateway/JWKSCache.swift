@@ -23,6 +23,7 @@ actor JWKSCache {
     private var document: String?
     private var fetchedAt: Date?
     private var lastUnknownKIDFetch: Date?
+    private var lastStaleFetch: Date?
     private var inflight: Task<KeySet, any Error>?
     /// How many times the backend was asked for the JWKS (for tests and metrics).
     private(set) var fetchCount = 0
@@ -49,13 +50,21 @@ actor JWKSCache {
     /// The key collection and expected algorithm for `kid`, or nil when the kid is unknown even after
     /// an allowed refetch.
     func key(for kid: String) async -> (JWTKeyCollection, String)? {
-        if fetchedAt == nil || isStale { try? await refresh() }
+        // A stale set is refreshed, but while the token service is down the old keys keep
+        // working and the attempts are rate limited like unknown-kid fetches.
+        if (fetchedAt == nil || isStale) && mayFetch(&lastStaleFetch) { try? await refresh() }
         if let alg = algorithmByKID[kid] { return (keys, alg) }
-        let now = clock.now()
-        if let last = lastUnknownKIDFetch, now.timeIntervalSince(last) < minRefetchInterval { return nil }
-        lastUnknownKIDFetch = now
+        guard mayFetch(&lastUnknownKIDFetch) else { return nil }
         try? await refresh()
         return algorithmByKID[kid].map { (keys, $0) }
+    }
+
+    /// True (and the attempt recorded in `last`) when the previous attempt is older than `minRefetchInterval`.
+    private func mayFetch(_ last: inout Date?) -> Bool {
+        let now = clock.now()
+        if let previous = last, now.timeIntervalSince(previous) < minRefetchInterval { return false }
+        last = now
+        return true
     }
 
     private var isStale: Bool {

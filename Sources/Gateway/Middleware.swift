@@ -164,16 +164,13 @@ struct RouteTable: Sendable {
                 e.status, code: e.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"),
                 detail: e.body ?? e.status.reasonPhrase, headers: e.headers)
         case is NIOTooManyBytesError:
-            problem = .payloadTooLarge(context.maxUploadSize)
+            problem = GatewayError(.contentTooLarge, code: "payload_too_large", detail: "The request body is too large.")
         case is CancellationError:
             problem = .serviceUnavailable
         default:
             context.logger.error("unexpected error", metadata: ["error": .string(String(reflecting: error))])
             problem = .internal
         }
-        var fields = problem.headers
-        fields[.contentType] = "application/problem+json"
-        fields[.cacheControl] = "no-store"
-        return Response(status: problem.status, headers: fields, body: .init(byteBuffer: ByteBuffer(bytes: problem.body)))
+        return problem.makeResponse()
     }
 }

@@ -33,6 +33,7 @@ final class MemoryBackend: GatewayBackend {
         var feeds: [AsyncStream<String>.Continuation] = []
         var revokedCalls: [String] = []
         var nextID = 1
+        var lastClient: ClientInfo?
     }
 
     let state = Mutex(State())
@@ -102,6 +103,7 @@ final class MemoryBackend: GatewayBackend {
 
     func signIn(email: String, password: String, client: ClientInfo) async throws -> (UserView, SessionTokens) {
         let user: UserView = try state.withLock { s in
+            s.lastClient = client
             guard let id = s.idByEmail[email.lowercased()], let user = s.users[id] else {
                 throw RPCError("invalid_credentials", "no user with this email")  // the gateway must hide this text
             }

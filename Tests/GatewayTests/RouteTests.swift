@@ -139,6 +139,21 @@ import CoreMetrics
         }
     }
 
+    @Test func clientInfoForwarded() async throws {
+        let body = #"{"email":"x@example.com","password":"whatever pw"}"#
+        let longAgent = String(repeating: "é", count: 300)  // 600 bytes
+        try await Harness.run { h in
+            _ = try await h.request(.post, "/v1/sessions", json: body, headers: [.userAgent: longAgent, .xForwardedFor: "203.0.113.9"])
+            let client = try #require(h.backend.state.withLock { $0.lastClient })
+            #expect(client.userAgent == String(repeating: "é", count: 256))
+            #expect(client.ip != "203.0.113.9")  // not trusted by default
+        }
+        try await Harness.run(configure: { $0.trustForwardedFor = true }) { h in
+            _ = try await h.request(.post, "/v1/sessions", json: body, headers: [.xForwardedFor: "198.51.100.1, 203.0.113.9"])
+            #expect(h.backend.state.withLock { $0.lastClient }?.ip == "203.0.113.9")
+        }
+    }
+
     @Test func requestIDIsEchoedOrGenerated() async throws {
         try await Harness.run { h in
             let echoed = try await h.request(.get, "/healthz", headers: [.xRequestID: "abc-123.X:y_z"])
