@@ -34,6 +34,7 @@ final class MemoryBackend: GatewayBackend {
         var revokedCalls: [String] = []
         var nextID = 1
         var lastClient: ClientInfo?
+        var jwksFails = false
     }
 
     let state = Mutex(State())
@@ -185,10 +186,11 @@ final class MemoryBackend: GatewayBackend {
     }
 
     func jwks() async throws -> String {
-        let keys = state.withLock { s in
+        let (keys, fails) = state.withLock { s in
             s.jwksCalls += 1
-            return s.publicJWKs
+            return (s.publicJWKs, s.jwksFails)
         }
+        if fails { throw RPCError(.unavailable, "token service down") }
         let data = try JSONSerialization.data(withJSONObject: ["keys": keys], options: [.sortedKeys])
         return String(decoding: data, as: UTF8.self)
     }
@@ -206,6 +208,7 @@ final class MemoryBackend: GatewayBackend {
         for feed in state.withLock({ $0.feeds }) { feed.yield(sid) }
     }
 
+    func setJWKSFails(_ fails: Bool) { state.withLock { $0.jwksFails = fails } }
     func setReady(_ ready: Bool) { state.withLock { $0.ready = ready } }
     func disable(_ userID: String) { state.withLock { $0.users[userID]?.disabled = true } }
 }

@@ -121,6 +121,34 @@ import CoreMetrics
         }
     }
 
+    @Test func jwksServedStaleWhileTokenServiceIsDown() async throws {
+        try await Harness.run { h in
+            h.backend.setJWKSFails(true)
+            try await h.request(.get, "/.well-known/jwks.json").expectProblem(.serviceUnavailable, "service_unavailable")
+            h.backend.setJWKSFails(false)
+            let fresh = try await h.request(.get, "/.well-known/jwks.json")
+            #expect(fresh.status == .ok)
+            h.backend.setJWKSFails(true)
+            h.clock.advance(120)  // past the cache TTL
+            let stale = try await h.request(.get, "/.well-known/jwks.json")
+            #expect(stale.status == .ok)
+            #expect(stale.text == fresh.text)
+            // Tokens signed with known keys still verify while the token service is down.
+            h.backend.setJWKSFails(false)
+            let (_, session) = try await h.signUp()
+            h.backend.setJWKSFails(true)
+            #expect(try await h.request(.get, "/v1/me", token: session["accessToken"] as? String).status == .ok)
+        }
+    }
+
+    @Test func metricsSystemBootstrapIsIdempotent() {
+        let first = GatewayMetrics()
+        let second = GatewayMetrics()
+        let results = [first.bootstrapMetricsSystem(), second.bootstrapMetricsSystem(), first.bootstrapMetricsSystem()]
+        #expect(results.filter { $0 }.count <= 1)  // at most one call (in this process) bootstraps
+        #expect(!results[1] && !results[2])
+    }
+
     @Test func metricsCountRequests() async throws {
         try await Harness.run { h in
             _ = try await h.request(.get, "/healthz")
