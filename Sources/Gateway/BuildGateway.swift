@@ -1,0 +1,68 @@
+public import Hummingbird
+public import Logging
+
+/// Builds the HTTP gateway. Run the result in a `ServiceGroup` (it is a `Service`): it serves
+/// until graceful shutdown, letting in-flight requests finish. The revocation-feed consumer runs
+/// as one of its services.
+///
+/// - Parameters:
+///   - configuration: bind address, limits, token issuer/audience, CORS origins.
+///   - backend: the identity and token services.
+///   - logger: the access log and errors go here.
+///   - metrics: the Prometheus registry served at `/metrics`; pass one to share it with the RPC adapters.
+public func buildGateway(
+    configuration: GatewayConfiguration,
+    backend: some GatewayBackend,
+    logger: Logger,
+    metrics: GatewayMetrics = GatewayMetrics()
+) -> some ApplicationProtocol {
+    makeGateway(configuration: configuration, backend: backend, logger: logger, metrics: metrics, clock: .system).application
+}
+
+/// The parts of a gateway, for tests.
+struct GatewayParts {
+    var application: Application<RouterResponder<GatewayRequestContext>>
+    var routes: RouteTable
+    var jwks: JWKSCache
+    var revoked: RevocationList
+}
+
+func makeGateway(
+    configuration: GatewayConfiguration,
+    backend: some GatewayBackend,
+    logger: Logger,
+    metrics: GatewayMetrics,
+    clock: GatewayClock
+) -> GatewayParts {
+    let jwks = JWKSCache(
+        fetch: { [timeout = configuration.requestTimeout] in try await withBackendTimeout(timeout) { try await backend.jwks() } },
+        clock: clock, ttl: configuration.jwksCacheTTL,
+        minRefetchInterval: configuration.jwksMinRefetchInterval)
+    let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL, capacity: configuration.maxRevokedSessions)
+    let verifier = BearerVerifier(
+        jwks: jwks, revoked: revoked, issuer: configuration.issuer, audience: configuration.audience,
+        leeway: configuration.clockLeeway.seconds, clock: clock)
+    let routes = GatewayRoutes(
+        backend: backend, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
+        clock: clock)
+
+    let endpoints = routes.endpoints()
+    var table = RouteTable(logger: logger)
+    for endpoint in endpoints { table.add(endpoint.method, endpoint.path) }
+
+    let router = Router(context: GatewayRequestContext.self)
+    router.add(middleware: EdgeMiddleware(metrics: metrics, routes: table))
+    router.add(middleware: CORSMiddleware(allowedOrigins: Set(configuration.allowedOrigins), routes: table))
+    for endpoint in endpoints {
+        router.on(RouterPath(endpoint.path), method: endpoint.method, use: endpoint.handler)
+    }
+
+    let feed = RevocationFeedService(subscribe: { backend.revocations() }, list: revoked, clock: clock, logger: logger)
+    let application = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
+        services: [feed],
+        logger: logger
+    )
+    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked)
+}

@@ -1,0 +1,64 @@
+/// Settings of the HTTP gateway. Every field has a safe default except the token `issuer`,
+/// `audience` and `publicBaseURL`, which must match the token service's configuration.
+public struct GatewayConfiguration: Sendable {
+    /// Address to bind. Default `127.0.0.1`.
+    public var host: String
+    /// Port to bind. Default 8080; 0 picks a free port.
+    public var port: Int
+    /// Largest accepted request body in bytes. Default 64 KiB; larger bodies get 413 `payload_too_large`.
+    public var maxBodySize: Int
+    /// Origins (`https://app.example.com`) allowed to call the API from a browser. Default none.
+    public var allowedOrigins: [String]
+    /// Expected `iss` claim of access tokens, also the OpenID `issuer`.
+    public var issuer: String
+    /// Expected `aud` claim of access tokens.
+    public var audience: String
+    /// The gateway's public base URL (no trailing slash), used to build `jwks_uri`.
+    public var publicBaseURL: String
+    /// Whether to take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false.
+    public var trustForwardedFor: Bool
+    /// How long a request may wait for the backend. Default 2 s; then 503 `service_unavailable`.
+    public var requestTimeout: Duration
+    /// Leeway for `exp`/`iat`/`nbf` checks. Default 10 s.
+    public var clockLeeway: Duration
+    /// The longest access-token lifetime the token service issues; revoked session ids are kept this long. Default 15 min.
+    public var maxAccessTokenTTL: Duration
+    /// Minimum time between two JWKS fetches caused by unknown `kid`s. Default 5 s.
+    public var jwksMinRefetchInterval: Duration
+    /// How long the JWKS document is served from cache. Default 60 s.
+    public var jwksCacheTTL: Duration
+    /// Most revoked session ids remembered at once (oldest dropped first). Default 100 000.
+    public var maxRevokedSessions: Int
+
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 8080,
+        maxBodySize: Int = 64 * 1024,
+        allowedOrigins: [String] = [],
+        issuer: String,
+        audience: String,
+        publicBaseURL: String,
+        trustForwardedFor: Bool = false,
+        requestTimeout: Duration = .seconds(2),
+        clockLeeway: Duration = .seconds(10),
+        maxAccessTokenTTL: Duration = .seconds(15 * 60),
+        jwksMinRefetchInterval: Duration = .seconds(5),
+        jwksCacheTTL: Duration = .seconds(60),
+        maxRevokedSessions: Int = 100_000
+    ) {
+        self.host = host
+        self.port = port
+        self.maxBodySize = maxBodySize
+        self.allowedOrigins = allowedOrigins
+        self.issuer = issuer
+        self.audience = audience
+        self.publicBaseURL = publicBaseURL
+        self.trustForwardedFor = trustForwardedFor
+        self.requestTimeout = requestTimeout
+        self.clockLeeway = clockLeeway
+        self.maxAccessTokenTTL = maxAccessTokenTTL
+        self.jwksMinRefetchInterval = jwksMinRefetchInterval
+        self.jwksCacheTTL = jwksCacheTTL
+        self.maxRevokedSessions = maxRevokedSessions
+    }
+}

@@ -1,0 +1,24 @@
+import Foundation
+public import Hummingbird
+import Logging
+import NIOCore
+
+/// The per-request context: core Hummingbird storage plus the request id and the peer address.
+public struct GatewayRequestContext: RequestContext {
+    public var coreContext: CoreRequestContextStorage
+    /// The request id echoed in `X-Request-Id`.
+    public var requestID: String = ""
+    /// The peer's IP address from the channel (may be a proxy's).
+    public let peerIP: String?
+
+    public init(source: ApplicationRequestContextSource) {
+        self.coreContext = .init(source: source)
+        self.peerIP = source.channel.remoteAddress?.ipAddress
+    }
+}
+
+/// A clock for token checks and cache ages; tests move it.
+struct GatewayClock: Sendable {
+    var now: @Sendable () -> Date
+    static let system = GatewayClock { Date() }
+}

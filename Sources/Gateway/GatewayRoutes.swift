@@ -1,0 +1,294 @@
+import Foundation
+import GatehouseProtocol
+import HTTPTypes
+import Hummingbird
+import Logging
+import NIOCore
+
+/// The HTTP API: each handler validates input at the edge and makes one backend call.
+struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
+    let backend: Backend
+    let configuration: GatewayConfiguration
+    let verifier: BearerVerifier
+    let jwks: JWKSCache
+    let revoked: RevocationList
+    let metrics: GatewayMetrics
+    let clock: GatewayClock
+
+    // MARK: Request bodies
+
+    struct SignUpBody: Decodable {
+        var email: String
+        var password: String
+        var displayName: String?
+    }
+    struct SignInBody: Decodable {
+        var email: String
+        var password: String
+    }
+    struct RefreshBody: Decodable {
+        var refreshToken: String
+    }
+    struct ProfileBody: Decodable {
+        var displayName: String?
+        var photoURL: String?
+        var settings: JSONObjectShape?
+    }
+    struct PasswordBody: Decodable {
+        var password: String
+    }
+
+    // MARK: Registration
+
+    typealias Handler = @Sendable (Request, GatewayRequestContext) async throws -> Response
+
+    /// Every endpoint: method, path and handler. The router, the 405 table and the OpenAPI
+    /// check are all built from this one list.
+    func endpoints() -> [(method: HTTPRequest.Method, path: String, handler: Handler)] {
+        [
+            (.post, "/v1/accounts", signUp),
+            (.post, "/v1/sessions", signIn),
+            (.post, "/v1/sessions/refresh", refresh),
+            (.delete, "/v1/sessions/current", signOut),
+            (.delete, "/v1/sessions", signOutEverywhere),
+            (.get, "/v1/me", getMe),
+            (.patch, "/v1/me", patchMe),
+            (.post, "/v1/password-strength", passwordStrength),
+            (.get, "/.well-known/jwks.json", jwksDocument),
+            (.get, "/.well-known/openid-configuration", openIDConfiguration),
+            (.get, "/healthz", healthz),
+            (.get, "/readyz", readyz),
+            (.get, "/metrics", metricsText),
+            (.get, "/openapi.json", openAPI),
+        ]
+    }
+
+    // MARK: Accounts and sessions
+
+    @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        var request = request
+        let (body, _) = try await request.decodeJSON(SignUpBody.self, limit: configuration.maxBodySize)
+        try Self.validateEmail(body.email)
+        try Self.validatePassword(body.password)
+        if let name = body.displayName { try Self.validateDisplayName(name) }
+        let client = clientInfo(request, context)
+        let (user, session) = try await call {
+            try await backend.signUp(email: body.email, password: body.password, displayName: body.displayName, client: client)
+        }
+        return Self.json(.created, Self.userAndSession(user, session), noStore: true)
+    }
+
+    @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        var request = request
+        let (body, _) = try await request.decodeJSON(SignInBody.self, limit: configuration.maxBodySize)
+        try Self.validateEmail(body.email)
+        try Self.validatePassword(body.password)
+        let client = clientInfo(request, context)
+        let (user, session) = try await call {
+            try await backend.signIn(email: body.email, password: body.password, client: client)
+        }
+        return Self.json(.ok, Self.userAndSession(user, session), noStore: true)
+    }
+
+    @Sendable func refresh(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        var request = request
+        let (body, _) = try await request.decodeJSON(RefreshBody.self, limit: configuration.maxBodySize)
+        guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
+            throw GatewayError(RPCError("invalid_refresh_token", "The refresh token is invalid."))
+        }
+        let client = clientInfo(request, context)
+        let session = try await call { try await backend.refresh(refreshToken: body.refreshToken, client: client) }
+        var w = JSONObjectWriter()
+        w.raw("session", session.json)
+        return Self.json(.ok, w.finish(), noStore: true)
+    }
+
+    @Sendable func signOut(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let claims = try await authenticate(request)
+        try await call { try await backend.revokeSession(sessionID: claims.sid) }
+        revoked.insert(claims.sid, now: clock.now())
+        return Response(status: .noContent)
+    }
+
+    @Sendable func signOutEverywhere(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let claims = try await authenticate(request)
+        try await call { try await backend.revokeAllSessions(userID: claims.sub) }
+        revoked.insert(claims.sid, now: clock.now())
+        return Response(status: .noContent)
+    }
+
+    // MARK: Profile
+
+    @Sendable func getMe(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let claims = try await authenticate(request)
+        let user = try await call { try await backend.getUser(id: claims.sub) }
+        return Self.json(.ok, user.json, noStore: true)
+    }
+
+    @Sendable func patchMe(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let claims = try await authenticate(request)
+        var request = request
+        let (body, raw) = try await request.decodeJSON(ProfileBody.self, limit: configuration.maxBodySize)
+        if let name = body.displayName { try Self.validateDisplayName(name) }
+        if let url = body.photoURL, url.utf8.count > 2048 {
+            throw GatewayError.invalidArgument("`photoURL` must be at most 2048 bytes.")
+        }
+        var settingsJSON: String?
+        if body.settings != nil {
+            // Re-serialize just the settings object (the decoder has checked it is an object).
+            guard let root = try? JSONSerialization.jsonObject(with: Data(raw.readableBytesView)) as? [String: Any],
+                let settings = root["settings"] as? [String: Any],
+                let data = try? JSONSerialization.data(withJSONObject: settings, options: [.sortedKeys, .withoutEscapingSlashes])
+            else {
+                throw GatewayError.malformed("Wrong type for `settings`: expected an object.")
+            }
+            settingsJSON = String(decoding: data, as: UTF8.self)
+        }
+        let settings = settingsJSON
+        let user = try await call {
+            try await backend.updateProfile(
+                id: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsJSON: settings)
+        }
+        return Self.json(.ok, user.json, noStore: true)
+    }
+
+    @Sendable func passwordStrength(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        var request = request
+        let (body, _) = try await request.decodeJSON(PasswordBody.self, limit: configuration.maxBodySize)
+        try Self.validatePassword(body.password)
+        let view = try await call { try await backend.passwordStrength(password: body.password) }
+        var w = JSONObjectWriter()
+        w.int("score", view.score)
+        w.strings("feedback", view.feedback)
+        return Self.json(.ok, w.finish(), noStore: true)
+    }
+
+    // MARK: Discovery and operations
+
+    @Sendable func jwksDocument(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let document: String
+        do {
+            document = try await call { try await jwks.currentDocument() }
+        } catch {
+            context.logger.warning("JWKS unavailable", metadata: ["error": .string("\(error)")])
+            throw GatewayError.serviceUnavailable
+        }
+        var response = Self.json(.ok, Array(document.utf8))
+        response.headers[.cacheControl] = "public, max-age=300"
+        return response
+    }
+
+    @Sendable func openIDConfiguration(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        var w = JSONObjectWriter()
+        w.string("issuer", configuration.issuer)
+        w.string("jwks_uri", configuration.publicBaseURL + "/.well-known/jwks.json")
+        w.strings("response_types_supported", ["token"])
+        w.strings("subject_types_supported", ["public"])
+        w.strings("id_token_signing_alg_values_supported", JWKSCache.allowedAlgorithms.sorted())
+        w.strings(
+            "claims_supported",
+            ["iss", "aud", "sub", "iat", "exp", "jti", "sid", "auth_time", "amr", "email", "email_verified", "is_anonymous"])
+        var response = Self.json(.ok, w.finish())
+        response.headers[.cacheControl] = "public, max-age=300"
+        return response
+    }
+
+    @Sendable func healthz(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        Self.json(.ok, Array(#"{"status":"ok"}"#.utf8), noStore: true)
+    }
+
+    @Sendable func readyz(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let ready = (try? await call { await backend.ready() }) ?? false
+        return ready
+            ? Self.json(.ok, Array(#"{"status":"ready"}"#.utf8), noStore: true)
+            : Self.json(.serviceUnavailable, Array(#"{"status":"not_ready"}"#.utf8), noStore: true)
+    }
+
+    @Sendable func metricsText(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))
+    }
+
+    @Sendable func openAPI(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        Self.json(.ok, Array(OpenAPIDocument.json.utf8))
+    }
+
+    // MARK: Helpers
+
+    func authenticate(_ request: Request) async throws -> AccessTokenClaims {
+        try await verifier.verify(authorization: request.headers[.authorization])
+    }
+
+    /// Calls the backend with the configured timeout; a timeout becomes `deadline_exceeded`.
+    func call<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        try await withBackendTimeout(configuration.requestTimeout, operation)
+    }
+
+    /// User agent (at most 512 bytes, cut at a character boundary) and client IP. The IP is the
+    /// peer's, or the last `X-Forwarded-For` entry (the one our proxy added) when `trustForwardedFor`.
+    func clientInfo(_ request: Request, _ context: GatewayRequestContext) -> ClientInfo {
+        let agent = Self.truncate(request.headers[.userAgent] ?? "", toBytes: 512)
+        var ip = context.peerIP ?? ""
+        if configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor] {
+            let last = forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
+            if !last.isEmpty, last.utf8.count <= 64 { ip = last }
+        }
+        return ClientInfo(userAgent: agent, ip: ip)
+    }
+
+    /// The longest prefix of `s` that is at most `limit` UTF-8 bytes, cut between Unicode scalars.
+    static func truncate(_ s: String, toBytes limit: Int) -> String {
+        guard s.utf8.count > limit else { return s }
+        var bytes = 0
+        var scalars = String.UnicodeScalarView()
+        for scalar in s.unicodeScalars {
+            bytes += String(scalar).utf8.count
+            if bytes > limit { break }
+            scalars.append(scalar)
+        }
+        return String(scalars)
+    }
+
+    static func validateEmail(_ email: String) throws {
+        guard !email.isEmpty, email.utf8.count <= 254 else {
+            throw GatewayError(RPCError("invalid_email", "`email` must be 1 to 254 bytes."))
+        }
+    }
+
+    static func validatePassword(_ password: String) throws {
+        guard !password.isEmpty, password.utf8.count <= 1024 else {
+            throw GatewayError.invalidArgument("`password` must be 1 to 1024 bytes.")
+        }
+    }
+
+    static func validateDisplayName(_ name: String) throws {
+        guard name.count <= 256 else { throw GatewayError.invalidArgument("`displayName` must be at most 256 characters.") }
+    }
+
+    static func userAndSession(_ user: UserView, _ session: SessionTokens) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.raw("user", user.json)
+        w.raw("session", session.json)
+        return w.finish()
+    }
+
+    static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8], noStore: Bool = false) -> Response {
+        var headers: HTTPFields = [.contentType: "application/json; charset=utf-8"]
+        if noStore { headers[.cacheControl] = "no-store" }
+        return Response(status: status, headers: headers, body: .init(byteBuffer: ByteBuffer(bytes: bytes)))
+    }
+}
+
+/// Runs `operation`, throwing `deadline_exceeded` (and cancelling it) when it takes longer than `timeout`.
+func withBackendTimeout<T: Sendable>(_ timeout: Duration, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await operation() }
+        group.addTask {
+            try await Task.sleep(for: timeout)
+            throw RPCError(.deadlineExceeded, "the backend did not answer in time")
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
+    }
+}

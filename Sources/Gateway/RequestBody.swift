@@ -1,0 +1,79 @@
+import Foundation
+import Hummingbird
+import NIOCore
+
+extension Request {
+    /// Reads and decodes a JSON body, turning every failure into a 4xx `GatewayError`:
+    /// 415 for a non-JSON content type, 413 over `limit`, 400 `malformed_request` for bad JSON,
+    /// a wrong type or a missing field.
+    mutating func decodeJSON<T: Decodable>(_ type: T.Type, limit: Int) async throws -> (T, ByteBuffer) {
+        guard let contentType = headers[.contentType], Self.isJSON(contentType) else {
+            throw GatewayError.unsupportedMediaType
+        }
+        if let length = headers[.contentLength].flatMap(Int.init), length > limit {
+            throw GatewayError.payloadTooLarge(limit)
+        }
+        let buffer: ByteBuffer
+        do {
+            buffer = try await collectBody(upTo: limit)
+        } catch is NIOTooManyBytesError {
+            throw GatewayError.payloadTooLarge(limit)
+        }
+        do {
+            return (try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView)), buffer)
+        } catch let error as DecodingError {
+            throw GatewayError.malformed(Self.describe(error))
+        } catch let error as GatewayError {
+            throw error
+        } catch {
+            throw GatewayError.malformed("The body is not valid JSON.")
+        }
+    }
+
+    /// `application/json` or `application/*+json`, with any parameters.
+    static func isJSON(_ value: String) -> Bool {
+        let media = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+        return media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json"))
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.isEmpty ? "the body" : "`" + keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".") + "`"
+        }
+        switch error {
+        case .keyNotFound(let key, let ctx):
+            return "Missing required field `\((ctx.codingPath + [key]).map(\.stringValue).joined(separator: "."))`."
+        case .typeMismatch(let type, let ctx):
+            return "Wrong type for \(path(ctx.codingPath)): expected \(Self.jsonTypeName(type))."
+        case .valueNotFound(let type, let ctx):
+            return "Wrong type for \(path(ctx.codingPath)): expected \(Self.jsonTypeName(type)), got null."
+        case .dataCorrupted(let ctx):
+            return ctx.codingPath.isEmpty ? "The body is not valid JSON." : "Invalid value for \(path(ctx.codingPath))."
+        @unknown default:
+            return "The body does not match the expected shape."
+        }
+    }
+
+    static func jsonTypeName(_ type: Any.Type) -> String {
+        switch type {
+        case is String.Type: return "a string"
+        case is Bool.Type: return "a boolean"
+        case is Int.Type, is Double.Type, is Int64.Type: return "a number"
+        case is [Any].Type: return "an array"
+        default: return "an object"
+        }
+    }
+}
+
+/// A JSON value that must be an object; used to type-check `settings`.
+struct JSONObjectShape: Decodable {
+    init(from decoder: any Decoder) throws {
+        _ = try decoder.container(keyedBy: AnyKey.self)
+    }
+    struct AnyKey: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}

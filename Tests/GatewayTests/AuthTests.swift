@@ -1,0 +1,156 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import JWTKit
+import Testing
+
+@testable import Gateway
+
+@Suite struct AuthTests {
+    static let invalidChallenge = #"Bearer realm="gatehouse", error="invalid_token""#
+
+    func b64(_ s: String) -> String {
+        Data(s.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+
+    @Test func missingTokenGetsBareChallenge() async throws {
+        try await Harness.run { h in
+            let r = try await h.request(.get, "/v1/me")
+            try r.expectProblem(.unauthorized, "unauthenticated")
+            #expect(r.headers[.wwwAuthenticate] == #"Bearer realm="gatehouse""#)
+            let basic = try await h.request(.get, "/v1/me", headers: [.authorization: "Basic YTpi"])
+            try basic.expectProblem(.unauthorized, "unauthenticated")
+        }
+    }
+
+    @Test func expiredTokenRefused() async throws {
+        try await Harness.run { h in
+            let (user, session) = try await h.signUp()
+            let old = try await h.backend.mint(
+                sub: user["id"] as! String, sid: "s1", issuedAt: h.clock.now.addingTimeInterval(-3600), ttl: 900)
+            let r = try await h.request(.get, "/v1/me", token: old)
+            try r.expectProblem(.unauthorized, "token_expired")
+            #expect(r.headers[.wwwAuthenticate] == Self.invalidChallenge)
+            // Within the leeway it still works; past it, it does not.
+            let token = session["accessToken"] as! String
+            h.clock.advance(900 + 5)
+            #expect(try await h.request(.get, "/v1/me", token: token).status == .ok)
+            h.clock.advance(10)
+            try await h.request(.get, "/v1/me", token: token).expectProblem(.unauthorized, "token_expired")
+        }
+    }
+
+    @Test func tamperedTokenRefused() async throws {
+        try await Harness.run { h in
+            let (_, session) = try await h.signUp()
+            let parts = (session["accessToken"] as! String).split(separator: ".").map(String.init)
+            let payloadData = try #require(Base64URL.decode(Substring(parts[1])))
+            var payload = try #require(JSONSerialization.jsonObject(with: payloadData) as? [String: Any])
+            payload["sub"] = "user-999"
+            let forged = String(decoding: try JSONSerialization.data(withJSONObject: payload), as: UTF8.self)
+            let tampered = [parts[0], b64(forged), parts[2]].joined(separator: ".")
+            let r = try await h.request(.get, "/v1/me", token: tampered)
+            try r.expectProblem(.unauthorized, "invalid_token")
+            #expect(r.headers[.wwwAuthenticate] == Self.invalidChallenge)
+            try await h.request(.get, "/v1/me", token: "not.a.jwt").expectProblem(.unauthorized, "invalid_token")
+            try await h.request(.get, "/v1/me", token: "garbage").expectProblem(.unauthorized, "invalid_token")
+        }
+    }
+
+    @Test func algNoneAndHMACRefused() async throws {
+        try await Harness.run { h in
+            let (_, session) = try await h.signUp()
+            let parts = (session["accessToken"] as! String).split(separator: ".").map(String.init)
+            let none = b64(#"{"alg":"none","kid":"key-1","typ":"JWT"}"#) + "." + parts[1] + "."
+            try await h.request(.get, "/v1/me", token: none).expectProblem(.unauthorized, "invalid_token")
+
+            // HS256 signed with the public key's text as secret (classic key-confusion attack).
+            let hmac = JWTKeyCollection()
+            await hmac.add(hmac: HMACKey(from: try await h.backend.jwks()), digestAlgorithm: .sha256, kid: "key-1")
+            let claims = try await hmac.unverified(session["accessToken"] as! String, as: AccessTokenClaims.self)
+            let hs = try await hmac.sign(claims, kid: "key-1")
+            try await h.request(.get, "/v1/me", token: hs).expectProblem(.unauthorized, "invalid_token")
+
+            // ES256 header on a token that claims another algorithm family for the kid.
+            let mismatched = b64(#"{"alg":"RS256","kid":"key-1"}"#) + "." + parts[1] + "." + parts[2]
+            try await h.request(.get, "/v1/me", token: mismatched).expectProblem(.unauthorized, "invalid_token")
+        }
+    }
+
+    @Test func issuerAndAudienceMustMatchExactly() async throws {
+        try await Harness.run { h in
+            let (user, _) = try await h.signUp()
+            let id = user["id"] as! String
+            let wrongIssuer = try await h.backend.mint(sub: id, sid: "s", issuer: "https://auth.test/")
+            try await h.request(.get, "/v1/me", token: wrongIssuer).expectProblem(.unauthorized, "invalid_token")
+            let wrongAudience = try await h.backend.mint(sub: id, sid: "s", audience: "gatehouse-test-2")
+            try await h.request(.get, "/v1/me", token: wrongAudience).expectProblem(.unauthorized, "invalid_token")
+            let fine = try await h.backend.mint(sub: id, sid: "s")
+            #expect(try await h.request(.get, "/v1/me", token: fine).status == .ok)
+        }
+    }
+
+    @Test func unknownKidRefetchesAtBoundedRate() async throws {
+        try await Harness.run { h in
+            let (user, session) = try await h.signUp()
+            let id = user["id"] as! String
+            #expect(try await h.request(.get, "/v1/me", token: session["accessToken"] as? String).status == .ok)
+            #expect(h.backend.jwksCalls == 1)
+
+            // The token service rotates to a new published key: one refetch, then accepted.
+            await h.backend.addSigningKey(kid: "key-2", publish: true)
+            let rotated = try await h.backend.mint(sub: id, sid: "s2")
+            #expect(try await h.request(.get, "/v1/me", token: rotated).status == .ok)
+            #expect(h.backend.jwksCalls == 2)
+            #expect(try await h.request(.get, "/v1/me", token: rotated).status == .ok)
+            #expect(h.backend.jwksCalls == 2)
+
+            // An unpublished kid: refused, and within 5 s no further fetch however many tries.
+            await h.backend.addSigningKey(kid: "key-3", publish: false)
+            let unknown = try await h.backend.mint(sub: id, sid: "s3")
+            for _ in 0..<5 {
+                try await h.request(.get, "/v1/me", token: unknown).expectProblem(.unauthorized, "invalid_token")
+            }
+            #expect(h.backend.jwksCalls == 2)
+            h.clock.advance(6)
+            try await h.request(.get, "/v1/me", token: unknown).expectProblem(.unauthorized, "invalid_token")
+            #expect(h.backend.jwksCalls == 3)
+        }
+    }
+
+    @Test func revocationFeedRefusesSession() async throws {
+        try await Harness.run { h in
+            let (_, session) = try await h.signUp()
+            let token = session["accessToken"] as! String
+            #expect(try await h.request(.get, "/v1/me", token: token).status == .ok)
+            let claims = try await JWTKeyCollection().unverified(token, as: AccessTokenClaims.self)
+            // The feed consumer subscribes asynchronously: publish until the gateway has seen it.
+            var refused = false
+            for _ in 0..<100 where !refused {
+                h.backend.emitRevocation(claims.sid)
+                try await Task.sleep(for: .milliseconds(20))
+                refused = try await h.request(.get, "/v1/me", token: token).status == .unauthorized
+            }
+            #expect(refused)
+            try await h.request(.get, "/v1/me", token: token).expectProblem(.unauthorized, "session_revoked")
+            // Another session of the same user is unaffected.
+            let other = try await h.request(.post, "/v1/sessions", json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)
+            let otherToken = (try other.object()["session"] as! [String: Any])["accessToken"] as! String
+            #expect(try await h.request(.get, "/v1/me", token: otherToken).status == .ok)
+        }
+    }
+
+    @Test func revocationListIsBounded() {
+        let list = RevocationList(ttl: .seconds(60), capacity: 3)
+        let t0 = Date()
+        for i in 0..<5 { list.insert("s\(i)", now: t0) }
+        #expect(list.count == 3)
+        #expect(!list.contains("s0", now: t0))
+        #expect(list.contains("s4", now: t0))
+        #expect(!list.contains("s4", now: t0.addingTimeInterval(61)))
+        list.insert("late", now: t0.addingTimeInterval(61))
+        #expect(list.count == 1)
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import GatehouseProtocol
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+@testable import Gateway
+
+/// A gateway over a `MemoryBackend`, driven through HummingbirdTesting.
+struct Harness {
+    let client: any TestClientProtocol
+    let backend: MemoryBackend
+    let parts: GatewayParts
+    let clock: TestClock
+    let metrics: GatewayMetrics
+
+    static func configuration(_ edit: (inout GatewayConfiguration) -> Void = { _ in }) -> GatewayConfiguration {
+        var c = GatewayConfiguration(issuer: "https://auth.test", audience: "gatehouse-test", publicBaseURL: "https://auth.test")
+        c.port = 0
+        edit(&c)
+        return c
+    }
+
+    static func run(
+        _ framework: TestingSetup = .router,
+        configure: (inout GatewayConfiguration) -> Void = { _ in },
+        _ test: @Sendable (Harness) async throws -> Void
+    ) async throws {
+        let clock = TestClock()
+        let backend = await MemoryBackend(now: { [clock] in clock.now })
+        let metrics = GatewayMetrics()
+        var logger = Logger(label: "gateway-test")
+        logger.logLevel = .warning
+        let parts = makeGateway(
+            configuration: configuration(configure), backend: backend, logger: logger, metrics: metrics, clock: clock.gatewayClock)
+        try await parts.application.test(framework) { client in
+            try await test(Harness(client: client, backend: backend, parts: parts, clock: clock, metrics: metrics))
+        }
+    }
+
+    @discardableResult
+    func request(
+        _ method: HTTPRequest.Method, _ uri: String, json: String? = nil, token: String? = nil,
+        headers: HTTPFields = [:], contentType: String? = "application/json"
+    ) async throws -> TestResponse {
+        var headers = headers
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        if json != nil, let contentType, headers[.contentType] == nil { headers[.contentType] = contentType }
+        return try await client.execute(uri: uri, method: method, headers: headers, body: json.map { ByteBuffer(string: $0) }) { $0 }
+    }
+
+    /// Signs up and returns the parsed `{user, session}`.
+    func signUp(_ email: String = "ada@example.com", password: String = "correct horse battery") async throws -> (user: [String: Any], session: [String: Any]) {
+        let r = try await request(.post, "/v1/accounts", json: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        #expect(r.status == .created)
+        let body = try r.object()
+        return (body["user"] as! [String: Any], body["session"] as! [String: Any])
+    }
+}
+
+extension TestResponse {
+    var text: String { String(buffer: body) }
+    func object() throws -> [String: Any] {
+        try #require(JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+    }
+
+    /// Checks the RFC 9457 shape and returns the body.
+    @discardableResult
+    func expectProblem(_ status: HTTPResponse.Status, _ code: String, sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        #expect(self.status == status, "\(text)", sourceLocation: sourceLocation)
+        #expect(headers[.contentType] == "application/problem+json", sourceLocation: sourceLocation)
+        let body = try object()
+        #expect(body["code"] as? String == code, "\(text)", sourceLocation: sourceLocation)
+        #expect(body["type"] as? String == "https://gatehouse.dev/errors/\(code)", sourceLocation: sourceLocation)
+        #expect(body["status"] as? Int == Int(status.code), sourceLocation: sourceLocation)
+        #expect(body["title"] as? String == status.reasonPhrase, sourceLocation: sourceLocation)
+        #expect(body["detail"] is String, sourceLocation: sourceLocation)
+        return body
+    }
+}
