@@ -181,6 +181,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "TokenServiceTests",
+            dependencies: [
+                "TokenService", "TokenCore", "GatehouseProtocol", "ProtoCodec",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "GatehouseProtocol",
