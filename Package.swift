@@ -57,7 +57,9 @@ let package = Package(
         .target(
             name: "GatehouseApp",
             dependencies: [
-                "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService",
+                "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService", "TokenCore", "TokenService", "Gateway",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],

@@ -37,6 +37,41 @@ public enum GatehouseRoles {
         try await runGroup([role.server, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
     }
 
+    /// `gatehouse token`: the token service alone, over tcp.
+    public static func runToken(config: Config, logger: Logger) async throws {
+        let role = try await TokenRole.start(TokenRoleSettings(config: config), logger: logger)
+        try await runGroup([role.server, ShutdownHook { await role.publisher.close(); await role.identityClient.close() }], logger: logger)
+    }
+
+    /// `gatehouse gateway`: the HTTP gateway alone, calling the services over tcp.
+    public static func runGateway(config: Config, logger: Logger) async throws {
+        let role = try GatewayRole.start(GatewayRoleSettings(config: config), logger: logger)
+        try await runGroup([role.application, ShutdownHook { await role.identity.close(); await role.tokens.close() }], logger: logger)
+    }
+
+    /// `gatehouse serve`: all three roles in one process over `inproc://` sockets.
+    public static func runServe(config: Config, logger: Logger) async throws {
+        let identity = try await IdentityRole.start(
+            IdentityRoleSettings(config: config, rpcBind: "inproc://identity", eventsBind: "inproc://identity-events", tokenURL: "inproc://token"),
+            logger: logger)
+        let token = try await TokenRole.start(
+            TokenRoleSettings(config: config, rpcBind: "inproc://token", eventsBind: "inproc://token-events", identityURL: "inproc://identity"),
+            logger: logger)
+        let gateway = try GatewayRole.start(
+            GatewayRoleSettings(config: config, identityURL: "inproc://identity", tokenURL: "inproc://token", tokenEventsURL: "inproc://token-events"),
+            logger: logger)
+        let hook = ShutdownHook {
+            await gateway.identity.close()
+            await gateway.tokens.close()
+            await identity.publisher.close()
+            await identity.tokenClient.close()
+            await token.publisher.close()
+            await token.identityClient.close()
+        }
+        // Shutdown runs in reverse: the gateway stops taking requests first, then the services drain.
+        try await runGroup([identity.server, token.server, gateway.application, hook], logger: logger)
+    }
+
     static func runGroup(_ services: [any Service], logger: Logger) async throws {
         let group = ServiceGroup(configuration: .init(
             services: services.map { .init(service: $0) },

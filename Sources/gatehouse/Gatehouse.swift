@@ -9,20 +9,14 @@ struct Gatehouse: AsyncParsableCommand {
         commandName: "gatehouse",
         abstract: "A self-hosted authentication backend.",
         discussion: "Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; see the README's configuration table.",
-        subcommands: [Serve.self, Identity.self]
+        subcommands: [Serve.self, Identity.self, Token.self, GatewayCommand.self]
     )
 }
 
-/// Parses the role's settings; a bad value ends the process with a message naming the key.
-func loadConfig(_ options: [String]) throws -> Config {
-    do { return try Config(arguments: options) } catch let error as ConfigError {
-        throw ValidationError(error.message)
-    }
-}
-
+/// Reads the configuration and runs a role; a bad value ends the process with a message naming the key.
 func runRole(_ options: [String], _ body: (Config, Logger) async throws -> Void) async throws {
-    let config = try loadConfig(options)
     do {
+        let config = try Config(arguments: options)
         let logger = try GatehouseRoles.bootstrapLogging(config)
         try await body(config, logger)
     } catch let error as ConfigError {
@@ -33,17 +27,31 @@ func runRole(_ options: [String], _ body: (Config, Logger) async throws -> Void)
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the identity, token and gateway roles in one process (the embedded default).")
     @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --http-port 8080.") var options: [String] = []
-
     func run() async throws {
-        print("gatehouse serve: not yet — the gateway lands with issue 5.")
+        try await runRole(options) { try await GatehouseRoles.runServe(config: $0, logger: $1) }
     }
 }
 
 struct Identity: AsyncParsableCommand {
     static let configuration = CommandConfiguration(abstract: "Run the identity service (users, passwords) over tcp.")
     @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --identity-bind tcp://0.0.0.0:7001.") var options: [String] = []
-
     func run() async throws {
-        try await runRole(options) { config, logger in try await GatehouseRoles.runIdentity(config: config, logger: logger) }
+        try await runRole(options) { try await GatehouseRoles.runIdentity(config: $0, logger: $1) }
+    }
+}
+
+struct Token: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Run the token service (keys, JWTs, sessions) over tcp.")
+    @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --token-bind tcp://0.0.0.0:7011.") var options: [String] = []
+    func run() async throws {
+        try await runRole(options) { try await GatehouseRoles.runToken(config: $0, logger: $1) }
+    }
+}
+
+struct GatewayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "gateway", abstract: "Run the HTTP gateway, calling the services over tcp.")
+    @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --http-port 8080.") var options: [String] = []
+    func run() async throws {
+        try await runRole(options) { try await GatehouseRoles.runGateway(config: $0, logger: $1) }
     }
 }

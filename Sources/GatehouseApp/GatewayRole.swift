@@ -1,0 +1,66 @@
+import Foundation
+import GatehouseProtocol
+import GatehouseRPC
+import Gateway
+import Hummingbird
+import Logging
+import ServiceLifecycle
+
+/// Settings of the gateway role, read from the configuration table.
+public struct GatewayRoleSettings: Sendable {
+    public var gateway: GatewayConfiguration
+    public var identityURL: String
+    public var tokenURL: String
+    public var tokenEventsURL: String
+    public var rpcTimeout: Duration
+
+    public init(config: Config, identityURL: String? = nil, tokenURL: String? = nil, tokenEventsURL: String? = nil) throws {
+        let timeoutMs = try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)
+        rpcTimeout = .milliseconds(timeoutMs)
+        let origins = config.list(ConfigTable.corsOrigins)
+        for origin in origins where !(origin.hasPrefix("http://") || origin.hasPrefix("https://")) {
+            throw ConfigError(message: "GATEHOUSE_CORS_ORIGINS (--cors-origins): '\(origin)' is not an http(s) origin")
+        }
+        gateway = GatewayConfiguration(
+            host: try config.required(ConfigTable.httpHost),
+            port: try config.int(ConfigTable.httpPort, in: 0...65_535),
+            maxBodySize: try config.int(ConfigTable.maxBodyBytes, in: 1024...16_777_216),
+            allowedOrigins: origins,
+            issuer: try TokenRoleSettings.issuer(config),
+            audience: try config.required(ConfigTable.audience),
+            publicBaseURL: try Self.publicURL(config),
+            trustForwardedFor: try config.bool(ConfigTable.trustForwardedFor),
+            requestTimeout: .milliseconds(timeoutMs),
+            maxAccessTokenTTL: .seconds(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400)))
+        self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
+        self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
+        self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)
+    }
+
+    /// `GATEHOUSE_PUBLIC_URL`, else `http://HOST:PORT`.
+    static func publicURL(_ config: Config) throws -> String {
+        if let url = config.string(ConfigTable.publicURL), !url.isEmpty {
+            guard url.hasPrefix("http://") || url.hasPrefix("https://") else {
+                throw ConfigError(message: "GATEHOUSE_PUBLIC_URL (--public-url) must start with http:// or https://, not '\(url)'")
+            }
+            return url.hasSuffix("/") ? String(url.dropLast()) : url
+        }
+        return "http://\(try config.required(ConfigTable.httpHost)):\(try config.int(ConfigTable.httpPort, in: 0...65_535))"
+    }
+}
+
+/// The running gateway: its HTTP application (a `Service`) and its RPC clients.
+public struct GatewayRole: Sendable {
+    public let application: any Service
+    public let identity: RPCClient
+    public let tokens: RPCClient
+
+    public static func start(_ settings: GatewayRoleSettings, logger: Logger) throws -> GatewayRole {
+        let identity = try RPCClient(configuration: .init(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout), logger: logger)
+        let tokens = try RPCClient(configuration: .init(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout), logger: logger)
+        let backend = RPCGatewayBackend(identity: identity, tokens: tokens, tokenEventsEndpoint: settings.tokenEventsURL, logger: logger)
+        let application = buildGateway(configuration: settings.gateway, backend: backend, logger: logger)
+        logger.info("gateway on http://\(settings.gateway.host):\(settings.gateway.port) → identity \(settings.identityURL), token \(settings.tokenURL)")
+        return GatewayRole(application: application, identity: identity, tokens: tokens)
+    }
+}
