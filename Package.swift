@@ -182,6 +182,8 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Starts the built `gatehouse` binary as processes and drives it over HTTP.
+        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [

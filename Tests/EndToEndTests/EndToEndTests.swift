@@ -1,0 +1,126 @@
+import Foundation
+import Testing
+
+/// Drives every endpoint of a running stack over real HTTP.
+func exerciseAPI(_ stack: Stack) async throws {
+    let email = "e2e-\(UUID().uuidString.prefix(8))@example.com"
+    // Sign-up.
+    let signUp = try await stack.request("POST", "/v1/accounts", json: ["email": email, "password": "correct horse battery", "displayName": "Ada"])
+    #expect(signUp.status == 201)
+    #expect(signUp.headers["x-request-id"] != nil)
+    let user = signUp.json["user"] as? [String: Any]
+    let session = signUp.json["session"] as? [String: Any]
+    #expect(user?["email"] as? String == email)
+    #expect(session?["tokenType"] as? String == "Bearer")
+    #expect(session?["expiresIn"] as? Int == 900)
+    // Duplicate, weak password, bad email.
+    #expect(try await stack.request("POST", "/v1/accounts", json: ["email": email.uppercased(), "password": "correct horse battery"]).json["code"] as? String == "email_exists")
+    let weak = try await stack.request("POST", "/v1/accounts", json: ["email": "w-\(email)", "password": "password"])
+    #expect(weak.status == 422 && weak.json["code"] as? String == "weak_password")
+    #expect(try await stack.request("POST", "/v1/accounts", json: ["email": "not an email", "password": "correct horse battery"]).json["code"] as? String == "invalid_email")
+    // Malformed input.
+    let malformed = try await stack.request("POST", "/v1/accounts", rawBody: Data("{nope".utf8), headers: ["Content-Type": "application/json"])
+    #expect(malformed.status == 400 && malformed.headers["content-type"]?.hasPrefix("application/problem+json") == true)
+    #expect(try await stack.request("POST", "/v1/accounts", rawBody: Data("x".utf8), headers: ["Content-Type": "text/plain"]).status == 415)
+    #expect(try await stack.request("POST", "/v1/accounts", json: ["email": 5, "password": true]).status == 400)
+    // Sign-in: unknown email and wrong password look alike.
+    let wrong = try await stack.request("POST", "/v1/sessions", json: ["email": email, "password": "wrong password here"])
+    let unknown = try await stack.request("POST", "/v1/sessions", json: ["email": "nobody-\(email)", "password": "wrong password here"])
+    #expect(wrong.status == 401 && unknown.status == 401)
+    #expect(wrong.body == unknown.body)
+    #expect(wrong.headers["www-authenticate"] == unknown.headers["www-authenticate"])
+    let signIn = try await stack.request("POST", "/v1/sessions", json: ["email": email, "password": "correct horse battery"])
+    #expect(signIn.status == 200)
+    let tokens = signIn.json["session"] as! [String: Any]
+    let access = tokens["accessToken"] as! String
+    let refresh = tokens["refreshToken"] as! String
+    // Me.
+    let me = try await stack.request("GET", "/v1/me", bearer: access)
+    #expect(me.status == 200 && me.json["email"] as? String == email)
+    let noToken = try await stack.request("GET", "/v1/me")
+    #expect(noToken.status == 401 && noToken.headers["www-authenticate"] != nil)
+    let badToken = try await stack.request("GET", "/v1/me", bearer: "x.y.z")
+    #expect(badToken.status == 401 && badToken.headers["www-authenticate"]?.contains("invalid_token") == true)
+    // Patch.
+    let patched = try await stack.request("PATCH", "/v1/me", json: ["displayName": "Countess", "settings": ["theme": "dark"]], bearer: access)
+    #expect(patched.status == 200 && patched.json["displayName"] as? String == "Countess")
+    #expect((patched.json["settings"] as? [String: Any])?["theme"] as? String == "dark")
+    // Password strength, discovery, health, metrics, OpenAPI.
+    let strength = try await stack.request("POST", "/v1/password-strength", json: ["password": "password"])
+    #expect(strength.status == 200 && (strength.json["score"] as? Int ?? 9) <= 1)
+    let jwks = try await stack.request("GET", "/.well-known/jwks.json")
+    #expect(jwks.status == 200 && ((jwks.json["keys"] as? [Any])?.count ?? 0) >= 1)
+    let discovery = try await stack.request("GET", "/.well-known/openid-configuration")
+    #expect(discovery.json["jwks_uri"] as? String == stack.baseURL + "/.well-known/jwks.json")
+    #expect(try await stack.request("GET", "/healthz").status == 200)
+    let metrics = try await stack.request("GET", "/metrics")
+    #expect(String(decoding: metrics.body, as: UTF8.self).contains("http_requests"))
+    #expect(try await stack.request("GET", "/openapi.json").json["openapi"] as? String == "3.1.0")
+    #expect(try await stack.request("GET", "/nowhere").status == 404)
+    // Refresh rotates; reuse after the grace window is covered by the token service's tests.
+    let refreshed = try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": refresh])
+    #expect(refreshed.status == 200)
+    let rotated = (refreshed.json["session"] as? [String: Any])?["refreshToken"] as? String
+    #expect(rotated != nil && rotated != refresh)
+    #expect(try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": "bogus"]).json["code"] as? String == "invalid_refresh_token")
+    // Sign out this session: its refresh token stops working and its access token is refused.
+    #expect(try await stack.request("DELETE", "/v1/sessions/current", bearer: access).status == 204)
+    #expect(try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": rotated ?? ""]).status == 401)
+    #expect(try await stack.request("GET", "/v1/me", bearer: access).status == 401)
+    // Sign out everywhere: another session's access token is refused once the revocation arrives.
+    let other = try await stack.request("POST", "/v1/sessions", json: ["email": email, "password": "correct horse battery"])
+    let otherAccess = (other.json["session"] as? [String: Any])?["accessToken"] as? String ?? ""
+    let third = try await stack.request("POST", "/v1/sessions", json: ["email": email, "password": "correct horse battery"])
+    let thirdAccess = (third.json["session"] as? [String: Any])?["accessToken"] as? String ?? ""
+    #expect(try await stack.request("DELETE", "/v1/sessions", bearer: otherAccess).status == 204)
+    var refused = false
+    for _ in 0..<50 where !refused {
+        refused = try await stack.request("GET", "/v1/me", bearer: thirdAccess).status == 401
+        if !refused { try await Task.sleep(for: .milliseconds(20)) }
+    }
+    #expect(refused, "a session revoked through the feed was still accepted after 1 s")
+}
+
+@Suite("End to end over HTTP", .serialized)
+struct EndToEndTests {
+    @Test("three processes: identity, token and gateway over tcp")
+    func threeProcesses() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("identity")
+        try stack.start("token")
+        try stack.start("gateway")
+        try await stack.waitReady()
+        try await exerciseAPI(stack)
+    }
+
+    @Test("one process: gatehouse serve")
+    func serve() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("serve")
+        try await stack.waitReady()
+        try await exerciseAPI(stack)
+    }
+
+    @Test("a killed service gives 503 within the deadline, and the gateway recovers when it is back")
+    func serviceKilled() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("identity")
+        try stack.start("token")
+        try stack.start("gateway")
+        try await stack.waitReady()
+        stack.kill("identity")
+        let start = ContinuousClock.now
+        let down = try await stack.request("POST", "/v1/password-strength", json: ["password": "whatever it is"])
+        #expect(down.status == 503)
+        #expect(down.json["code"] as? String == "service_unavailable")
+        #expect(ContinuousClock.now - start < .seconds(4))
+        #expect(try await stack.request("GET", "/readyz").status == 503)
+        try stack.start("identity")
+        try await stack.waitReady()
+        let up = try await stack.request("POST", "/v1/password-strength", json: ["password": "whatever it is"])
+        #expect(up.status == 200)
+    }
+}
