@@ -124,3 +124,33 @@ struct EndToEndTests {
         #expect(up.status == 200)
     }
 }
+
+@Suite("README quick start")
+struct QuickStartTests {
+    @Test("the README's curl commands work against gatehouse serve")
+    func quickStart() async throws {
+        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let start = try #require(readme.range(of: "<!-- quickstart -->\n```sh\n"))
+        let end = try #require(readme.range(of: "```\n<!-- /quickstart -->"))
+        let script = String(readme[start.upperBound..<end.lowerBound])
+        #expect(readme.contains("scripts/run"))
+        #expect(try String(contentsOf: repositoryRoot.appendingPathComponent("scripts/run"), encoding: .utf8).contains("gatehouse serve"))
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("serve")
+        try await stack.waitReady()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = ["-euo", "pipefail", "-c", script.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(stack.httpPort)")]
+        let out = Pipe()
+        process.standardOutput = out
+        try process.run()
+        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        #expect(output.contains(#""email":"ada@example.com""#))
+        #expect(output.components(separatedBy: #""accessToken""#).count == 3, "sign-up and refresh each print a session: \(output)")
+        #expect(output.hasSuffix("}") || output.hasSuffix("}\n"))
+        #expect(!output.contains("\"code\""), "an error came back: \(output)")
+    }
+}
