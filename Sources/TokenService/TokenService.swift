@@ -192,7 +192,7 @@ public final class TokenService: Sendable {
         let at = now()
         let sessionID = newID(16)
         let refresh = newID(32)
-        let client = ClientInfo(userAgent: String(request.client.userAgent.utf8.prefix(512)) ?? "", ip: String(request.client.ip.prefix(64)))
+        let client = ClientInfo(userAgent: Self.truncate(request.client.userAgent, bytes: 512), ip: Self.truncate(request.client.ip, bytes: 64))
         try await store.createSession(
             TokenStore.SessionRow(
                 id: sessionID, userID: request.userID, createdAt: at, authTime: request.authTime, amr: request.amr, client: client,
@@ -232,6 +232,20 @@ public final class TokenService: Sendable {
             let (access, ttl) = try await mintAccessToken(userID: s.userID, sessionID: s.id, authTime: s.authTime, amr: s.amr, claims: claims)
             return SessionTokens(accessToken: access, refreshToken: successor, expiresIn: ttl, sessionID: s.id)
         }
+    }
+
+    /// The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character.
+    static func truncate(_ text: String, bytes: Int) -> String {
+        guard text.utf8.count > bytes else { return text }
+        var result = ""
+        var used = 0
+        for character in text {
+            let size = character.utf8.count
+            if used + size > bytes { break }
+            result.append(character)
+            used += size
+        }
+        return result
     }
 
     func announce(_ session: TokenStore.SessionRow) {
