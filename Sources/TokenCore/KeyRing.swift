@@ -33,9 +33,13 @@ public final class KeyRing: Sendable {
     /// The active key's id.
     public var activeKid: String { state.withLock { $0.active } }
 
-    /// The algorithm pinned to `kid`, if it is published.
-    public func algorithm(for kid: String) -> SigningAlgorithm? {
-        state.withLock { $0.entries[kid]?.key.algorithm }
+    /// The algorithm pinned to `kid`, if it is published at `now` (a retired key verifies nothing,
+    /// even before the next reload drops it).
+    public func algorithm(for kid: String, at now: Date) -> SigningAlgorithm? {
+        state.withLock { state in
+            guard let entry = state.entries[kid], entry.retireAfter.map({ $0 > now }) ?? true else { return nil }
+            return entry.key.algorithm
+        }
     }
 
     /// Keys still published at `now`.
@@ -92,10 +96,12 @@ public struct TokenVerifier: Sendable {
             let header = try? JSONDecoder().decode([String: JSONValue].self, from: headerData)
         else { throw TokenError.invalidToken("the header is not JSON") }
         guard case .string(let alg)? = header["alg"] else { throw TokenError.invalidToken("no algorithm") }
+        // RFC 7515 §4.1.11: extensions we do not understand must be refused.
+        guard header["crit"] == nil else { throw TokenError.invalidToken("critical header extensions are not supported") }
         guard case .string(let kid)? = header["kid"], kid.count <= 128,
             kid.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") })
         else { throw TokenError.invalidToken("no valid key id") }
-        guard let pinned = keys.algorithm(for: kid) else { throw TokenError.invalidToken("unknown key") }
+        guard let pinned = keys.algorithm(for: kid, at: now) else { throw TokenError.invalidToken("unknown key") }
         guard alg == pinned.rawValue else { throw TokenError.invalidToken("the algorithm does not match the key") }
         let claims: AccessClaims
         do { claims = try await keys.verifySignature(token, kid: kid) } catch {

@@ -76,6 +76,7 @@ struct AccessTokenTests {
         attacks.append(("oversized", good + String(repeating: "A", count: 9000)))
         attacks.append(("non-JSON header", Base64URL.encode(Data("not json".utf8)) + "." + parts[1] + "." + parts[2]))
         attacks.append(("garbage", "a.b.c"))
+        attacks.append(("crit header", forge(header: #"{"alg":"ES256","kid":"\#(kid)","typ":"JWT","crit":["exp"]}"#, payload: p)))
         attacks.append(("empty", ""))
         attacks.append(("wrong alg for kid", forge(header: #"{"alg":"RS256","kid":"\#(kid)","typ":"JWT"}"#, payload: p)))
         for (name, token) in attacks {
@@ -118,8 +119,10 @@ struct AccessTokenTests {
         #expect(newToken.split(separator: ".")[0] != oldToken.split(separator: ".")[0])
         _ = try await h.service.verifyAccessToken(VerifyRequest(token: oldToken, checkRevoked: false))
         #expect(h.service.keys.jwksJSON(at: h.clock.now).contains(oldKid))
-        // Once the old key's last token has expired, the key is no longer published.
+        // Once the old key's last token has expired, the key verifies nothing (even before a
+        // reload) and is no longer published.
         h.clock.advance(900 + 31)
+        #expect(await expectCode(.invalidToken) { try await h.service.verifyAccessToken(VerifyRequest(token: oldToken, checkRevoked: false)) })
         try await h.service.loadKeys()
         #expect(!h.service.keys.jwksJSON(at: h.clock.now).contains(oldKid))
         #expect(await expectCode(.invalidToken) { try await h.service.verifyAccessToken(VerifyRequest(token: oldToken, checkRevoked: false)) })
