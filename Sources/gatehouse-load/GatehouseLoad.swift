@@ -10,9 +10,9 @@ struct GatehouseLoad: AsyncParsableCommand {
         commandName: "gatehouse-load",
         abstract: "Load generator for the Gatehouse HTTP API.",
         discussion: """
-            Scenarios: signup, signin, me, refresh, mixed, raw-get. Every response is checked (status and
-            body shape); a failed check counts as an error, never as throughput. Only loopback targets are
-            accepted unless --allow-remote is given.
+            Scenarios: signup, signin, me, refresh, mixed, raw-get. Every response is checked (status and \
+            body shape); a failed check counts as an error, never as throughput. Only loopback targets are \
+            accepted unless --allow-remote is given. See docs/load-testing.md.
             """
     )
 
