@@ -64,6 +64,7 @@ final class Run: Sendable {
     /// Round-robin cursor over the sign-in pool.
     let signinCursor = Atomic<Int>(0)
     let recoveries = Atomic<Int>(0)
+    let renewals = Atomic<Int>(0)
     let tallies = Mutex<[Operation: OperationTally]>([:])
     let lastMeasuredEnd = Mutex<ContinuousClock.Instant?>(nil)
     let hitRequestBound = Atomic<Bool>(false)
@@ -97,7 +98,8 @@ final class Run: Sendable {
 
         await withTaskGroup(of: Void.self) { group in
             for index in 0..<config.concurrency {
-                let state = VirtualUser(index: index, session: users.sessions.isEmpty ? nil : users.sessions[index % users.sessions.count])
+                let state = VirtualUser(index: index, session: users.sessions.isEmpty ? nil : users.sessions[index % users.sessions.count],
+                                        sessionObtained: setupStart)
                 group.addTask {
                     await self.virtualUser(state, measureStart: measureStart, measureEnd: measureEnd, clock: clock)
                 }
@@ -207,7 +209,15 @@ final class Run: Sendable {
         /// The user's own session (me, refresh, mixed); nil when the session must be re-established.
         var session: SetupUser?
         var sessionBroken = false
+        /// When the session's access token was issued (at the latest).
+        var sessionObtained: ContinuousClock.Instant
         var generator = SystemRandomNumberGenerator()
+
+        /// True when the access token is within its last 20% (at most 30 s) of life.
+        func accessTokenDue(now: ContinuousClock.Instant) -> Bool {
+            guard let lifetime = session?.session.expiresIn, lifetime > 0 else { return false }
+            return seconds(now - sessionObtained) >= lifetime - min(30, lifetime * 0.2)
+        }
     }
 
     func virtualUser(_ initial: VirtualUser, measureStart: ContinuousClock.Instant, measureEnd: ContinuousClock.Instant,
@@ -222,7 +232,11 @@ final class Run: Sendable {
             } else {
                 operation = operations[0]
             }
-            if operation == .refresh, user.sessionBroken {
+            if operation == .me, user.accessTokenDue(now: clock.now) {
+                // Long runs outlive access tokens: renew before they expire (not recorded).
+                await renewSession(&user)
+            }
+            if operation == .refresh || operation == .me, user.sessionBroken {
                 // Never present a refresh token whose fate is unknown: sign in again (not recorded).
                 await recoverSession(&user)
                 if user.sessionBroken {
@@ -257,10 +271,26 @@ final class Run: Sendable {
         guard !made.isEmpty else { return }
         let email = made[user.index % made.count].email
         recoveries.wrappingAdd(1, ordering: .relaxed)
+        let sent = ContinuousClock.now
         let step = await signIn(email: email)
         if let value = step.value {
             user.session = value
             user.sessionBroken = false
+            user.sessionObtained = sent
+        }
+    }
+
+    /// Rotates the user's session outside the measurements, to get a fresh access token.
+    func renewSession(_ user: inout VirtualUser) async {
+        guard !user.sessionBroken, let session = user.session else { return }
+        renewals.wrappingAdd(1, ordering: .relaxed)
+        let sent = ContinuousClock.now
+        let step = await refresh(session.session.refreshToken)
+        if let rotated = step.value {
+            user.session?.session = rotated
+            user.sessionObtained = sent
+        } else {
+            user.sessionBroken = true
         }
     }
 
@@ -279,9 +309,11 @@ final class Run: Sendable {
                 return await me(accessToken: session.session.accessToken, expectedID: session.id).recorded(self, .me)
             case .refresh:
                 guard let session = user.session else { return .transport(kind: "no_session", detail: "no session") }
+                let sent = ContinuousClock.now
                 let step = await refresh(session.session.refreshToken)
                 if let rotated = step.value {
                     user.session?.session = rotated
+                    user.sessionObtained = sent
                 } else {
                     // Failed or unknown: the presented token may be spent. Never send it again.
                     user.sessionBroken = true
@@ -409,6 +441,7 @@ final class Run: Sendable {
             setupSeconds: (setupSeconds * 1000).rounded() / 1000,
             mix: config.scenario == .mixed ? config.mix.description : nil,
             sessionRecoveries: recoveries.load(ordering: .relaxed),
+            sessionRenewals: renewals.load(ordering: .relaxed),
             totalRequests: overall.totalRequests,
             successfulRequests: overall.successfulRequests,
             failedRequests: overall.failedRequests,

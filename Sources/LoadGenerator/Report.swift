@@ -24,6 +24,7 @@ extension LoadResult {
         lines.append("measured      \(fmt(elapsedSeconds, 3)) s")
         lines.append("requests      \(totalRequests) total, \(successfulRequests) successful, \(failedRequests) failed")
         lines.append("throughput    \(fmt(throughput, 1)) successful req/s")
+        if sessionRenewals > 0 { lines.append("renewals      \(sessionRenewals) sessions refreshed (not recorded) before their access token expired") }
         if sessionRecoveries > 0 { lines.append("recoveries    \(sessionRecoveries) sessions re-established by sign-in after a failed refresh") }
         lines.append("")
         lines.append(Self.latencyHeader)

@@ -39,6 +39,8 @@ struct WireRefreshBody: Decodable {
 public struct SessionTokens: Sendable, Equatable {
     public var accessToken: String
     public var refreshToken: String
+    /// Access token lifetime in seconds, as the server said.
+    public var expiresIn: Double = 0
 }
 
 /// A user created during setup.
@@ -69,7 +71,7 @@ public enum ResponseChecks {
         if let presentedRefreshToken, refresh == presentedRefreshToken {
             return .bad("session.refreshToken was not rotated (same as the presented one)")
         }
-        return .ok(SessionTokens(accessToken: access, refreshToken: refresh))
+        return .ok(SessionTokens(accessToken: access, refreshToken: refresh, expiresIn: expiresIn))
     }
 
     /// Body of `POST /v1/accounts` (201) and `POST /v1/sessions` (200): `{user, session}`.

@@ -78,6 +78,8 @@ public struct LoadResult: Codable, Sendable {
     public var mix: String?
     /// Sessions re-established by a sign-in after a failed refresh (not recorded as requests).
     public var sessionRecoveries: Int
+    /// Sessions rotated outside the measurements because their access token was about to expire.
+    public var sessionRenewals: Int
     public var totalRequests: Int
     public var successfulRequests: Int
     public var failedRequests: Int

@@ -24,22 +24,26 @@ final class FakeGateway: Sendable {
 
     struct State {
         var users: [String: User] = [:]
-        var accessTokens: [String: String] = [:]  // token -> user id
+        var accessTokens: [String: (userID: String, expires: ContinuousClock.Instant)] = [:]
         var refreshTokens: [String: (userID: String, used: Bool)] = [:]
         var signups = 0
         var signins = 0
         var meCalls = 0
         var refreshes = 0
         var reusedRefreshTokens = 0
+        var expiredAccessTokens = 0
         var healthz = 0
         var requests = 0
     }
 
     let faults: Faults
+    /// Seconds an access token is accepted by `GET /v1/me`.
+    let accessTokenLifetime: Int
     let state = Mutex(State())
 
-    init(faults: Faults = []) {
+    init(faults: Faults = [], accessTokenLifetime: Int = 900) {
         self.faults = faults
+        self.accessTokenLifetime = accessTokenLifetime
     }
 
     var snapshot: State { state.withLock { $0 } }
@@ -72,12 +76,12 @@ final class FakeGateway: Sendable {
     }
 
     /// Issues a session for `userID` (caller holds the lock).
-    static func issue(_ state: inout State, for userID: String) -> [String: Any] {
+    func issue(_ state: inout State, for userID: String) -> [String: Any] {
         let access = "at-" + UUID().uuidString
         let refresh = "rt-" + UUID().uuidString
-        state.accessTokens[access] = userID
+        state.accessTokens[access] = (userID, .now + .seconds(accessTokenLifetime))
         state.refreshTokens[refresh] = (userID, false)
-        return ["accessToken": access, "refreshToken": refresh, "tokenType": "Bearer", "expiresIn": 900]
+        return ["accessToken": access, "refreshToken": refresh, "tokenType": "Bearer", "expiresIn": accessTokenLifetime]
     }
 
     func router() -> Router<BasicRequestContext> {
@@ -101,7 +105,7 @@ final class FakeGateway: Sendable {
                 guard body.password.count >= 12 else { return FakeGateway.problem(.badRequest, "weak_password") }
                 let user = User(id: UUID().uuidString, email: body.email, password: body.password)
                 state.users[body.email] = user
-                let session = FakeGateway.issue(&state, for: user.id)
+                let session = self.issue(&state, for: user.id)
                 return FakeGateway.json(.created, ["user": self.userJSON(user), "session": session])
             }
         }
@@ -112,7 +116,7 @@ final class FakeGateway: Sendable {
                 guard let user = state.users[body.email], user.password == body.password else {
                     return FakeGateway.problem(.unauthorized, "invalid_credentials")
                 }
-                let session = FakeGateway.issue(&state, for: user.id)
+                let session = self.issue(&state, for: user.id)
                 return FakeGateway.json(.ok, ["user": self.userJSON(user), "session": session])
             }
         }
@@ -132,7 +136,7 @@ final class FakeGateway: Sendable {
                                                               "tokenType": "Bearer", "expiresIn": 900]])
                 }
                 state.refreshTokens[body.refreshToken]?.used = true
-                return FakeGateway.json(.ok, ["session": FakeGateway.issue(&state, for: entry.userID)])
+                return FakeGateway.json(.ok, ["session": self.issue(&state, for: entry.userID)])
             }
         }
         router.get("/v1/me") { request, _ in
@@ -140,9 +144,13 @@ final class FakeGateway: Sendable {
             let token = header.hasPrefix("Bearer ") ? String(header.dropFirst(7)) : ""
             return self.state.withLock { state -> Response in
                 state.meCalls += 1
-                guard let userID = state.accessTokens[token],
-                      let user = state.users.values.first(where: { $0.id == userID })
+                guard let access = state.accessTokens[token],
+                      let user = state.users.values.first(where: { $0.id == access.userID })
                 else { return FakeGateway.problem(.unauthorized, "invalid_token") }
+                guard access.expires > .now else {
+                    state.expiredAccessTokens += 1
+                    return FakeGateway.problem(.unauthorized, "token_expired")
+                }
                 if faults.contains(.meWithoutID) { return FakeGateway.json(.ok, ["email": user.email]) }
                 return FakeGateway.json(.ok, self.userJSON(user))
             }

@@ -55,6 +55,20 @@ struct ScenarioTests {
         #expect(state.signins == 2)  // two more virtual users than setup users: each gets its own session
     }
 
+    @Test func meRenewsAccessTokensBeforeTheyExpire() async throws {
+        // Tokens live 2 s on the fake; a 3 s run must renew them (unrecorded) rather than send expired ones.
+        let fake = FakeGateway(accessTokenLifetime: 2)
+        let result = try await fake.serve { url in
+            try await LoadRunner(small(url, .me, requests: nil, concurrency: 2, setupUsers: 2, duration: 3)).run()
+        }
+        #expect(result.totalRequests > 0)
+        #expect(result.failedRequests == 0, "\(result.errorSamples)")
+        #expect(result.sessionRenewals >= 2)
+        let state = fake.snapshot
+        #expect(state.expiredAccessTokens == 0)
+        #expect(state.reusedRefreshTokens == 0)
+    }
+
     @Test func refreshRotatesAndNeverReusesAToken() async throws {
         let fake = FakeGateway()
         let result = try await fake.serve { url in
@@ -293,7 +307,7 @@ struct ResponseCheckTests {
             return
         }
         #expect(user.id == "u1")
-        #expect(user.session == SessionTokens(accessToken: "a", refreshToken: "r"))
+        #expect(user.session == SessionTokens(accessToken: "a", refreshToken: "r", expiresIn: 900))
         guard case .bad = ResponseChecks.checkAuth(Data(good.utf8), email: "b@example.com") else {
             Issue.record("wrong email accepted")
             return
