@@ -90,6 +90,7 @@ public struct LoadConfiguration: Sendable {
     public static let maxWarmup: Double = 600
     public static let maxTimeout: Double = 600
     public static let maxConcurrency = 10_000
+    public static let maxSetupUsers = 100_000
 
     /// Base URL of the gateway, e.g. `http://127.0.0.1:8080`.
     public var url: String
@@ -183,8 +184,8 @@ public struct LoadConfiguration: Sendable {
         if let maxRequests, maxRequests < 1 {
             throw LoadError.invalidConfiguration("--requests must be >= 1")
         }
-        if let setupUsers, setupUsers < 1 {
-            throw LoadError.invalidConfiguration("--setup-users must be >= 1")
+        if let setupUsers, !(1...Self.maxSetupUsers).contains(setupUsers) {
+            throw LoadError.invalidConfiguration("--setup-users must be in 1...\(Self.maxSetupUsers)")
         }
         guard path.hasPrefix("/") else {
             throw LoadError.invalidConfiguration("--path must start with '/'")

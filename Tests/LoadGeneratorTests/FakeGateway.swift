@@ -33,6 +33,7 @@ final class FakeGateway: Sendable {
         var reusedRefreshTokens = 0
         var expiredAccessTokens = 0
         var healthz = 0
+        var healthzAuthorization: String?
         var requests = 0
     }
 
@@ -89,8 +90,12 @@ final class FakeGateway: Sendable {
         let faults = self.faults
         router.add(middleware: CountingMiddleware(gateway: self))
 
-        router.get("/healthz") { _, _ in
-            self.state.withLock { $0.healthz += 1 }
+        router.get("/healthz") { request, _ in
+            let authorization = request.headers[.authorization]
+            self.state.withLock {
+                $0.healthz += 1
+                $0.healthzAuthorization = authorization
+            }
             return "ok"
         }
         router.get("/fail") { _, _ in

@@ -99,6 +99,23 @@ struct ScenarioTests {
         #expect(fake.snapshot.reusedRefreshTokens == 0)
     }
 
+    @Test func reportAndJSONCarryTheSameFigures() async throws {
+        let fake = FakeGateway()
+        let result = try await fake.serve { url in
+            try await LoadRunner(small(url, .mixed, requests: 60, concurrency: 3, setupUsers: 3)).run()
+        }
+        let decoded = try JSONDecoder().decode(LoadResult.self, from: Data(result.json().utf8))
+        #expect(decoded.totalRequests == 60)
+        #expect(decoded.successfulRequests == result.successfulRequests)
+        #expect(decoded.latencyMs == result.latencyMs)
+        #expect(decoded.operations == result.operations)
+        #expect(!result.json().contains("\n"))
+        let text = result.textReport()
+        #expect(text.contains("60 total, 60 successful, 0 failed"))
+        #expect(text.contains("per operation"))
+        #expect(text.contains("p99.9"))
+    }
+
     @Test func rawGetChecks200AndSendsTheBearer() async throws {
         let fake = FakeGateway()
         var config = small("", .rawGet, requests: 25)
@@ -110,6 +127,7 @@ struct ScenarioTests {
         }
         #expect(result.successfulRequests == 25)
         #expect(fake.snapshot.healthz == 25)
+        #expect(fake.snapshot.healthzAuthorization == "Bearer t0ken")
     }
 }
 
