@@ -224,6 +224,17 @@ struct BoundTests {
         #expect(fake.snapshot.healthz == 100)
     }
 
+    @Test func sixtyFourVirtualUsersShareOneClient() async throws {
+        let fake = FakeGateway()
+        let result = try await fake.serve { url in
+            try await LoadRunner(small(url, .refresh, requests: 1000, concurrency: 64, setupUsers: 16)).run()
+        }
+        #expect(result.totalRequests == 1000)
+        #expect(result.failedRequests == 0, "\(result.errorSamples)")
+        #expect(fake.snapshot.reusedRefreshTokens == 0)
+        #expect(fake.snapshot.signins == 48)  // 64 virtual users, 16 from sign-up, 48 more sessions
+    }
+
     @Test func durationBoundStopsTheRun() async throws {
         let fake = FakeGateway()
         let result = try await fake.serve { url in
