@@ -15,6 +15,7 @@ let package = Package(
         .library(name: "GatehouseRPC", targets: ["GatehouseRPC", "GatehouseProtocol"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .executable(name: "gatehouse-echo-server", targets: ["gatehouse-echo-server"]),
+        .executable(name: "gatehouse-load", targets: ["gatehouse-load"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -26,6 +27,10 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // Load generator (gatehouse-load).
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         // MARK: Foundation: codec, ZeroMQ, RPC
@@ -155,7 +160,38 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // MARK: Load generator
+        .target(
+            name: "LoadGenerator",
+            dependencies: [
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "gatehouse-load",
+            dependencies: [
+                "LoadGenerator",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+
         // MARK: Tests
+        // Drives the LoadGenerator core against an in-process Hummingbird fake of the HTTP API.
+        .testTarget(
+            name: "LoadGeneratorTests",
+            dependencies: [
+                "LoadGenerator",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "GatehouseAppTests",
             dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore"],

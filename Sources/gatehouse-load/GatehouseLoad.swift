@@ -1,0 +1,93 @@
+import ArgumentParser
+import Foundation
+import LoadGenerator
+
+extension Scenario: ExpressibleByArgument {}
+
+@main
+struct GatehouseLoad: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "gatehouse-load",
+        abstract: "Load generator for the Gatehouse HTTP API.",
+        discussion: """
+            Scenarios: signup, signin, me, refresh, mixed, raw-get. Every response is checked (status and \
+            body shape); a failed check counts as an error, never as throughput. Only loopback targets are \
+            accepted unless --allow-remote is given. See docs/load-testing.md.
+            """
+    )
+
+    @Option(help: "Base URL of the gateway.")
+    var url = "http://127.0.0.1:8080"
+
+    @Option(help: "signup | signin | me | refresh | mixed | raw-get")
+    var scenario: Scenario
+
+    @Option(help: "Virtual users (= connections), each with one request in flight.")
+    var concurrency = 64
+
+    @Option(help: "Measured seconds (at most \(Int(LoadConfiguration.maxDuration))).")
+    var duration: Double = 10
+
+    @Option(help: "Stop after this many measured requests (whichever bound comes first).")
+    var requests: Int?
+
+    @Option(help: "Seconds of load before measuring (not recorded).")
+    var warmup: Double = 0
+
+    @Option(help: "Users created during setup for signin/me/refresh/mixed (default: one per virtual user).")
+    var setupUsers: Int?
+
+    @Option(help: "Per-request timeout in seconds.")
+    var timeout: Double = 10
+
+    @Option(help: "Weights for the mixed scenario.")
+    var mix = "me=70,refresh=20,signin=8,signup=2"
+
+    @Option(help: "Path for raw-get.")
+    var path = "/healthz"
+
+    @Option(help: "Bearer token sent by raw-get.")
+    var bearer: String?
+
+    @Option(help: "Tag for this run's emails (load-<run-id>-<n>@example.com); random by default.")
+    var runID: String?
+
+    @Flag(help: "Allow a target that is not loopback (only load-test servers you own).")
+    var allowRemote = false
+
+    @Flag(help: "Print one JSON object instead of the table.")
+    var json = false
+
+    @Flag(help: "Exit with status 1 when any measured request failed.")
+    var failOnError = false
+
+    func run() async throws {
+        let configuration: LoadConfiguration
+        do {
+            var built = LoadConfiguration(
+                url: url, scenario: scenario, concurrency: concurrency, duration: duration, maxRequests: requests,
+                warmup: warmup, setupUsers: setupUsers, timeout: timeout, allowRemote: allowRemote, path: path,
+                bearer: bearer, mix: try MixWeights(parsing: mix)
+            )
+            if let runID { built.runID = runID }
+            try built.validate()
+            configuration = built
+        } catch let error as LoadError {
+            throw ValidationError(error.description)
+        }
+
+        let quiet = json
+        let result: LoadResult
+        do {
+            result = try await LoadRunner(configuration).run { message in
+                if !quiet { FileHandle.standardError.write(Data("gatehouse-load: \(message)\n".utf8)) }
+            }
+        } catch let error as LoadError {
+            FileHandle.standardError.write(Data("gatehouse-load: \(error.description)\n".utf8))
+            throw ExitCode(2)
+        }
+        print(json ? result.json() : result.textReport())
+        fflush(nil)
+        if failOnError && result.hadErrors { throw ExitCode(1) }
+    }
+}
