@@ -41,11 +41,11 @@ func runCrashWriter() async -> Int32 {
                 userID: user, claims: UserClaims(email: "\(user)@example.com", emailVerified: true), amr: ["pwd"],
                 authTime: Date(), client: ClientInfo(userAgent: "crash-writer", ip: "127.0.0.1")))
             print(tokens.sessionID, tokens.refreshToken)
-            fflush(stdout)
+            fflush(nil)
             for _ in 0..<3 {
                 tokens = try await service.refresh(RefreshRequest(refreshToken: tokens.refreshToken))
                 print(tokens.sessionID, tokens.refreshToken)
-                fflush(stdout)
+                fflush(nil)
             }
         }
         return 0

@@ -141,12 +141,12 @@ import TokenCore
         for id in order {
             let token = latest[id]!
             let hash = TokenService.hash(token)
-            let row = try await service.store.read { db in
-                try Row.fetchOne(db, sql: "SELECT usedAt, successorHash FROM refreshToken WHERE hash = ?", arguments: [hash])
+            let (usedAt, stored) = try await service.store.read { db -> (Int64?, Data?) in
+                let row = try Row.fetchOne(db, sql: "SELECT usedAt, successorHash FROM refreshToken WHERE hash = ?", arguments: [hash])
+                return (row?["usedAt"], row?["successorHash"])
             }
-            guard let row, let _: Int64 = row["usedAt"] else { continue }
+            guard usedAt != nil else { continue }
             rotatedFurther.append(id)
-            let stored: Data? = row["successorHash"]
             #expect(stored == TokenService.hash(service.successor(of: token)), "session \(id) rotated to an unexpected successor")
         }
         #expect(rotatedFurther.count <= 1, "more than one unacknowledged rotation: \(rotatedFurther)")
