@@ -16,6 +16,11 @@ let package = Package(
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .executable(name: "gatehouse-echo-server", targets: ["gatehouse-echo-server"]),
         .executable(name: "gatehouse-load", targets: ["gatehouse-load"]),
+        // For the Benchmarks package.
+        .library(name: "IdentityCore", targets: ["IdentityCore"]),
+        .library(name: "IdentityService", targets: ["IdentityService"]),
+        .library(name: "TokenCore", targets: ["TokenCore"]),
+        .library(name: "TokenService", targets: ["TokenService"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -154,6 +159,13 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Test helper for the token kill -9 test: issues and refreshes sessions, printing each
+        // acknowledged session id and latest refresh token (stops after 60 s).
+        .executableTarget(
+            name: "token-crash-writer",
+            dependencies: ["TokenService", "TokenCore", "GatehouseProtocol"],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "gatehouse-echo-server",
             dependencies: ["GatehouseRPC", "GatehouseProtocol", "ZeroMQ"],
@@ -206,6 +218,7 @@ let package = Package(
             name: "IdentityServiceTests",
             dependencies: [
                 "IdentityService", "IdentityCore", "GatehouseProtocol", "ProtoCodec", "identity-crash-writer",
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -223,8 +236,9 @@ let package = Package(
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
-                "TokenService", "TokenCore", "GatehouseProtocol", "ProtoCodec",
+                "TokenService", "TokenCore", "GatehouseProtocol", "ProtoCodec", "token-crash-writer",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

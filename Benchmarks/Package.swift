@@ -1,6 +1,8 @@
 // swift-tools-version:6.1
 // Benchmarks for Gatehouse (package-benchmark). Run from this directory:
 //   swift package --disable-sandbox benchmark --target CodecBenchmarks
+//   swift package --disable-sandbox benchmark --target IdentityBenchmarks
+//   swift package --disable-sandbox benchmark --target TokenBenchmarks
 //   (RPCBenchmarks first needs `swift build -c release --product gatehouse-echo-server` in the root)
 import PackageDescription
 
@@ -30,6 +32,28 @@ let package = Package(
                 .product(name: "ZeroMQ", package: "gatehouse"),
             ],
             path: "Benchmarks/RPCBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "IdentityBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "GatehouseRPC", package: "gatehouse"),
+                .product(name: "IdentityCore", package: "gatehouse"),
+                .product(name: "IdentityService", package: "gatehouse"),
+            ],
+            path: "Benchmarks/IdentityBenchmarks",
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
+        .executableTarget(
+            name: "TokenBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "GatehouseRPC", package: "gatehouse"),
+                .product(name: "TokenCore", package: "gatehouse"),
+                .product(name: "TokenService", package: "gatehouse"),
+            ],
+            path: "Benchmarks/TokenBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
     ]

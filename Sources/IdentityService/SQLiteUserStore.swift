@@ -117,7 +117,8 @@ public final class SQLiteUserStore: UserStore {
     // Built once: the statement cache is keyed by the SQL text.
     private static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     private static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
-    private static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
+    // Internal (not private) so a test can check its query plan.
+    static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
 
     public func insert(_ user: UserRecord) async throws {
         try await run { db in

@@ -1,0 +1,171 @@
+// Token service: JWT sign/verify per algorithm through `KeyRing`/`TokenVerifier`, and refresh
+// throughput through RPC.
+//
+// Refresh: a `TokenService` on a real SQLite file served by an `RPCServer` on tcp loopback; its
+// identity dependency is an `RPCClient` to a second `RPCServer` (a fake identity answering
+// `identity.claimsForSession`), so every refresh is one RPC in, one SQLite write transaction,
+// one RPC out, and an ES256 signature. 64 sessions refresh concurrently, each along its own chain.
+import Benchmark
+import Foundation
+import GatehouseProtocol
+import GatehouseRPC
+import Synchronization
+import TokenCore
+import TokenService
+
+let issuer = "https://auth.bench", audience = "app"
+
+func claims(_ now: Date = Date()) -> AccessClaims {
+    let iat = Int64(now.timeIntervalSince1970)
+    return AccessClaims(
+        iss: issuer, aud: audience, sub: "user-1234567890", iat: iat, exp: iat + 900, jti: "f2Xo3y0yJx1nq2bQv7CkRw",
+        sid: "9zH0pQ1s2Rk3tU4vW5xY6A", authTime: iat, amr: ["pwd"], email: "ada@example.com", emailVerified: true,
+        isAnonymous: false)
+}
+
+/// A key ring with one active key of `algorithm`, and a token it signed.
+final class SigningFixture: Sendable {
+    let keys = KeyRing()
+    let verifier: TokenVerifier
+    let token: String
+
+    init(_ algorithm: SigningAlgorithm) async throws {
+        try await keys.load(active: try SigningKey.generate(algorithm), others: [])
+        verifier = TokenVerifier(keys: keys, issuer: issuer, audience: audience)
+        token = try await keys.sign(claims())
+    }
+}
+
+/// Per-call refresh latencies, summarised at teardown (the benchmark's own metric is per batch).
+let latencies = Mutex<[Duration]>([])
+
+final class RefreshFixture: @unchecked Sendable {
+    static let inFlight = 64
+    let dir: URL
+    let identityServer: RPCServer
+    let tokenServer: RPCServer
+    let client: RPCClient
+    let service: TokenService
+    /// The current refresh token of each of the 64 chains.
+    let chains: Mutex<[String]>
+
+    init() async throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-bench-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var identityRouter = RPCRouter()
+        identityRouter.register(ServiceContracts.claimsForSession) { request, _ in
+            UserClaims(email: "\(request.userID)@example.com", emailVerified: true)
+        }
+        identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+        let identityEndpoint = try identityServer.start()[0]
+        let identity = try RPCClient(configuration: .init(endpoint: identityEndpoint, defaultTimeout: .seconds(10)))
+        let config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
+        service = try await TokenService.start(configuration: config, identity: identity)
+        tokenServer = try RPCServer(router: service.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+        let tokenEndpoint = try tokenServer.start()[0]
+        client = try RPCClient(configuration: .init(endpoint: tokenEndpoint, defaultTimeout: .seconds(10)))
+        var tokens: [String] = []
+        for i in 0..<Self.inFlight {
+            let issued = try await client.call(TokenAPI.issueSession, IssueSessionRequest(
+                userID: "user-\(i)", claims: UserClaims(email: "user-\(i)@example.com", emailVerified: true), amr: ["pwd"],
+                authTime: Date(), client: ClientInfo(userAgent: "bench", ip: "127.0.0.1")))
+            tokens.append(issued.refreshToken)
+        }
+        chains = Mutex(tokens)
+    }
+}
+
+final class Fixtures: @unchecked Sendable {
+    static let shared = Fixtures()
+    private let lock = NSLock()
+    private var signing: [SigningAlgorithm: SigningFixture] = [:]
+    private var refreshFixture: RefreshFixture?
+
+    func signing(_ algorithm: SigningAlgorithm) async throws -> SigningFixture {
+        if let existing = lock.withLock({ signing[algorithm] }) { return existing }
+        let made = try await SigningFixture(algorithm)
+        lock.withLock { signing[algorithm] = made }
+        return made
+    }
+
+    func refresh() async throws -> RefreshFixture {
+        if let existing = lock.withLock({ refreshFixture }) { return existing }
+        let made = try await RefreshFixture()
+        lock.withLock { refreshFixture = made }
+        return made
+    }
+
+    var existingRefresh: RefreshFixture? { lock.withLock { refreshFixture } }
+}
+
+let benchmarks: @Sendable () -> Void = {
+    // (c) Sign and verify, µs per operation.
+    let perOp = Benchmark.Configuration(
+        metrics: [.wallClock], timeUnits: .microseconds, warmupIterations: 50, maxDuration: .seconds(4), maxIterations: 20_000)
+
+    for algorithm in [SigningAlgorithm.es256, .eddsa, .rs256] {
+        Benchmark("sign \(algorithm.rawValue) (KeyRing.sign)", configuration: perOp) { benchmark in
+            let fixture = try await Fixtures.shared.signing(algorithm)
+            let payload = claims()
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(try await fixture.keys.sign(payload)) }
+        }
+        Benchmark("verify \(algorithm.rawValue) (TokenVerifier.verify)", configuration: perOp) { benchmark in
+            let fixture = try await Fixtures.shared.signing(algorithm)
+            let now = Date()
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(try await fixture.verifier.verify(fixture.token, now: now)) }
+        }
+    }
+
+    // (d) Refresh throughput: each iteration is 6,400 refreshes, 64 in flight at all times.
+    let throughput = Benchmark.Configuration(
+        metrics: [.wallClock], timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 20)
+
+    Benchmark("token refresh over RPC, 64 in flight (6400 refreshes)", configuration: throughput) { benchmark in
+        let fixture = try await Fixtures.shared.refresh()
+        benchmark.startMeasurement()
+        try await withThrowingTaskGroup(of: [Duration].self) { group in
+            for chain in 0..<RefreshFixture.inFlight {
+                group.addTask {
+                    var measured: [Duration] = []
+                    measured.reserveCapacity(100)
+                    var token = fixture.chains.withLock { $0[chain] }
+                    let clock = ContinuousClock()
+                    for _ in 0..<100 {
+                        let start = clock.now
+                        let next = try await fixture.client.call(TokenAPI.refresh, RefreshRequest(refreshToken: token))
+                        measured.append(clock.now - start)
+                        token = next.refreshToken
+                    }
+                    fixture.chains.withLock { $0[chain] = token }
+                    return measured
+                }
+            }
+            var all: [Duration] = []
+            for try await measured in group { all += measured }
+            latencies.withLock { $0 += all }
+        }
+    }
+
+    Benchmark.teardown = {
+        let sorted = latencies.withLock { $0 }.sorted()
+        if !sorted.isEmpty {
+            func pct(_ p: Double) -> Double {
+                let d = sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
+                return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
+            }
+            let summary = String(
+                format: "token refresh per-call latency over %d calls (incl. warm-up): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+                sorted.count, pct(0.50), pct(0.90), pct(0.99), pct(1.0))
+            FileHandle.standardError.write(Data(summary.utf8))
+            let path = ProcessInfo.processInfo.environment["GATEHOUSE_BENCH_LATENCY_FILE"] ?? "/tmp/gatehouse-token-refresh-latency.txt"
+            try? summary.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+        if let fixture = Fixtures.shared.existingRefresh {
+            fixture.tokenServer.stop()
+            fixture.identityServer.stop()
+            try? FileManager.default.removeItem(at: fixture.dir)
+        }
+    }
+}
