@@ -39,18 +39,8 @@ public final class EventPublisher: Sendable {
         io = try IOThread()
         let socket = try context.socket(.pub)
         try socket.set([.linger(0), .sendHighWaterMark(100_000)])
-        if let curve {
-            try socket.set([.curveServer(true), .curveSecretKey(curve.secretKey), .curvePublicKey(curve.publicKey)])
-            if curve.allowedClientKeys != nil { try socket.set(.zapDomain(curve.zapDomain)) }
-        }
-        var bound: [String] = []
-        for endpoint in endpoints {
-            var resolved = endpoint
-            if endpoint.hasPrefix("tcp://"), endpoint.hasSuffix(":0") { resolved = String(endpoint.dropLast(1)) + "*" }
-            try socket.bind(resolved)
-            bound.append(try socket.lastEndpoint)
-        }
-        self.endpoints = bound
+        try socket.configureCurveServer(curve)
+        self.endpoints = try socket.bind(all: endpoints)
         let loop = PublisherLoop(io: io, socket: socket, logger: logger)
         io.start(name: "events-pub") { loop.run() }
     }
@@ -123,9 +113,7 @@ public final class EventSubscriber: Sendable {
         events = stream
         let socket = try context.socket(.sub)
         try socket.set([.linger(0), .reconnectInterval(100), .reconnectIntervalMax(1000), .maxMessageSize(1 << 20)])
-        if let curve {
-            try socket.set([.curveServerKey(curve.serverPublicKey), .curvePublicKey(curve.publicKey), .curveSecretKey(curve.secretKey)])
-        }
+        try socket.configureCurveClient(curve)
         for topic in topics { try socket.set(.subscribe(Array(topic.utf8))) }
         for endpoint in endpoints { try socket.connect(endpoint) }
         let loop = SubscriberLoop(io: io, socket: socket, continuation: continuation, logger: logger)

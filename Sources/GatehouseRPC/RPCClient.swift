@@ -101,9 +101,7 @@ public final class RPCClient: RPCCaller, Sendable {
             .maxMessageSize(configuration.maxMessageSize), .sendHighWaterMark(configuration.sendHighWaterMark),
             .receiveHighWaterMark(configuration.sendHighWaterMark),
         ])
-        if let curve = configuration.curve {
-            try socket.set([.curveServerKey(curve.serverPublicKey), .curvePublicKey(curve.publicKey), .curveSecretKey(curve.secretKey)])
-        }
+        try socket.configureCurveClient(configuration.curve)
         try socket.connect(configuration.endpoint)
         let loop = ClientLoop(client: core, socket: socket)
         io.start(name: "rpc-client \(configuration.endpoint)") { loop.run() }

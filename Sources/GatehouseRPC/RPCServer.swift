@@ -110,17 +110,8 @@ public final class RPCServer: Service, Sendable {
                 .linger(1000), .maxMessageSize(core.configuration.maxMessageSize),
                 .sendHighWaterMark(100_000), .receiveHighWaterMark(100_000),
             ])
-            if let curve = core.configuration.curve {
-                try socket.set([.curveServer(true), .curveSecretKey(curve.secretKey), .curvePublicKey(curve.publicKey)])
-                if curve.allowedClientKeys != nil { try socket.set(.zapDomain(curve.zapDomain)) }
-            }
-            var bound: [String] = []
-            for endpoint in core.configuration.endpoints {
-                var resolved = endpoint
-                if endpoint.hasPrefix("tcp://"), endpoint.hasSuffix(":0") { resolved = String(endpoint.dropLast(1)) + "*" }
-                try socket.bind(resolved)
-                bound.append(try socket.lastEndpoint)
-            }
+            try socket.configureCurveServer(core.configuration.curve)
+            let bound = try socket.bind(all: core.configuration.endpoints)
             let loop = ServerLoop(core: core, socket: socket)
             core.io.start(name: "rpc-server") { loop.run() }
             started = bound
