@@ -7,13 +7,16 @@ import TokenCore
 /// The token service's SQLite file: signing keys, sessions and refresh tokens.
 ///
 /// WAL mode with `synchronous=NORMAL` by default: an acknowledged write survives a crash of the
-/// process (`kill -9`); `synchronous=FULL` (`.powerLoss`) also survives power loss. GRDB runs
+/// process (`kill -9`); `synchronous=FULL` (`.powerLoss`) also survives power loss. Writes are
+/// group-committed (`GroupCommit`): concurrent rotations share one transaction and one WAL
+/// append (one fsync with `FULL`), each still answered only after that commit. GRDB runs
 /// every statement on its own writer/reader queues, never on Swift's cooperative pool. No
 /// SQLite error leaves this type: they become `internal`/`unavailable` `RPCError`s.
 public final class TokenStore: Sendable {
     public enum Durability: Sendable { case processCrash, powerLoss }
 
     let pool: DatabasePool
+    let commits: GroupCommit
     let logger: Logger
 
     public init(path: String, durability: Durability = .processCrash, logger: Logger = Logger(label: "gatehouse.token.store")) throws {
@@ -27,6 +30,7 @@ public final class TokenStore: Sendable {
         do { pool = try DatabasePool(path: path, configuration: config) } catch {
             throw RPCError(.internal, "cannot open the token database at \(path): \(error)")
         }
+        commits = GroupCommit(writer: pool)
         self.logger = logger
     }
 
@@ -85,8 +89,10 @@ public final class TokenStore: Sendable {
         return RPCError(.internal, "internal error")
     }
 
+    /// Every write goes through group commit: concurrent writes share one transaction (each in
+    /// its own savepoint) and are acknowledged after its commit.
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do { return try await pool.write(body) } catch { throw translate(error) }
+        do { return try await commits.write(body) } catch { throw translate(error) }
     }
 
     func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
