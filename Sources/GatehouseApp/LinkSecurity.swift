@@ -65,16 +65,24 @@ public struct LinkSecurity: Sendable {
             return LinkSecurity(curve: try loadKeys(config, role: role, secretKeyPath: path))
         }
         let allowPlaintext = try config.bool(ConfigTable.allowPlaintext)
-        var warnings: [String] = []
+        var loopback: [String] = []
+        var exposed: [String] = []
         for link in links where link.endpoint.hasPrefix("tcp://") {
             let verb = link.binds ? "binds" : "connects to"
             if isLoopback(link.endpoint) {
-                warnings.append("\(link.key.env) \(verb) \(link.endpoint) in plain text (loopback only); set \(ConfigTable.curveSecretKeyFile.env) to encrypt service links")
+                loopback.append("\(link.key.env) \(link.endpoint)")
             } else if allowPlaintext {
-                warnings.append("\(link.key.env) \(verb) \(link.endpoint) in PLAIN TEXT on a non-loopback address because \(ConfigTable.allowPlaintext.env)=true; anyone on that network can read and forge service calls")
+                exposed.append("\(link.key.env) \(link.endpoint)")
             } else {
                 throw ConfigError(message: "\(link.key.env) (\(link.key.flag)) \(verb) \(link.endpoint), a non-loopback tcp address, without CURVE: set \(ConfigTable.curveSecretKeyFile.env) (keys from `gatehouse keys generate`), or \(ConfigTable.allowPlaintext.env)=true on a trusted network")
             }
+        }
+        var warnings: [String] = []
+        if !exposed.isEmpty {
+            warnings.append("service links in PLAIN TEXT on non-loopback addresses because \(ConfigTable.allowPlaintext.env)=true (\(exposed.joined(separator: ", "))); anyone on that network can read and forge service calls")
+        }
+        if !loopback.isEmpty {
+            warnings.append("service links in plain text on loopback (\(loopback.joined(separator: ", "))); set \(ConfigTable.curveSecretKeyFile.env) to encrypt and authenticate them")
         }
         return LinkSecurity(warnings: warnings)
     }
