@@ -67,7 +67,7 @@ let package = Package(
         .target(
             name: "GatehouseApp",
             dependencies: [
-                "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService", "TokenCore", "TokenService", "Gateway",
+                "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService", "TokenCore", "TokenService", "Gateway", "ZeroMQ",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

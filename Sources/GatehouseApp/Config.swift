@@ -50,11 +50,18 @@ public enum ConfigTable {
     public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
     public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding a 32-byte key (raw, hex or base64) that encrypts signing keys at rest.")
 
+    public static let curveSecretKeyFile = ConfigKey(env: "GATEHOUSE_CURVE_SECRET_KEY_FILE", defaultValue: nil, secret: true, roles: "identity, token, gateway", help: "File holding this process's CURVE secret key (Z85, 40 characters; `gatehouse keys generate`). When set, service links are CURVE-encrypted and authenticated.")
+    public static let curveAllowedKeysFile = ConfigKey(env: "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE", defaultValue: nil, secret: false, roles: "identity, token", help: "File of client CURVE public keys (Z85, one a line, `#` comments) allowed to connect; required with a secret key.")
+    public static let identityPublicKeyFile = ConfigKey(env: "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE", defaultValue: nil, secret: false, roles: "token, gateway", help: "File holding the identity service's CURVE public key (Z85); required with a secret key.")
+    public static let tokenPublicKeyFile = ConfigKey(env: "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE", defaultValue: nil, secret: false, roles: "identity, gateway", help: "File holding the token service's CURVE public key (Z85); required with a secret key.")
+    public static let allowPlaintext = ConfigKey(env: "GATEHOUSE_ALLOW_PLAINTEXT", defaultValue: "false", secret: false, roles: "identity, token, gateway", help: "Allow plain-text tcp between services on non-loopback addresses (only on a trusted network). Loopback, `ipc://` and `inproc://` are always allowed.")
+
     public static let all: [ConfigKey] = [
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustForwardedFor, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
         accessTokenTTL, sessionTTL, sessionIdleTTL, refreshGrace, keyEncryptionKeyFile,
+        curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
     ]
 }
 

@@ -13,6 +13,8 @@ public struct GatewayRoleSettings: Sendable {
     public var tokenURL: String
     public var tokenEventsURL: String
     public var rpcTimeout: Duration
+    /// CURVE keys or the plain-text policy of the role's links.
+    public var links: LinkSecurity
 
     public init(config: Config, identityURL: String? = nil, tokenURL: String? = nil, tokenEventsURL: String? = nil) throws {
         let timeoutMs = try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)
@@ -35,6 +37,11 @@ public struct GatewayRoleSettings: Sendable {
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)
+        links = try LinkSecurity.load(config, role: .gateway, links: [
+            .init(ConfigTable.identityURL, self.identityURL, binds: false),
+            .init(ConfigTable.tokenURL, self.tokenURL, binds: false),
+            .init(ConfigTable.tokenEventsURL, self.tokenEventsURL, binds: false),
+        ])
     }
 
     /// `GATEHOUSE_PUBLIC_URL`, else `http://HOST:PORT`.
@@ -56,9 +63,17 @@ public struct GatewayRole: Sendable {
     public let tokens: RPCClient
 
     public static func start(_ settings: GatewayRoleSettings, logger: Logger) throws -> GatewayRole {
-        let identity = try RPCClient(configuration: .init(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout), logger: logger)
-        let tokens = try RPCClient(configuration: .init(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout), logger: logger)
-        let backend = RPCGatewayBackend(identity: identity, tokens: tokens, tokenEventsEndpoint: settings.tokenEventsURL, logger: logger)
+        for warning in settings.links.warnings { logger.warning("\(warning)") }
+        let curve = settings.links.curve
+        var identityConfiguration = RPCClient.Configuration(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout)
+        identityConfiguration.curve = curve?.client(of: curve?.identityServerKey)
+        var tokenConfiguration = RPCClient.Configuration(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout)
+        tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
+        let identity = try RPCClient(configuration: identityConfiguration, logger: logger)
+        let tokens = try RPCClient(configuration: tokenConfiguration, logger: logger)
+        let backend = RPCGatewayBackend(
+            identity: identity, tokens: tokens, tokenEventsEndpoint: settings.tokenEventsURL,
+            tokenEventsCurve: curve?.client(of: curve?.tokenServerKey), logger: logger)
         let application = buildGateway(configuration: settings.gateway, backend: backend, logger: logger)
         logger.info("gateway on http://\(settings.gateway.host):\(settings.gateway.port) → identity \(settings.identityURL), token \(settings.tokenURL)")
         return GatewayRole(application: application, identity: identity, tokens: tokens)

@@ -21,6 +21,8 @@ public struct IdentityRoleSettings: Sendable {
     public var eventsBind: String
     public var tokenURL: String
     public var rpcTimeout: Duration
+    /// CURVE keys or the plain-text policy of the role's links.
+    public var links: LinkSecurity
 
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, tokenURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
@@ -38,6 +40,11 @@ public struct IdentityRoleSettings: Sendable {
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
+        links = try LinkSecurity.load(config, role: .identity, links: [
+            .init(ConfigTable.identityBind, self.rpcBind, binds: true),
+            .init(ConfigTable.identityEventsBind, self.eventsBind, binds: true),
+            .init(ConfigTable.tokenURL, self.tokenURL, binds: false),
+        ])
     }
 }
 
@@ -54,14 +61,19 @@ public struct IdentityRole: Sendable {
     public static func start(_ settings: IdentityRoleSettings, logger: Logger) async throws -> IdentityRole {
         let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let publisher = try EventPublisher(endpoints: [settings.eventsBind], logger: logger)
-        let tokenClient = try RPCClient(
-            configuration: .init(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout), logger: logger)
+        for warning in settings.links.warnings { logger.warning("\(warning)") }
+        let curve = settings.links.curve
+        let publisher = try EventPublisher(endpoints: [settings.eventsBind], curve: curve?.server, logger: logger)
+        var tokenConfiguration = RPCClient.Configuration(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout)
+        tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
+        let tokenClient = try RPCClient(configuration: tokenConfiguration, logger: logger)
         let service = try await IdentityService.start(
             configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), logger: logger)
-        let server = try RPCServer(router: service.router, configuration: .init(endpoints: [settings.rpcBind]), logger: logger)
+        var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
+        serverConfiguration.curve = curve?.server
+        let server = try RPCServer(router: service.router, configuration: serverConfiguration, logger: logger)
         let bound = try server.start()
-        logger.info("identity service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", "))")
+        logger.info("identity service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", "))\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
         return IdentityRole(server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound[0])
     }
 }

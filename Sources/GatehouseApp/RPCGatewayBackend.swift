@@ -11,12 +11,14 @@ public struct RPCGatewayBackend: GatewayBackend {
     let identity: RPCClient
     let tokens: RPCClient
     let tokenEventsEndpoint: String
+    let tokenEventsCurve: CurveClientKeys?
     let logger: Logger
 
-    public init(identity: RPCClient, tokens: RPCClient, tokenEventsEndpoint: String, logger: Logger) {
+    public init(identity: RPCClient, tokens: RPCClient, tokenEventsEndpoint: String, tokenEventsCurve: CurveClientKeys? = nil, logger: Logger) {
         self.identity = identity
         self.tokens = tokens
         self.tokenEventsEndpoint = tokenEventsEndpoint
+        self.tokenEventsCurve = tokenEventsCurve
         self.logger = logger
     }
 
@@ -90,10 +92,11 @@ public struct RPCGatewayBackend: GatewayBackend {
     public func revocations() -> AsyncStream<String> {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(10_000))
         let endpoint = tokenEventsEndpoint
+        let curve = tokenEventsCurve
         let logger = self.logger
         let task = Task {
             do {
-                let subscriber = try EventSubscriber(endpoints: [endpoint], topics: [TokenAPI.Topic.sessionRevoked], logger: logger)
+                let subscriber = try EventSubscriber(endpoints: [endpoint], topics: [TokenAPI.Topic.sessionRevoked], curve: curve, logger: logger)
                 for await event in subscriber.events {
                     if Task.isCancelled { break }
                     if let revoked = try? event.decode(SessionRevokedEvent.self) { continuation.yield(revoked.sessionID) }

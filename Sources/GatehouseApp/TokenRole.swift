@@ -13,6 +13,8 @@ public struct TokenRoleSettings: Sendable {
     public var eventsBind: String
     public var identityURL: String
     public var rpcTimeout: Duration
+    /// CURVE keys or the plain-text policy of the role's links.
+    public var links: LinkSecurity
 
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, identityURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
@@ -36,6 +38,11 @@ public struct TokenRoleSettings: Sendable {
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.tokenEventsBind)
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
+        links = try LinkSecurity.load(config, role: .token, links: [
+            .init(ConfigTable.tokenBind, self.rpcBind, binds: true),
+            .init(ConfigTable.tokenEventsBind, self.eventsBind, binds: true),
+            .init(ConfigTable.identityURL, self.identityURL, binds: false),
+        ])
     }
 
     /// `GATEHOUSE_ISSUER`, else the public URL, else `http://HOST:PORT`.
@@ -77,15 +84,20 @@ public struct TokenRole: Sendable {
     public static func start(_ settings: TokenRoleSettings, logger: Logger) async throws -> TokenRole {
         let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let publisher = try EventPublisher(endpoints: [settings.eventsBind], logger: logger)
-        let identityClient = try RPCClient(
-            configuration: .init(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout), logger: logger)
+        for warning in settings.links.warnings { logger.warning("\(warning)") }
+        let curve = settings.links.curve
+        let publisher = try EventPublisher(endpoints: [settings.eventsBind], curve: curve?.server, logger: logger)
+        var identityConfiguration = RPCClient.Configuration(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout)
+        identityConfiguration.curve = curve?.client(of: curve?.identityServerKey)
+        let identityClient = try RPCClient(configuration: identityConfiguration, logger: logger)
         let service = try await TokenService.start(
             configuration: settings.service, identity: identityClient,
             publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, logger: logger)
-        let server = try RPCServer(router: service.router(), configuration: .init(endpoints: [settings.rpcBind]), logger: logger)
+        var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
+        serverConfiguration.curve = curve?.server
+        let server = try RPCServer(router: service.router(), configuration: serverConfiguration, logger: logger)
         let bound = try server.start()
-        logger.info("token service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", ")); signing key \(service.keys.activeKid)")
+        logger.info("token service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", ")); signing key \(service.keys.activeKid)\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
         return TokenRole(server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound[0])
     }
 }

@@ -39,9 +39,12 @@ public final class EventPublisher: Sendable {
         io = try IOThread()
         let socket = try context.socket(.pub)
         try socket.set([.linger(0), .sendHighWaterMark(100_000)])
-        try socket.configureCurveServer(curve)
-        self.endpoints = try socket.bind(all: endpoints)
-        let loop = PublisherLoop(io: io, socket: socket, logger: logger)
+        let zapDomain = try socket.configureCurveServer(curve, logger: logger)
+        do { self.endpoints = try socket.bind(all: endpoints) } catch {
+            socket.releaseZAPDomain(zapDomain)
+            throw error
+        }
+        let loop = PublisherLoop(io: io, socket: socket, zapDomain: zapDomain, logger: logger)
         io.start(name: "events-pub") { loop.run() }
     }
 
@@ -70,10 +73,12 @@ private final class PublisherLoop {
     let logger: Logger
     let poller = Poller()
     var commands: [EventPublisher.Command] = []
+    let zapDomain: String?
 
-    init(io: IOThread<EventPublisher.Command>, socket: Socket, logger: Logger) {
+    init(io: IOThread<EventPublisher.Command>, socket: Socket, zapDomain: String?, logger: Logger) {
         self.io = io
         self.socket = socket
+        self.zapDomain = zapDomain
         self.logger = logger
     }
 
@@ -94,6 +99,7 @@ private final class PublisherLoop {
             }
         }
         socket.close()
+        socket.releaseZAPDomain(zapDomain)
     }
 }
 

@@ -110,9 +110,13 @@ public final class RPCServer: Service, Sendable {
                 .linger(1000), .maxMessageSize(core.configuration.maxMessageSize),
                 .sendHighWaterMark(100_000), .receiveHighWaterMark(100_000),
             ])
-            try socket.configureCurveServer(core.configuration.curve)
-            let bound = try socket.bind(all: core.configuration.endpoints)
-            let loop = ServerLoop(core: core, socket: socket)
+            let zapDomain = try socket.configureCurveServer(core.configuration.curve, logger: core.logger)
+            let bound: [String]
+            do { bound = try socket.bind(all: core.configuration.endpoints) } catch {
+                socket.releaseZAPDomain(zapDomain)
+                throw error
+            }
+            let loop = ServerLoop(core: core, socket: socket, zapDomain: zapDomain)
             core.io.start(name: "rpc-server") { loop.run() }
             started = bound
             return bound
@@ -146,7 +150,9 @@ public final class RPCServer: Service, Sendable {
 }
 
 /// CURVE keys for a server: its key pair, and the client public keys it accepts (nil: any
-/// client that knows the server key).
+/// client that knows the server key). With an allow list, the socket is registered with its
+/// context's `ZAPHandler` under a domain of its own, `zapDomain/N`; the server's own public key
+/// is always allowed too.
 public struct CurveServerKeys: Sendable, Hashable {
     public var publicKey: [UInt8]
     public var secretKey: [UInt8]

@@ -10,10 +10,12 @@ final class ServerLoop {
     private let socket: Socket
     private let poller = Poller()
     private var commands: [RPCServer.Command] = []
+    private let zapDomain: String?
 
-    init(core: RPCServer.Core, socket: Socket) {
+    init(core: RPCServer.Core, socket: Socket, zapDomain: String?) {
         self.core = core
         self.socket = socket
+        self.zapDomain = zapDomain
     }
 
     func run() {
@@ -68,6 +70,7 @@ final class ServerLoop {
         // found, give libzmq's I/O thread a moment to hand them to the kernel.
         usleep(100_000)
         socket.close()
+        socket.releaseZAPDomain(zapDomain)
     }
 
     private func send(_ frames: [[UInt8]]) {

@@ -2,13 +2,6 @@ import ZeroMQ
 
 // Socket setup shared by every server-side (ROUTER, PUB) and client-side (DEALER, SUB) socket.
 extension Socket {
-    /// Makes this socket a CURVE server with `keys`, asking the ZAP handler when there is an allow list.
-    func configureCurveServer(_ keys: CurveServerKeys?) throws {
-        guard let keys else { return }
-        try set([.curveServer(true), .curveSecretKey(keys.secretKey), .curvePublicKey(keys.publicKey)])
-        if keys.allowedClientKeys != nil { try set(.zapDomain(keys.zapDomain)) }
-    }
-
     /// Makes this socket a CURVE client of the server whose public key is in `keys`.
     func configureCurveClient(_ keys: CurveClientKeys?) throws {
         guard let keys else { return }

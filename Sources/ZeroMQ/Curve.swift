@@ -23,6 +23,22 @@ public struct CurveKeyPair: Sendable, Hashable {
         return CurveKeyPair(publicKey: p, secretKey: s)
     }
 
+    /// The key pair of `secretKey` (32 bytes): the public key is derived with libzmq's
+    /// `zmq_curve_public`. Throws when the key does not have 32 bytes.
+    public init(secretKey: [UInt8]) throws {
+        guard secretKey.count == 32, let secretText = Z85.encode(secretKey) else {
+            throw ZMQError(code: EINVAL, operation: "a CURVE secret key has 32 bytes, not \(secretKey.count)")
+        }
+        var pub = [CChar](repeating: 0, count: 41)
+        let rc = secretText.withCString { zmq_curve_public(&pub, $0) }
+        guard rc == 0 else { throw ZMQError.last("zmq_curve_public") }
+        let pubText = String(decoding: pub.prefix(40).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        guard let publicKey = Z85.decode(pubText) else {
+            throw ZMQError(code: EINVAL, operation: "zmq_curve_public returned invalid Z85")
+        }
+        self.init(publicKey: publicKey, secretKey: secretKey)
+    }
+
     /// The public key in Z85 (40 characters).
     public var publicKeyZ85: String { Z85.encode(publicKey) ?? "" }
     /// The secret key in Z85 (40 characters).
@@ -37,6 +53,12 @@ public enum Z85 {
         var out = [CChar](repeating: 0, count: bytes.count * 5 / 4 + 1)
         guard zmq_z85_encode(&out, bytes, bytes.count) != nil else { return nil }
         return String(decoding: out.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Decodes a 32-byte CURVE key from its 40-character Z85 form; `nil` for anything else.
+    public static func decodeKey(_ text: String) -> [UInt8]? {
+        guard text.utf8.count == 40, let key = decode(text), key.count == 32 else { return nil }
+        return key
     }
 
     /// Decodes Z85 text whose length is a multiple of 5; `nil` when it is not valid Z85.

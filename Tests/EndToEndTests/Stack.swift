@@ -70,11 +70,12 @@ final class Stack: @unchecked Sendable {
 
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
 
-    func start(_ role: String) throws {
+    /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys).
+    func start(_ role: String, environment extra: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = try gatehouseBinary()
         process.arguments = [role]
-        process.environment = environment
+        process.environment = environment.merging(extra) { _, new in new }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()

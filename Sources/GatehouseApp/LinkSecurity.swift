@@ -1,0 +1,166 @@
+import Foundation
+import GatehouseRPC
+import ZeroMQ
+
+/// The roles that talk to each other over ZeroMQ.
+public enum ServiceRole: String, Sendable {
+    case identity, token, gateway
+}
+
+/// A role's CURVE keys, read from the configuration table.
+public struct CurveLinkKeys: Sendable {
+    /// This process's key pair (the public key derived from the configured secret key).
+    public var keyPair: CurveKeyPair
+    /// Client public keys this role's servers accept (identity and token roles).
+    public var allowedClientKeys: Set<[UInt8]>
+    /// The identity service's public key, for roles that call it.
+    public var identityServerKey: [UInt8]?
+    /// The token service's public key, for roles that call it or subscribe to its events.
+    public var tokenServerKey: [UInt8]?
+
+    /// Keys for this role's RPC and events server sockets (ZAP allow list included).
+    public var server: CurveServerKeys {
+        CurveServerKeys(publicKey: keyPair.publicKey, secretKey: keyPair.secretKey, allowedClientKeys: allowedClientKeys, zapDomain: "gatehouse")
+    }
+
+    /// Keys for a client socket of the server whose public key is `serverKey`.
+    public func client(of serverKey: [UInt8]?) -> CurveClientKeys? {
+        guard let serverKey else { return nil }
+        return CurveClientKeys(publicKey: keyPair.publicKey, secretKey: keyPair.secretKey, serverPublicKey: serverKey)
+    }
+}
+
+/// How a role secures its service links: CURVE keys when configured, else plain text, which is
+/// allowed on loopback, `ipc://` and `inproc://`, and elsewhere only with
+/// `GATEHOUSE_ALLOW_PLAINTEXT=true`.
+public struct LinkSecurity: Sendable {
+    /// Nil: plain text.
+    public var curve: CurveLinkKeys?
+    /// Warnings to log at start (plain-text tcp links).
+    public var warnings: [String]
+
+    public init(curve: CurveLinkKeys? = nil, warnings: [String] = []) {
+        self.curve = curve
+        self.warnings = warnings
+    }
+
+    /// One ZeroMQ link of a role: the key it was configured by, its endpoint, and whether the
+    /// role binds it (server) or connects to it (client).
+    public struct Link: Sendable {
+        public var key: ConfigKey
+        public var endpoint: String
+        public var binds: Bool
+        public init(_ key: ConfigKey, _ endpoint: String, binds: Bool) {
+            self.key = key
+            self.endpoint = endpoint
+            self.binds = binds
+        }
+    }
+
+    /// Reads the CURVE keys of `role` and checks its `links` against the plain-text policy.
+    /// Links that are all `inproc://` (`gatehouse serve`) need no keys, and none are read.
+    public static func load(_ config: Config, role: ServiceRole, links: [Link]) throws -> LinkSecurity {
+        if links.allSatisfy({ $0.endpoint.hasPrefix("inproc://") }) { return LinkSecurity() }
+        if let path = config.string(ConfigTable.curveSecretKeyFile), !path.isEmpty {
+            return LinkSecurity(curve: try loadKeys(config, role: role, secretKeyPath: path))
+        }
+        let allowPlaintext = try config.bool(ConfigTable.allowPlaintext)
+        var loopback: [String] = []
+        var exposed: [String] = []
+        for link in links where link.endpoint.hasPrefix("tcp://") {
+            let verb = link.binds ? "binds" : "connects to"
+            if isLoopback(link.endpoint) {
+                loopback.append("\(link.key.env) \(link.endpoint)")
+            } else if allowPlaintext {
+                exposed.append("\(link.key.env) \(link.endpoint)")
+            } else {
+                throw ConfigError(message: "\(link.key.env) (\(link.key.flag)) \(verb) \(link.endpoint), a non-loopback tcp address, without CURVE: set \(ConfigTable.curveSecretKeyFile.env) (keys from `gatehouse keys generate`), or \(ConfigTable.allowPlaintext.env)=true on a trusted network")
+            }
+        }
+        var warnings: [String] = []
+        if !exposed.isEmpty {
+            warnings.append("service links in PLAIN TEXT on non-loopback addresses because \(ConfigTable.allowPlaintext.env)=true (\(exposed.joined(separator: ", "))); anyone on that network can read and forge service calls")
+        }
+        if !loopback.isEmpty {
+            warnings.append("service links in plain text on loopback (\(loopback.joined(separator: ", "))); set \(ConfigTable.curveSecretKeyFile.env) to encrypt and authenticate them")
+        }
+        return LinkSecurity(warnings: warnings)
+    }
+
+    static func loadKeys(_ config: Config, role: ServiceRole, secretKeyPath: String) throws -> CurveLinkKeys {
+        let secretKey = ConfigTable.curveSecretKeyFile
+        guard let data = FileManager.default.contents(atPath: secretKeyPath) else {
+            throw ConfigError(message: "\(secretKey.env) (\(secretKey.flag)): cannot read the file")
+        }
+        let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let secret = Z85.decodeKey(text), let pair = try? CurveKeyPair(secretKey: secret) else {
+            throw ConfigError(message: "\(secretKey.env) (\(secretKey.flag)): the file must hold a CURVE secret key, 40 Z85 characters")
+        }
+        var keys = CurveLinkKeys(keyPair: pair, allowedClientKeys: [])
+        if role == .identity || role == .token {
+            keys.allowedClientKeys = Set(try keyList(config, ConfigTable.curveAllowedKeysFile))
+        }
+        if role == .token || role == .gateway {
+            keys.identityServerKey = try singleKey(config, ConfigTable.identityPublicKeyFile)
+        }
+        if role == .identity || role == .gateway {
+            keys.tokenServerKey = try singleKey(config, ConfigTable.tokenPublicKeyFile)
+        }
+        return keys
+    }
+
+    /// The Z85 public keys in the file named by `key`, required when a secret key is set: one a
+    /// line, blank lines and lines starting with `#` ignored, a `# comment` after a key allowed.
+    static func keyList(_ config: Config, _ key: ConfigKey) throws -> [[UInt8]] {
+        guard let path = config.string(key), !path.isEmpty else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) is required when \(ConfigTable.curveSecretKeyFile.env) is set: \(key.help)")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(path)")
+        }
+        return try parseKeys(String(decoding: data, as: UTF8.self), key: key, path: path)
+    }
+
+    static func parseKeys(_ text: String, key: ConfigKey, path: String) throws -> [[UInt8]] {
+        var keys: [[UInt8]] = []
+        for (index, rawLine) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = rawLine.trimmingCharacters(in: .whitespacesAndNewlines)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            // '#' is a Z85 character, so a comment after a key needs whitespace before it.
+            let fields = line.split(whereSeparator: { $0 == " " || $0 == "\t" })
+            guard let decoded = Z85.decodeKey(String(fields[0])), fields.count == 1 || fields[1].hasPrefix("#") else {
+                throw ConfigError(message: "\(key.env) (\(key.flag)): line \(index + 1) of \(path) is not a CURVE public key (40 Z85 characters, optionally followed by a # comment)")
+            }
+            keys.append(decoded)
+        }
+        return keys
+    }
+
+    /// The one public key in the file named by `key`, required when a secret key is set.
+    static func singleKey(_ config: Config, _ key: ConfigKey) throws -> [UInt8] {
+        let keys = try keyList(config, key)
+        guard keys.count == 1 else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) must hold exactly one CURVE public key, not \(keys.count)")
+        }
+        return keys[0]
+    }
+
+    /// Whether a `tcp://` endpoint's host is a loopback address (127.0.0.0/8, ::1, localhost).
+    /// Wildcards (`*`, `0.0.0.0`, `::`), interface names and other hosts are not.
+    static func isLoopback(_ endpoint: String) -> Bool {
+        var address = Substring(endpoint.dropFirst("tcp://".count))
+        // A connect endpoint may name a source first: tcp://SOURCE;HOST:PORT.
+        if let semicolon = address.lastIndex(of: ";") { address = address[address.index(after: semicolon)...] }
+        let host: Substring
+        if address.hasPrefix("["), let close = address.firstIndex(of: "]") {
+            host = address[address.index(after: address.startIndex)..<close]
+        } else if let colon = address.lastIndex(of: ":") {
+            host = address[..<colon]
+        } else {
+            host = address
+        }
+        if host == "localhost" || host == "::1" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}

@@ -1,0 +1,212 @@
+import Foundation
+import GatehouseProtocol
+import GatehouseRPC
+import IdentityCore
+import Logging
+import Testing
+import ZeroMQ
+@testable import GatehouseApp
+
+@Suite("CURVE service links: configuration, key sets, roles")
+struct CurveLinkTests {
+    /// A fresh key set from `gatehouse keys generate` in a temporary folder.
+    static func keySet() throws -> URL {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-keys-\(UUID().uuidString)")
+        try KeySet.generate(into: dir, force: false)
+        return dir
+    }
+
+    static func mode(_ url: URL) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
+    }
+
+    static func message(_ body: () throws -> Void) -> String? {
+        do { try body() } catch let error as ConfigError { return error.message } catch { return "\(error)" }
+        return nil
+    }
+
+    @Test("keys generate writes the key set with the right modes, allow lists that match, and refuses to overwrite")
+    func generate() throws {
+        let dir = try Self.keySet()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        #expect(try Self.mode(dir) == 0o700)
+        for file in KeySet.files {
+            #expect(try Self.mode(dir.appendingPathComponent(file.name)) == Int(file.mode), "\(file.name)")
+        }
+        #expect(KeySet.files.filter { $0.mode == 0o600 }.map(\.name).sorted() == ["gateway.key", "identity.key", "key-encryption.key", "token.key"])
+        func read(_ name: String) throws -> String {
+            try String(contentsOf: dir.appendingPathComponent(name), encoding: .utf8)
+        }
+        func pair(_ role: String) throws -> CurveKeyPair {
+            try CurveKeyPair(secretKey: #require(Z85.decodeKey(read("\(role).key").trimmingCharacters(in: .whitespacesAndNewlines))))
+        }
+        let identity = try pair("identity"), token = try pair("token"), gateway = try pair("gateway")
+        #expect(try read("identity.pub").trimmingCharacters(in: .whitespacesAndNewlines) == identity.publicKeyZ85)
+        let key = ConfigTable.curveAllowedKeysFile
+        #expect(try LinkSecurity.parseKeys(read("identity.allow"), key: key, path: "x") == [token.publicKey, gateway.publicKey])
+        #expect(try LinkSecurity.parseKeys(read("token.allow"), key: key, path: "x") == [identity.publicKey, gateway.publicKey])
+        #expect(Data(base64Encoded: try read("key-encryption.key").trimmingCharacters(in: .whitespacesAndNewlines))?.count == 32)
+        // The report names files and compose secrets, never key material.
+        let report = KeySet.report(KeySet.files, directory: dir)
+        for secret in ["identity_curve_key", "token_curve_key", "gateway_curve_key", "identity_curve_allow", "token_curve_allow", "identity_curve_pub", "token_curve_pub", "key_encryption_key"] {
+            #expect(report.contains(secret))
+        }
+        #expect(!report.contains(identity.secretKeyZ85))
+
+        let before = try read("identity.key")
+        #expect(throws: KeySet.Error.self) { try KeySet.generate(into: dir, force: false) }
+        #expect(try read("identity.key") == before)
+        try KeySet.generate(into: dir, force: true)
+        #expect(try read("identity.key") != before)
+        #expect(try Self.mode(dir.appendingPathComponent("identity.key")) == 0o600)
+    }
+
+    @Test("configuration errors name the key: missing allow list or server key, malformed keys")
+    func configErrors() throws {
+        let dir = try Self.keySet()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let path = { (name: String) in dir.appendingPathComponent(name).path }
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("gh-unused").path
+        func identity(_ env: [String: String]) -> String? {
+            Self.message { _ = try IdentityRoleSettings(config: Config(environment: env.merging(["GATEHOUSE_DATA_DIR": data]) { a, _ in a })) }
+        }
+        // A secret key without an allow list.
+        let noAllow = identity(["GATEHOUSE_CURVE_SECRET_KEY_FILE": path("identity.key"), "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": path("token.pub")])
+        #expect(noAllow?.contains("GATEHOUSE_CURVE_ALLOWED_KEYS_FILE") == true)
+        // Without the token's public key.
+        let noPub = identity(["GATEHOUSE_CURVE_SECRET_KEY_FILE": path("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": path("identity.allow")])
+        #expect(noPub?.contains("GATEHOUSE_TOKEN_PUBLIC_KEY_FILE") == true)
+        // A malformed line in the allow list.
+        let bad = dir.appendingPathComponent("bad.allow")
+        try "# ok\n\(try CurveKeyPair.generate().publicKeyZ85)  # fine\nnot-a-key\n".write(to: bad, atomically: true, encoding: .utf8)
+        let badLine = identity([
+            "GATEHOUSE_CURVE_SECRET_KEY_FILE": path("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": bad.path,
+            "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": path("token.pub"),
+        ])
+        #expect(badLine?.contains("GATEHOUSE_CURVE_ALLOWED_KEYS_FILE") == true)
+        #expect(badLine?.contains("line 3") == true)
+        // A malformed secret key; its file's content never appears in the message.
+        let badSecret = dir.appendingPathComponent("bad.key")
+        try "tooShort-s3cret".write(to: badSecret, atomically: true, encoding: .utf8)
+        let secretMessage = identity([
+            "GATEHOUSE_CURVE_SECRET_KEY_FILE": badSecret.path, "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": path("identity.allow"),
+            "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": path("token.pub"),
+        ])
+        #expect(secretMessage?.contains("GATEHOUSE_CURVE_SECRET_KEY_FILE") == true)
+        #expect(secretMessage?.contains("tooShort-s3cret") == false)
+        // The gateway needs both servers' keys but no allow list.
+        let gatewayMessage = Self.message {
+            _ = try GatewayRoleSettings(config: Config(environment: [
+                "GATEHOUSE_CURVE_SECRET_KEY_FILE": path("gateway.key"), "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": path("token.pub"),
+            ]))
+        }
+        #expect(gatewayMessage?.contains("GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE") == true)
+        let gateway = try GatewayRoleSettings(config: Config(environment: [
+            "GATEHOUSE_CURVE_SECRET_KEY_FILE": path("gateway.key"), "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": path("token.pub"),
+            "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE": path("identity.pub"),
+        ]))
+        #expect(gateway.links.curve?.identityServerKey != nil && gateway.links.curve?.tokenServerKey != nil)
+        #expect(gateway.links.warnings.isEmpty)
+    }
+
+    @Test("plain tcp: refused off loopback unless GATEHOUSE_ALLOW_PLAINTEXT, warned on loopback, silent on inproc")
+    func plaintextPolicy() throws {
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("gh-unused").path
+        let wide = ["GATEHOUSE_DATA_DIR": data, "GATEHOUSE_IDENTITY_BIND": "tcp://0.0.0.0:7001"]
+        let refused = Self.message { _ = try IdentityRoleSettings(config: Config(environment: wide)) }
+        #expect(refused?.contains("GATEHOUSE_CURVE_SECRET_KEY_FILE") == true)
+        #expect(refused?.contains("GATEHOUSE_ALLOW_PLAINTEXT") == true)
+        #expect(refused?.contains("GATEHOUSE_IDENTITY_BIND") == true)
+        let star = Self.message { _ = try GatewayRoleSettings(config: Config(environment: ["GATEHOUSE_TOKEN_URL": "tcp://token:7011"])) }
+        #expect(star?.contains("GATEHOUSE_TOKEN_URL") == true)
+
+        let allowed = try IdentityRoleSettings(config: Config(environment: wide.merging(["GATEHOUSE_ALLOW_PLAINTEXT": "true"]) { a, _ in a }))
+        #expect(allowed.links.curve == nil)
+        #expect(allowed.links.warnings.contains { $0.contains("0.0.0.0") && $0.contains("PLAIN TEXT") })
+
+        let loopback = try IdentityRoleSettings(config: Config(environment: ["GATEHOUSE_DATA_DIR": data]))
+        #expect(loopback.links.warnings.count == 1)
+        #expect(loopback.links.warnings.first?.contains("GATEHOUSE_TOKEN_URL tcp://127.0.0.1:7011") == true)
+        let serve = try IdentityRoleSettings(
+            config: Config(environment: ["GATEHOUSE_DATA_DIR": data]),
+            rpcBind: "inproc://identity", eventsBind: "inproc://identity-events", tokenURL: "inproc://token")
+        #expect(serve.links.warnings.isEmpty)
+
+        for endpoint in ["tcp://127.0.0.1:7001", "tcp://127.1.2.3:1", "tcp://localhost:7001", "tcp://[::1]:7001", "tcp://eth0;127.0.0.1:7001"] {
+            #expect(LinkSecurity.isLoopback(endpoint), "\(endpoint)")
+        }
+        for endpoint in ["tcp://0.0.0.0:7001", "tcp://*:7001", "tcp://[::]:7001", "tcp://10.0.0.1:7001", "tcp://identity:7001", "tcp://127.0.0.1.evil.com:1", "tcp://eth0:7001"] {
+            #expect(!LinkSecurity.isLoopback(endpoint), "\(endpoint)")
+        }
+    }
+
+    @Test("the identity role with CURVE keys from a key set: the gateway's key is served, an unknown key is refused")
+    func identityRoleOverCurve() async throws {
+        let keys = try Self.keySet()
+        defer { try? FileManager.default.removeItem(at: keys) }
+        let path = { (name: String) in keys.appendingPathComponent(name).path }
+        func pair(_ role: String) throws -> CurveKeyPair {
+            let text = try String(contentsOfFile: path("\(role).key"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            return try CurveKeyPair(secretKey: #require(Z85.decodeKey(text)))
+        }
+        let tokenPair = try pair("token"), gatewayPair = try pair("gateway"), identityPair = try pair("identity")
+
+        // A stand-in token service, itself a CURVE server that accepts the identity service.
+        var router = RPCRouter()
+        router.register(ServiceContracts.issueSession) { request, _ in
+            SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
+        }
+        var tokenConfiguration = RPCServer.Configuration(endpoints: ["tcp://127.0.0.1:0"])
+        tokenConfiguration.curve = CurveServerKeys(publicKey: tokenPair.publicKey, secretKey: tokenPair.secretKey, allowedClientKeys: [identityPair.publicKey])
+        let tokenServer = try RPCServer(router: router, configuration: tokenConfiguration)
+        let tokenEndpoint = try tokenServer.start()[0]
+
+        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-curve-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: dataDir) }
+        let config = try Config(environment: [
+            "GATEHOUSE_DATA_DIR": dataDir.path, "GATEHOUSE_ARGON2_MEMORY_KIB": "1024", "GATEHOUSE_ARGON2_ITERATIONS": "1",
+            "GATEHOUSE_CURVE_SECRET_KEY_FILE": path("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": path("identity.allow"),
+            "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": path("token.pub"),
+        ])
+        let settings = try IdentityRoleSettings(config: config, rpcBind: "tcp://127.0.0.1:0", eventsBind: "tcp://127.0.0.1:0", tokenURL: tokenEndpoint)
+        #expect(settings.links.curve != nil)
+        #expect(settings.links.warnings.isEmpty)
+        let role = try await IdentityRole.start(settings, logger: Logger(label: "test"))
+
+        func client(_ pair: CurveKeyPair?) throws -> RPCClient {
+            var configuration = RPCClient.Configuration(endpoint: role.rpcEndpoint, defaultTimeout: .seconds(5))
+            configuration.curve = pair.map { CurveClientKeys(publicKey: $0.publicKey, secretKey: $0.secretKey, serverPublicKey: identityPair.publicKey) }
+            return try RPCClient(configuration: configuration)
+        }
+        let gateway = try client(gatewayPair)
+        let signUp = try await gateway.call(IdentityAPI.signUp, SignUpRequest(email: "curve@example.com", password: "correct horse battery"))
+        // The identity service reached the token service over CURVE too.
+        #expect(signUp.tokens.accessToken == "at-\(signUp.user.id)")
+
+        let strangerPair = try CurveKeyPair.generate()
+        let stranger = try client(strangerPair)
+        await #expect(throws: RPCError.self) {
+            try await stranger.call(IdentityAPI.getUser, UserIDRequest(userID: signUp.user.id), timeout: .milliseconds(800))
+        }
+        let handler = try ZAPHandler.handler(for: .shared)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while handler.refusals(of: strangerPair.publicKey) == 0 && ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        #expect(handler.refusals(of: strangerPair.publicKey) > 0)
+        let plain = try client(nil)
+        await #expect(throws: RPCError.self) {
+            try await plain.call(IdentityAPI.getUser, UserIDRequest(userID: signUp.user.id), timeout: .milliseconds(800))
+        }
+
+        await gateway.close()
+        await stranger.close()
+        await plain.close()
+        role.server.stop()
+        await role.server.waitUntilStopped()
+        await role.publisher.close()
+        await role.tokenClient.close()
+        tokenServer.stop()
+        await tokenServer.waitUntilStopped()
+    }
+}
