@@ -15,7 +15,7 @@ public final class KeyRing: Sendable {
         }
     }
 
-    private let collection = JWTKeyCollection()
+    private let collection = JWTKeyCollection(defaultJWTSerializer: DefaultJWTSerializer(jsonEncoder: ClaimsJSONEncoder()))
     private let state = Mutex<(active: String, entries: [String: Entry])>(("", [:]))
 
     public init() {}

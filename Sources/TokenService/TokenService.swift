@@ -47,7 +47,7 @@ public final class TokenService: Sendable {
         configuration: TokenConfiguration, identity: any RPCCaller,
         publish: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in },
         now: @escaping @Sendable () -> Date = { Date() },
-        random: @escaping @Sendable (Int) -> [UInt8] = { count in (0..<count).map { _ in UInt8.random(in: .min ... .max) } },
+        random: @escaping @Sendable (Int) -> [UInt8] = TokenService.secureRandom,
         logger: Logger = Logger(label: "gatehouse.token")
     ) async throws -> TokenService {
         let store = try TokenStore(path: configuration.databasePath, durability: configuration.durability, logger: logger)
@@ -145,6 +145,12 @@ public final class TokenService: Sendable {
     }
 
     // MARK: Tokens
+
+    /// `count` bytes from BoringSSL's CSPRNG (seeded from the OS; no system call per byte, unlike
+    /// `UInt8.random`, which asks the kernel for every byte).
+    public static func secureRandom(_ count: Int) -> [UInt8] {
+        SymmetricKey(size: SymmetricKeySize(bitCount: count * 8)).withUnsafeBytes { Array($0) }
+    }
 
     func newID(_ bytes: Int) -> String { Base64URL.encode(random(bytes)) }
 

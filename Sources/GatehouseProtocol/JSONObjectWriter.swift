@@ -1,11 +1,11 @@
-import Foundation
-import GatehouseProtocol
-
 /// Writes one JSON object field by field, so raw JSON (a user's settings) can be embedded byte
-/// for byte and fields keep a stable order.
-struct JSONObjectWriter {
+/// for byte and fields keep a stable order. Used where `JSONEncoder` is too slow for a hot path
+/// (HTTP bodies, access-token payloads).
+public struct JSONObjectWriter {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
+
+    public init() {}
 
     private mutating func key(_ name: String) {
         if !first { bytes.append(UInt8(ascii: ",")) }
@@ -14,19 +14,19 @@ struct JSONObjectWriter {
         bytes.append(UInt8(ascii: ":"))
     }
 
-    mutating func string(_ name: String, _ value: String?) {
+    public mutating func string(_ name: String, _ value: String?) {
         key(name)
         if let value { Self.appendString(value, to: &bytes) } else { bytes.append(contentsOf: Array("null".utf8)) }
     }
-    mutating func int(_ name: String, _ value: Int) {
+    public mutating func int(_ name: String, _ value: Int) {
         key(name)
         bytes.append(contentsOf: Array(String(value).utf8))
     }
-    mutating func bool(_ name: String, _ value: Bool) {
+    public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
         bytes.append(contentsOf: Array((value ? "true" : "false").utf8))
     }
-    mutating func strings(_ name: String, _ values: [String]) {
+    public mutating func strings(_ name: String, _ values: [String]) {
         key(name)
         bytes.append(UInt8(ascii: "["))
         for (i, v) in values.enumerated() {
@@ -36,15 +36,15 @@ struct JSONObjectWriter {
         bytes.append(UInt8(ascii: "]"))
     }
     /// Embeds already-serialized JSON.
-    mutating func raw(_ name: String, _ json: some Sequence<UInt8>) {
+    public mutating func raw(_ name: String, _ json: some Sequence<UInt8>) {
         key(name)
         bytes.append(contentsOf: json)
     }
 
-    func finish() -> [UInt8] { bytes + [UInt8(ascii: "}")] }
+    public func finish() -> [UInt8] { bytes + [UInt8(ascii: "}")] }
 
     /// Appends a JSON string literal (RFC 8259 escaping).
-    static func appendString(_ s: String, to out: inout [UInt8]) {
+    public static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for b in s.utf8 {
             switch b {
@@ -63,32 +63,3 @@ struct JSONObjectWriter {
     }
 }
 
-extension UserView {
-    /// The user's JSON form.
-    var json: [UInt8] {
-        var w = JSONObjectWriter()
-        w.string("id", id)
-        w.string("email", email)
-        w.bool("emailVerified", emailVerified)
-        w.string("displayName", displayName)
-        w.string("photoURL", photoURL)
-        w.bool("isAnonymous", isAnonymous)
-        w.string("createdAt", createdAt.formatted(.iso8601))
-        w.string("lastSignInAt", lastSignInAt?.formatted(.iso8601))
-        let settings = settingsJSON.trimmingCharacters(in: .whitespacesAndNewlines)
-        w.raw("settings", settings.isEmpty ? Array("{}".utf8) : Array(settings.utf8))
-        return w.finish()
-    }
-}
-
-extension SessionTokens {
-    /// The `session` JSON form: `{accessToken, refreshToken, tokenType, expiresIn}`.
-    var json: [UInt8] {
-        var w = JSONObjectWriter()
-        w.string("accessToken", accessToken)
-        w.string("refreshToken", refreshToken)
-        w.string("tokenType", "Bearer")
-        w.int("expiresIn", Int(expiresIn))
-        return w.finish()
-    }
-}
