@@ -68,6 +68,7 @@ let package = Package(
             name: "GatehouseApp",
             dependencies: [
                 "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService", "TokenCore", "TokenService", "Gateway",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
