@@ -207,7 +207,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseAppTests",
-            dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore"],
+            dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),

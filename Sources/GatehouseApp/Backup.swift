@@ -159,13 +159,13 @@ public enum DatabaseBackup {
             let path = from.appendingPathComponent(name).path
             var config = Configuration()
             config.readonly = true
-            let queue = try DatabaseQueue(path: path, configuration: config)
             do {
+                let queue = try DatabaseQueue(path: path, configuration: config)
                 try queue.read { db in try checkIntegrity(db, path: path) }
+                try queue.close()
             } catch let failure as Failure { throw failure } catch {
                 throw Failure("\(path) is not a readable SQLite database: \(error)")
             }
-            try queue.close()
         }
         try fm.createDirectory(at: dataDir, withIntermediateDirectories: true)
         let aside = dataDir.appendingPathComponent("backups").appendingPathComponent("before-restore-\(timestamp(now))")
