@@ -31,11 +31,12 @@ final class Ledger: @unchecked Sendable {
     private var _users: [(email: String, at: ContinuousClock.Instant)] = []
     private var _sessions: [(refresh: String, at: ContinuousClock.Instant)] = []
     private var _stopped = false
-    private(set) var refreshes = 0
+    private var _refreshes = 0
 
     func user(_ email: String, at: ContinuousClock.Instant) { lock.withLock { _users.append((email, at)) } }
     func session(_ refresh: String, at: ContinuousClock.Instant) { lock.withLock { _sessions.append((refresh, at)) } }
-    func refreshed() { lock.withLock { refreshes += 1 } }
+    func refreshed() { lock.withLock { _refreshes += 1 } }
+    var refreshes: Int { lock.withLock { _refreshes } }
     func stop() { lock.withLock { _stopped = true } }
     var stopped: Bool { lock.withLock { _stopped } }
     var users: [(email: String, at: ContinuousClock.Instant)] { lock.withLock { _users } }
@@ -77,13 +78,22 @@ func backupLoadWorker(_ stack: Stack, worker: Int, ledger: Ledger) async {
 
 @Suite("Backup under load and restore (processes, HTTP)", .serialized)
 struct BackupRestoreTests {
-    @Test("gatehouse backup while the stack takes sign-ups, sign-ins and refreshes; restore; every earlier user and session is there")
-    func backupUnderLoad() async throws {
+    @Test("gatehouse serve: backup under sign-ups, sign-ins and refreshes; restore; every earlier user and session is there")
+    func serve() async throws {
+        try await backupUnderLoad(roles: ["serve"])
+    }
+
+    @Test("identity, token and gateway processes: the same, the backup reading both services' files")
+    func threeProcesses() async throws {
+        try await backupUnderLoad(roles: ["identity", "token", "gateway"])
+    }
+
+    func backupUnderLoad(roles: [String]) async throws {
         let backupDir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-e2e-backup-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: backupDir) }
         let stack = Stack()
         defer { stack.stopAll() }
-        try stack.start("serve")
+        for role in roles { try stack.start(role) }
         try await stack.waitReady()
 
         let ledger = Ledger()
@@ -124,14 +134,14 @@ struct BackupRestoreTests {
         #expect(!later.isEmpty)
         #expect(ledger.refreshes > 0)
         print("backup took \(backupEnd - backupStart); \(users.count) users and \(sessions.count) sessions before it, \(during) users while it ran; \(ledger.refreshes) refreshes")
-        stack.kill("serve", signal: SIGTERM)
+        for role in roles.reversed() { stack.kill(role, signal: SIGTERM) }
 
         // Restore into a fresh data folder (the documented procedure, via `gatehouse restore`) and start on it.
         let restored = Stack()
         defer { restored.stopAll() }
         let restore = try await runGatehouse(["restore", "--from", backupDir.path, "--data-dir", restored.dataDir.path], environment: restored.environment)
         #expect(restore.status == 0, "restore failed: \(restore.stderr)")
-        try restored.start("serve")
+        for role in roles { try restored.start(role) }
         try await restored.waitReady()
         var missingUsers: [String] = []
         for user in users {
