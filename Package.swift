@@ -68,6 +68,7 @@ let package = Package(
             name: "GatehouseApp",
             dependencies: [
                 "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService", "TokenCore", "TokenService", "Gateway", "ZeroMQ",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -206,7 +207,7 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseAppTests",
-            dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore"],
+            dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore", .product(name: "GRDB", package: "GRDB.swift")],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),

@@ -1,0 +1,163 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Runs the `gatehouse` binary to completion without blocking a cooperative thread.
+func runGatehouse(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let process = Process()
+    process.executableURL = try gatehouseBinary()
+    process.arguments = arguments
+    process.environment = environment
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
+        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+        do { try process.run() } catch {
+            process.terminationHandler = nil
+            continuation.resume(throwing: error)
+        }
+    }
+    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    return (status, stdout, stderr)
+}
+
+/// What the load acknowledged, with when the acknowledgement arrived.
+final class Ledger: @unchecked Sendable {
+    private let lock = NSLock()
+    private var _users: [(email: String, at: ContinuousClock.Instant)] = []
+    private var _sessions: [(refresh: String, at: ContinuousClock.Instant)] = []
+    private var _stopped = false
+    private var _refreshes = 0
+
+    func user(_ email: String, at: ContinuousClock.Instant) { lock.withLock { _users.append((email, at)) } }
+    func session(_ refresh: String, at: ContinuousClock.Instant) { lock.withLock { _sessions.append((refresh, at)) } }
+    func refreshed() { lock.withLock { _refreshes += 1 } }
+    var refreshes: Int { lock.withLock { _refreshes } }
+    func stop() { lock.withLock { _stopped = true } }
+    var stopped: Bool { lock.withLock { _stopped } }
+    var users: [(email: String, at: ContinuousClock.Instant)] { lock.withLock { _users } }
+    var sessions: [(refresh: String, at: ContinuousClock.Instant)] { lock.withLock { _sessions } }
+}
+
+let loadPassword = "correct horse battery staple"
+
+/// One load worker: signs up users, signs earlier ones in again, and keeps rotating one "churn"
+/// session of its own. Recorded sessions are never refreshed during the load, so the backed-up
+/// refresh token of each is exactly the one recorded; the churn session is not recorded.
+func backupLoadWorker(_ stack: Stack, worker: Int, ledger: Ledger) async {
+    var churn: String?
+    var mine: [String] = []
+    var n = 0
+    while !ledger.stopped {
+        n += 1
+        let email = "w\(worker)-\(n)-\(UUID().uuidString.prefix(6))@example.com"
+        if let r = try? await stack.request("POST", "/v1/accounts", json: ["email": email, "password": loadPassword]), r.status == 201,
+           let refresh = (r.json["session"] as? [String: Any])?["refreshToken"] as? String {
+            let at = ContinuousClock.now
+            ledger.user(email, at: at)
+            mine.append(email)
+            if churn == nil { churn = refresh } else { ledger.session(refresh, at: at) }
+        }
+        if n.isMultiple(of: 3), let earlier = mine.randomElement(),
+           let r = try? await stack.request("POST", "/v1/sessions", json: ["email": earlier, "password": loadPassword]), r.status == 200,
+           let refresh = (r.json["session"] as? [String: Any])?["refreshToken"] as? String {
+            ledger.session(refresh, at: ContinuousClock.now)
+        }
+        if let token = churn,
+           let r = try? await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": token]), r.status == 200,
+           let next = (r.json["session"] as? [String: Any])?["refreshToken"] as? String {
+            churn = next
+            ledger.refreshed()
+        }
+    }
+}
+
+@Suite("Backup under load and restore (processes, HTTP)", .serialized)
+struct BackupRestoreTests {
+    @Test("gatehouse serve: backup under sign-ups, sign-ins and refreshes; restore; every earlier user and session is there")
+    func serve() async throws {
+        try await backupUnderLoad(roles: ["serve"])
+    }
+
+    @Test("identity, token and gateway processes: the same, the backup reading both services' files")
+    func threeProcesses() async throws {
+        try await backupUnderLoad(roles: ["identity", "token", "gateway"])
+    }
+
+    func backupUnderLoad(roles: [String]) async throws {
+        let backupDir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-e2e-backup-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: backupDir) }
+        let stack = Stack()
+        defer { stack.stopAll() }
+        for role in roles { try stack.start(role) }
+        try await stack.waitReady()
+
+        let ledger = Ledger()
+        let workers = (0..<4).map { worker in Task { await backupLoadWorker(stack, worker: worker, ledger: ledger) } }
+        // Let the load build up some state, then back up while it keeps going.
+        let warmDeadline = ContinuousClock.now + .seconds(20)
+        while ledger.sessions.count < 40 || ledger.users.count < 40, ContinuousClock.now < warmDeadline { try await Task.sleep(for: .milliseconds(50)) }
+        let backupStart = ContinuousClock.now
+        let backup = try await runGatehouse(["backup", "--out", backupDir.path], environment: stack.environment)
+        let backupEnd = ContinuousClock.now
+        // Keep loading a little after the backup, so the live data moves on past it.
+        let usersAtEnd = ledger.users.count
+        let afterDeadline = ContinuousClock.now + .seconds(20)
+        while ledger.users.count < usersAtEnd + 10, ContinuousClock.now < afterDeadline { try await Task.sleep(for: .milliseconds(50)) }
+        ledger.stop()
+        for worker in workers { await worker.value }
+
+        #expect(backup.status == 0, "backup failed: \(backup.stderr)")
+        let lines = backup.stdout.split(separator: "\n")
+        #expect(lines.count == 2 && lines[0].contains("identity.sqlite") && lines[1].contains("token.sqlite"), "\(backup.stdout)")
+        for name in ["identity.sqlite", "token.sqlite"] {
+            let attributes = try FileManager.default.attributesOfItem(atPath: backupDir.appendingPathComponent(name).path)
+            #expect((attributes[.posixPermissions] as? NSNumber)?.intValue == 0o600)
+        }
+        // The same folder again is refused.
+        let again = try await runGatehouse(["backup", "--out", backupDir.path], environment: stack.environment)
+        #expect(again.status != 0 && again.stderr.contains("already exists"))
+        // Restoring onto the running stack's data folder is refused.
+        let busy = try await runGatehouse(["restore", "--from", backupDir.path], environment: stack.environment)
+        #expect(busy.status != 0 && busy.stderr.contains("running process"), "\(busy.stderr)")
+
+        let users = ledger.users.filter { $0.at < backupStart }
+        let sessions = ledger.sessions.filter { $0.at < backupStart }
+        #expect(users.count >= 40 && sessions.count >= 40)
+        let during = ledger.users.filter { $0.at >= backupStart && $0.at < backupEnd }.count
+        #expect(during > 0, "no sign-up was acknowledged while the backup ran")
+        let later = ledger.users.filter { $0.at > backupEnd }.prefix(10)
+        #expect(!later.isEmpty)
+        #expect(ledger.refreshes > 0)
+        print("backup took \(backupEnd - backupStart); \(users.count) users and \(sessions.count) sessions before it, \(during) users while it ran; \(ledger.refreshes) refreshes")
+        for role in roles.reversed() { stack.kill(role, signal: SIGTERM) }
+
+        // Restore into a fresh data folder (the documented procedure, via `gatehouse restore`) and start on it.
+        let restored = Stack()
+        defer { restored.stopAll() }
+        let restore = try await runGatehouse(["restore", "--from", backupDir.path, "--data-dir", restored.dataDir.path], environment: restored.environment)
+        #expect(restore.status == 0, "restore failed: \(restore.stderr)")
+        for role in roles { try restored.start(role) }
+        try await restored.waitReady()
+        var missingUsers: [String] = []
+        for user in users {
+            let r = try await restored.request("POST", "/v1/sessions", json: ["email": user.email, "password": loadPassword])
+            if r.status != 200 { missingUsers.append("\(user.email): \(r.status)") }
+        }
+        // Users that signed up after the backup finished are not in it: the copy is a snapshot.
+        for user in later {
+            #expect(try await restored.request("POST", "/v1/sessions", json: ["email": user.email, "password": loadPassword]).status == 401)
+        }
+        #expect(missingUsers.isEmpty, "users acknowledged before the backup cannot sign in after restore: \(missingUsers.prefix(5))")
+        var missingSessions = 0
+        for session in sessions {
+            let r = try await restored.request("POST", "/v1/sessions/refresh", json: ["refreshToken": session.refresh])
+            if r.status != 200 { missingSessions += 1 }
+        }
+        #expect(missingSessions == 0, "\(missingSessions) of \(sessions.count) sessions acknowledged before the backup cannot refresh after restore")
+    }
+}
