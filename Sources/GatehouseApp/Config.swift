@@ -48,6 +48,7 @@ public enum ConfigTable {
     public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
     public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, token", help: "Session idle timeout in seconds (30 days).")
     public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
+    public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "process-crash", secret: false, roles: "serve, identity, token", help: "`process-crash`: an acknowledged write survives a crash of the process (SQLite WAL, synchronous=NORMAL); `power-loss`: also a power cut or OS crash (synchronous=FULL, an fsync per commit; concurrent token writes share one).")
     public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding a 32-byte key (raw, hex or base64) that encrypts signing keys at rest.")
 
     public static let curveSecretKeyFile = ConfigKey(env: "GATEHOUSE_CURVE_SECRET_KEY_FILE", defaultValue: nil, secret: true, roles: "identity, token, gateway", help: "File holding this process's CURVE secret key (Z85, 40 characters; `gatehouse keys generate`). When set, service links are CURVE-encrypted and authenticated.")
@@ -60,7 +61,7 @@ public enum ConfigTable {
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustForwardedFor, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
-        accessTokenTTL, sessionTTL, sessionIdleTTL, refreshGrace, keyEncryptionKeyFile,
+        accessTokenTTL, sessionTTL, sessionIdleTTL, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
     ]
 }
@@ -139,6 +140,15 @@ public struct Config: Sendable {
 
     public func list(_ key: ConfigKey) -> [String] {
         (string(key) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+    }
+
+    /// `GATEHOUSE_DURABILITY`: true for `power-loss`, false for `process-crash`.
+    public func powerLossDurability() throws -> Bool {
+        switch try required(ConfigTable.durability).lowercased() {
+        case "process-crash": return false
+        case "power-loss": return true
+        case let other: throw ConfigError(message: "GATEHOUSE_DURABILITY (--durability) must be process-crash or power-loss, not '\(other)'")
+        }
     }
 
     public func endpoint(_ key: ConfigKey) throws -> String {

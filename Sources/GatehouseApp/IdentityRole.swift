@@ -32,6 +32,7 @@ public struct IdentityRoleSettings: Sendable {
             parallelism: UInt32(try config.int(ConfigTable.argon2Parallelism, in: 1...64)))
         service = IdentityConfiguration(
             databasePath: URL(fileURLWithPath: dataDir).appendingPathComponent("identity.sqlite").path,
+            durability: try config.powerLossDurability() ? .powerLoss : .processCrash,
             argon2: argon2,
             minPasswordLength: try config.int(ConfigTable.passwordMinLength, in: 8...64),
             hashWorkers: try config.optionalInt(ConfigTable.hashWorkers, in: 1...256) ?? ProcessInfo.processInfo.activeProcessorCount,

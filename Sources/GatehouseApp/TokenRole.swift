@@ -30,6 +30,7 @@ public struct TokenRoleSettings: Sendable {
             throw ConfigError(message: "GATEHOUSE_SIGNING_ALGORITHM (--signing-algorithm) must be ES256, EdDSA or RS256, not '\(algorithm)'")
         }
         service.algorithm = alg
+        service.durability = try config.powerLossDurability() ? .powerLoss : .processCrash
         if let path = config.string(ConfigTable.keyEncryptionKeyFile), !path.isEmpty {
             service.encryptionKey = try Self.readKey(path)
         }

@@ -33,6 +33,20 @@ struct ConfigTests {
         #expect(throws: ConfigError.self) { try flag.bool(ConfigTable.trustForwardedFor) }
     }
 
+    @Test("GATEHOUSE_DURABILITY selects synchronous=FULL for both stores, and a bad value names the key")
+    func durability() throws {
+        #expect(try Config(environment: [:]).powerLossDurability() == false)
+        let power = try Config(environment: ["GATEHOUSE_DURABILITY": "power-loss", "GATEHOUSE_DATA_DIR": "/tmp/x"])
+        #expect(try TokenRoleSettings(config: power).service.durability == .powerLoss)
+        #expect(try IdentityRoleSettings(config: power).service.durability == .powerLoss)
+        #expect(try TokenRoleSettings(config: Config(environment: [:])).service.durability == .processCrash)
+        let bad = try Config(arguments: ["--durability", "fsync-sometimes"])
+        #expect(throws: ConfigError.self) { try bad.powerLossDurability() }
+        do { _ = try TokenRoleSettings(config: bad) } catch let error as ConfigError {
+            #expect(error.message.contains("GATEHOUSE_DURABILITY"))
+        }
+    }
+
     @Test("secrets have no literal default and their values never appear in errors")
     func secrets() throws {
         for key in ConfigTable.all where key.secret {
