@@ -39,9 +39,13 @@ struct ComposeProject {
             try which("docker-compose"), ["-f", deploy.appendingPathComponent("docker-compose.yml").path, "config"],
             environment: environment)
         guard composed.status == 0 else { throw StackError("docker-compose config exited \(composed.status): \(composed.stderr)") }
-        let json = try runProcess(
-            try which("python3"), ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
-            environment: environment, stdin: Data(composed.stdout.utf8))
+        // YAML → JSON with PyYAML: the python3 on PATH, else the system one docker-compose itself runs on.
+        var json = ProcessResult(status: -1, stdout: "", stderr: "no python3")
+        for python in [try? which("python3"), URL(fileURLWithPath: "/usr/bin/python3")].compactMap({ $0 }).filter({ FileManager.default.isExecutableFile(atPath: $0.path) }) where json.status != 0 {
+            json = try runProcess(
+                python, ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
+                environment: environment, stdin: Data(composed.stdout.utf8))
+        }
         guard json.status == 0, let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any] else {
             throw StackError("cannot read the output of docker-compose config as YAML: \(json.stderr)")
         }
