@@ -140,8 +140,65 @@ struct LoopbackSubstitution {
     }
 }
 
+/// The Dockerfile's stages: each `FROM` line with the `apt-get install` packages of that stage
+/// (backslash-continued lines joined).
+func dockerStages(_ dockerfile: String) -> [(from: String, packages: [String])] {
+    let joined = dockerfile.replacingOccurrences(of: "\\\n", with: " ")
+    var stages: [(from: String, packages: [String])] = []
+    for line in joined.split(separator: "\n").map({ $0.trimmingCharacters(in: .whitespaces) }) {
+        if line.hasPrefix("FROM ") { stages.append((String(line.dropFirst(5)), [])) }
+        guard line.hasPrefix("RUN "), let install = line.range(of: "apt-get install"), !stages.isEmpty else { continue }
+        let words = line[install.upperBound...].split(separator: " ").prefix { $0 != "&&" }
+        stages[stages.count - 1].packages += words.filter { !$0.hasPrefix("-") }.map(String.init)
+    }
+    return stages
+}
+
 @Suite("deploy/", .serialized)
 struct DeployTests {
+    @Test("the Dockerfile matches the package: Swift version, product, build packages, and every library the binary links")
+    func dockerfile() throws {
+        let dockerfile = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/Dockerfile"), encoding: .utf8)
+        let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let stages = dockerStages(dockerfile)
+        try #require(stages.count == 2, "\(stages)")
+        let tools = try #require(manifest.split(separator: "\n").first?.split(separator: ":").last)
+        #expect(stages[0].from.hasPrefix("swift:\(tools)-bookworm "), "build stage \(stages[0].from) vs tools-version \(tools)")
+        #expect(stages[1].from == "debian:bookworm-slim")
+        #expect(dockerfile.contains("swift build -c release --static-swift-stdlib --product gatehouse"))
+        #expect(manifest.contains(#".executable(name: "gatehouse""#))
+        #expect(dockerfile.contains(#"ENTRYPOINT ["gatehouse"]"#))
+        #expect(dockerfile.contains(#"CMD ["gatehouse", "healthcheck"]"#))
+        #expect(dockerfile.contains("USER gatehouse"))
+
+        // The build stage installs what scripts/setup installs for building (not the test tools).
+        let setup = try String(contentsOf: repositoryRoot.appendingPathComponent("scripts/setup"), encoding: .utf8)
+        let aptLine = try #require(setup.split(separator: "\n").first { $0.contains("for p in libzmq3-dev") })
+        let listed = try #require(aptLine.range(of: " in ").map { aptLine[$0.upperBound...] }?.split(separator: ";").first)
+        let setupPackages = Set(listed.split(separator: " ").map(String.init))
+        #expect(setupPackages.subtracting(["docker-compose"]).isSubset(of: Set(stages[0].packages)), "setup: \(setupPackages), Dockerfile: \(stages[0].packages)")
+
+        // Every shared library the binary links, outside the Swift toolchain (static in the image),
+        // comes from a runtime package the image installs or from bookworm-slim's required set.
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg") else { return }
+        let binary = try gatehouseBinary()
+        let needed = try runProcess(try which("readelf"), ["-d", binary.path], environment: ProcessInfo.processInfo.environment)
+        let resolved = try runProcess(try which("ldd"), [binary.path], environment: ProcessInfo.processInfo.environment)
+        let names = needed.stdout.split(separator: "\n").compactMap { line -> String? in
+            guard line.contains("(NEEDED)"), let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]") else { return nil }
+            return String(line[line.index(after: open)..<close])
+        }
+        #expect(names.contains("libzmq.so.5"))
+        let installed = Set(stages[1].packages).union(["libc6", "libgcc-s1"])
+        for name in names {
+            let path = resolved.stdout.split(separator: "\n").first { $0.contains("\(name) => ") }.map(String.init) ?? ""
+            if path.contains("swift") || name.hasPrefix("libswift") { continue }
+            let owner = try runProcess(URL(fileURLWithPath: "/usr/bin/dpkg"), ["-S", "*/\(name)"], environment: ProcessInfo.processInfo.environment)
+            let package = owner.stdout.split(separator: ":").first.map(String.init) ?? "?"
+            #expect(installed.contains(package), "the binary links \(name) from \(package), which the runtime image does not install")
+        }
+    }
+
     @Test("docker-compose accepts the file; only the gateway publishes a port; every service has its role, healthcheck and documented variables")
     func composeConfig() throws {
         let project = try ComposeProject.load()
