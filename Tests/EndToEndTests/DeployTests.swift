@@ -222,6 +222,23 @@ struct DeployTests {
         #expect(Set(tokenDeps.keys) == ["identity"])
         #expect(Set((services["gateway"]?["depends_on"] as? [String: Any] ?? [:]).keys) == ["identity", "token"])
 
+        // Loopback runs cannot tell hosts apart, so check here that each tcp:// URL names the
+        // service that binds its port.
+        var binder: [Int: String] = [:]
+        for (name, service) in services {
+            for (key, value) in service["environment"] as? [String: Any] ?? [:] where key.hasSuffix("_BIND") {
+                for port in LoopbackSubstitution.endpointPorts("\(value)") { binder[port] = name }
+            }
+        }
+        for (name, service) in services {
+            for (key, value) in service["environment"] as? [String: Any] ?? [:] where key.hasSuffix("_URL") && "\(value)".hasPrefix("tcp://") {
+                let text = "\(value)"
+                let host = text.dropFirst(6).split(separator: ":").first.map(String.init)
+                let port = LoopbackSubstitution.endpointPorts(text).first ?? -1
+                #expect(binder[port] != nil && host == binder[port], "\(name): \(key)=\(text), but port \(port) is bound by \(binder[port] ?? "nobody")")
+            }
+        }
+
         // Every interpolated variable is in .env.example; every GATEHOUSE_* key is in the deploy README.
         let compose = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/docker-compose.yml"), encoding: .utf8)
         let example = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/.env.example"), encoding: .utf8)
