@@ -57,6 +57,15 @@ public enum Healthcheck {
         }
     }
 
+    /// The role of a `gatehouse ROLE ...` command line in `/proc/PID/cmdline` form (NUL-separated),
+    /// or nil. In a container PID 1 is the role itself, so `docker run IMAGE identity` gets a
+    /// working HEALTHCHECK without GATEHOUSE_ROLE.
+    public static func role(commandLine: [UInt8]) -> Role? {
+        let words = commandLine.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard words.count >= 2, words[0].split(separator: "/").last == "gatehouse" else { return nil }
+        return Role(rawValue: words[1])
+    }
+
     /// `0.0.0.0`, `*` and empty hosts (wildcard binds) become `127.0.0.1`; `::` becomes `::1`.
     public static func loopbackHost(_ host: String) -> String {
         switch host {

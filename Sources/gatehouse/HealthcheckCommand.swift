@@ -4,7 +4,8 @@ import GatehouseApp
 
 /// `gatehouse healthcheck [--role gateway|identity|token]`: exit 0 when the role on this host
 /// answers, 1 (with one line on stderr) when it does not. The role comes from `--role`, else
-/// from `GATEHOUSE_ROLE`, so a container image can run `gatehouse healthcheck` with no arguments.
+/// from `GATEHOUSE_ROLE`, else from PID 1's command line when that is `gatehouse ROLE` (as in a
+/// container), so an image can run `gatehouse healthcheck` with no arguments.
 struct HealthcheckCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "healthcheck",
@@ -16,7 +17,7 @@ struct HealthcheckCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "gateway, identity, token or serve (default: the GATEHOUSE_ROLE environment variable).")
+    @Option(help: "gateway, identity, token or serve (default: GATEHOUSE_ROLE, else the role PID 1 runs if it is gatehouse).")
     var role: String?
 
     @Option(help: "How long to wait for the answer, in milliseconds.")
@@ -29,7 +30,8 @@ struct HealthcheckCommand: AsyncParsableCommand {
         // Every failure, including a bad argument, exits 1: Docker reads any other code as
         // "unhealthy" too, but 1 is the one it documents.
         do {
-            guard let name = role ?? ProcessInfo.processInfo.environment["GATEHOUSE_ROLE"], !name.isEmpty else {
+            let pid1 = FileManager.default.contents(atPath: "/proc/1/cmdline").flatMap { Healthcheck.role(commandLine: Array($0)) }
+            guard let name = role ?? ProcessInfo.processInfo.environment["GATEHOUSE_ROLE"] ?? pid1?.rawValue, !name.isEmpty else {
                 throw Healthcheck.Failure("healthcheck: give --role gateway|identity|token or set GATEHOUSE_ROLE")
             }
             guard let role = Healthcheck.Role(rawValue: name.lowercased()) else {
