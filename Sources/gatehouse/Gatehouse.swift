@@ -9,7 +9,10 @@ struct Gatehouse: AsyncParsableCommand {
         commandName: "gatehouse",
         abstract: "A self-hosted authentication backend.",
         discussion: "Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; see the README's configuration table.",
-        subcommands: [Serve.self, Identity.self, Token.self, GatewayCommand.self, Keys.self, BackupCommand.self, RestoreCommand.self]
+        subcommands: [
+            Serve.self, Identity.self, Token.self, GatewayCommand.self, HealthcheckCommand.self, Keys.self, BackupCommand.self,
+            RestoreCommand.self,
+        ]
     )
 }
 
