@@ -35,7 +35,7 @@ public enum Healthcheck {
     /// throws `Failure` (or `ConfigError` for a bad value).
     ///
     /// - Parameter curveClientKeys: CURVE keys for the RPC probe when the services require
-    ///   CURVE; nil for plain TCP. Not read from the configuration yet.
+    ///   CURVE (`LinkSecurity.selfProbeKeys`: the role's own pair); nil for plain TCP.
     public static func check(
         role: Role, config: Config, curveClientKeys: CurveClientKeys? = nil, timeout: Duration = .seconds(1)
     ) async throws -> String {

@@ -87,7 +87,8 @@ public struct LinkSecurity: Sendable {
         return LinkSecurity(warnings: warnings)
     }
 
-    static func loadKeys(_ config: Config, role: ServiceRole, secretKeyPath: String) throws -> CurveLinkKeys {
+    /// This process's key pair, from the secret key in the file at `secretKeyPath`.
+    static func ownKeyPair(_ secretKeyPath: String) throws -> CurveKeyPair {
         let secretKey = ConfigTable.curveSecretKeyFile
         guard let data = FileManager.default.contents(atPath: secretKeyPath) else {
             throw ConfigError(message: "\(secretKey.env) (\(secretKey.flag)): cannot read the file")
@@ -96,6 +97,20 @@ public struct LinkSecurity: Sendable {
         guard let secret = Z85.decodeKey(text), let pair = try? CurveKeyPair(secretKey: secret) else {
             throw ConfigError(message: "\(secretKey.env) (\(secretKey.flag)): the file must hold a CURVE secret key, 40 Z85 characters")
         }
+        return pair
+    }
+
+    /// Keys for a process to call its own CURVE server (the ZAP handler always accepts a
+    /// server's own key): what `gatehouse healthcheck` uses inside the service's container.
+    /// Nil when no secret key is configured.
+    public static func selfProbeKeys(_ config: Config) throws -> CurveClientKeys? {
+        guard let path = config.string(ConfigTable.curveSecretKeyFile), !path.isEmpty else { return nil }
+        let pair = try ownKeyPair(path)
+        return CurveClientKeys(publicKey: pair.publicKey, secretKey: pair.secretKey, serverPublicKey: pair.publicKey)
+    }
+
+    static func loadKeys(_ config: Config, role: ServiceRole, secretKeyPath: String) throws -> CurveLinkKeys {
+        let pair = try ownKeyPair(secretKeyPath)
         var keys = CurveLinkKeys(keyPair: pair, allowedClientKeys: [])
         if role == .identity || role == .token {
             keys.allowedClientKeys = Set(try keyList(config, ConfigTable.curveAllowedKeysFile))

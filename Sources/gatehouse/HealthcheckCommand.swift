@@ -38,9 +38,9 @@ struct HealthcheckCommand: AsyncParsableCommand {
                 throw Healthcheck.Failure("healthcheck: unknown role '\(name)'; expected gateway, identity, token or serve")
             }
             let config = try Config(arguments: options)
-            // CURVE: once the configuration has client keys, pass them here; nil means plain TCP.
+            // With CURVE configured the probe uses the role's own key pair (its server always accepts it).
             let message = try await Healthcheck.check(
-                role: role, config: config, curveClientKeys: nil, timeout: .milliseconds(max(1, timeoutMs)))
+                role: role, config: config, curveClientKeys: try LinkSecurity.selfProbeKeys(config), timeout: .milliseconds(max(1, timeoutMs)))
             print(message)
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))

@@ -52,17 +52,11 @@ struct ComposeProject {
         return ComposeProject(root: root, config: object)
     }
 
-    /// `gatehouse keys generate --out DIR` when the binary has it; otherwise stand-ins of the
-    /// same names (a real key-encryption key, since the token service already reads it).
+    /// The secrets an operator makes with `gatehouse keys generate --out DIR` (real CURVE keys,
+    /// so the compose-env test runs the service links encrypted and authenticated).
     static func generateSecrets(into folder: URL) throws {
         let generated = try runProcess(try gatehouseBinary(), ["keys", "generate", "--out", folder.path], environment: ProcessInfo.processInfo.environment)
-        if generated.status == 0 { return }
-        var random = SystemRandomNumberGenerator()
-        let hex = (0..<32).map { _ in String(format: "%02x", UInt8.random(in: 0...255, using: &random)) }.joined()
-        try Data((hex + "\n").utf8).write(to: folder.appendingPathComponent("key-encryption.key"))
-        for name in ["identity.key", "token.key", "gateway.key", "identity.pub", "token.pub", "gateway.pub", "identity.allow", "token.allow"] {
-            try Data("stand-in for \(name)\n".utf8).write(to: folder.appendingPathComponent(name))
-        }
+        guard generated.status == 0 else { throw StackError("gatehouse keys generate exited \(generated.status): \(generated.stderr)") }
     }
 
     func remove() { try? FileManager.default.removeItem(at: root) }

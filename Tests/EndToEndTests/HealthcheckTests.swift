@@ -97,6 +97,7 @@ struct HealthcheckTests {
         defer { stack.stopAll() }
         var environment = stack.environment
         environment["GATEHOUSE_IDENTITY_BIND"] = "tcp://0.0.0.0:\(freePort())"
+        environment["GATEHOUSE_ALLOW_PLAINTEXT"] = "true"  // a wildcard bind without CURVE keys needs it
         environment.removeValue(forKey: "GATEHOUSE_ROLE")
         // Not started yet: down.
         #expect(try healthcheck(["--role", "identity"], environment: environment).status == 1)
