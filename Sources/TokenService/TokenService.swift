@@ -214,7 +214,7 @@ public final class TokenService: Sendable {
         let presented = request.refreshToken
         guard Self.isWellFormedRefreshToken(presented) else { throw TokenError.invalidRefreshToken }
         let hash = Self.hash(presented)
-        guard let session = try await store.session(forRefreshHash: hash) else { throw TokenError.invalidRefreshToken }
+        guard let session = try store.session(forRefreshHash: hash) else { throw TokenError.invalidRefreshToken }
         if session.revokedAt != nil { throw TokenError.sessionRevoked }
         let claims = try await identity.call(ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID))
         if !claims.exists || claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {

@@ -180,13 +180,20 @@ public final class TokenStore: Sendable {
     }
 
     /// The session a refresh token belongs to (whatever the token's state).
-    public func session(forRefreshHash hash: Data) async throws -> SessionRow? {
-        try await read { db in
-            let row = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT s.* FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"),
-                arguments: [hash])
-            return row.map(Self.session)
-        }
+    ///
+    /// Read on the calling thread, not through GRDB's async hop: one primary-key lookup on a WAL
+    /// reader (never waits for the writer) costs less than the two thread wake-ups of the hop.
+    /// The token service's handlers run on the RPC server's own I/O thread, never on Swift's
+    /// cooperative pool, so this blocks no shared thread.
+    public func session(forRefreshHash hash: Data) throws -> SessionRow? {
+        do {
+            return try pool.read { db in
+                let row = try Row.fetchOne(
+                    db.cachedStatement(sql: "SELECT s.* FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"),
+                    arguments: [hash])
+                return row.map(Self.session)
+            }
+        } catch { throw translate(error) }
     }
 
     public func session(id: String) async throws -> SessionRow? {

@@ -36,8 +36,8 @@ final class SigningFixture: Sendable {
     }
 }
 
-/// Per-call refresh latencies, summarised at teardown (the benchmark's own metric is per batch).
-let latencies = Mutex<[Duration]>([])
+/// Per-call refresh latencies by durability, summarised at teardown (the benchmark's own metric is per batch).
+let latencies = Mutex<[String: [Duration]]>([:])
 
 final class RefreshFixture: @unchecked Sendable {
     static let inFlight = 64
@@ -49,7 +49,7 @@ final class RefreshFixture: @unchecked Sendable {
     /// The current refresh token of each of the 64 chains.
     let chains: Mutex<[String]>
 
-    init() async throws {
+    init(durability: TokenStore.Durability) async throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var identityRouter = RPCRouter()
@@ -59,7 +59,8 @@ final class RefreshFixture: @unchecked Sendable {
         identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
         let identityEndpoint = try identityServer.start()[0]
         let identity = try RPCClient(configuration: .init(endpoint: identityEndpoint, defaultTimeout: .seconds(10)))
-        let config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
+        var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
+        config.durability = durability
         service = try await TokenService.start(configuration: config, identity: identity)
         tokenServer = try RPCServer(router: service.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
         let tokenEndpoint = try tokenServer.start()[0]
@@ -79,7 +80,7 @@ final class Fixtures: @unchecked Sendable {
     static let shared = Fixtures()
     private let lock = NSLock()
     private var signing: [SigningAlgorithm: SigningFixture] = [:]
-    private var refreshFixture: RefreshFixture?
+    private var refreshFixtures: [String: RefreshFixture] = [:]
 
     func signing(_ algorithm: SigningAlgorithm) async throws -> SigningFixture {
         if let existing = lock.withLock({ signing[algorithm] }) { return existing }
@@ -88,14 +89,15 @@ final class Fixtures: @unchecked Sendable {
         return made
     }
 
-    func refresh() async throws -> RefreshFixture {
-        if let existing = lock.withLock({ refreshFixture }) { return existing }
-        let made = try await RefreshFixture()
-        lock.withLock { refreshFixture = made }
+    func refresh(_ durability: TokenStore.Durability) async throws -> RefreshFixture {
+        let name = "\(durability)"
+        if let existing = lock.withLock({ refreshFixtures[name] }) { return existing }
+        let made = try await RefreshFixture(durability: durability)
+        lock.withLock { refreshFixtures[name] = made }
         return made
     }
 
-    var existingRefresh: RefreshFixture? { lock.withLock { refreshFixture } }
+    var existingRefresh: [RefreshFixture] { lock.withLock { Array(refreshFixtures.values) } }
 }
 
 let benchmarks: @Sendable () -> Void = {
@@ -122,47 +124,53 @@ let benchmarks: @Sendable () -> Void = {
     let throughput = Benchmark.Configuration(
         metrics: [.wallClock], timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 20)
 
-    Benchmark("token refresh over RPC, 64 in flight (6400 refreshes)", configuration: throughput) { benchmark in
-        let fixture = try await Fixtures.shared.refresh()
-        benchmark.startMeasurement()
-        try await withThrowingTaskGroup(of: [Duration].self) { group in
-            for chain in 0..<RefreshFixture.inFlight {
-                group.addTask {
-                    var measured: [Duration] = []
-                    measured.reserveCapacity(100)
-                    var token = fixture.chains.withLock { $0[chain] }
-                    let clock = ContinuousClock()
-                    for _ in 0..<100 {
-                        let start = clock.now
-                        let next = try await fixture.client.call(TokenAPI.refresh, RefreshRequest(refreshToken: token))
-                        measured.append(clock.now - start)
-                        token = next.refreshToken
+    for durability in [TokenStore.Durability.processCrash, .powerLoss] {
+        let label = durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)"
+        Benchmark("token refresh over RPC, 64 in flight (6400 refreshes), \(label)", configuration: throughput) { benchmark in
+            let fixture = try await Fixtures.shared.refresh(durability)
+            benchmark.startMeasurement()
+            try await withThrowingTaskGroup(of: [Duration].self) { group in
+                for chain in 0..<RefreshFixture.inFlight {
+                    group.addTask {
+                        var measured: [Duration] = []
+                        measured.reserveCapacity(100)
+                        var token = fixture.chains.withLock { $0[chain] }
+                        let clock = ContinuousClock()
+                        for _ in 0..<100 {
+                            let start = clock.now
+                            let next = try await fixture.client.call(TokenAPI.refresh, RefreshRequest(refreshToken: token))
+                            measured.append(clock.now - start)
+                            token = next.refreshToken
+                        }
+                        fixture.chains.withLock { $0[chain] = token }
+                        return measured
                     }
-                    fixture.chains.withLock { $0[chain] = token }
-                    return measured
                 }
+                var all: [Duration] = []
+                for try await measured in group { all += measured }
+                latencies.withLock { $0[label, default: []] += all }
             }
-            var all: [Duration] = []
-            for try await measured in group { all += measured }
-            latencies.withLock { $0 += all }
         }
     }
 
     Benchmark.teardown = {
-        let sorted = latencies.withLock { $0 }.sorted()
-        if !sorted.isEmpty {
+        var summary = ""
+        for (label, measured) in latencies.withLock({ $0 }).sorted(by: { $0.key < $1.key }) where !measured.isEmpty {
+            let sorted = measured.sorted()
             func pct(_ p: Double) -> Double {
                 let d = sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))]
                 return Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15
             }
-            let summary = String(
-                format: "token refresh per-call latency over %d calls (incl. warm-up): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
+            summary += String(
+                format: "token refresh per-call latency, \(label), over %d calls (incl. warm-up): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
                 sorted.count, pct(0.50), pct(0.90), pct(0.99), pct(1.0))
+        }
+        if !summary.isEmpty {
             FileHandle.standardError.write(Data(summary.utf8))
             let path = ProcessInfo.processInfo.environment["GATEHOUSE_BENCH_LATENCY_FILE"] ?? "/tmp/gatehouse-token-refresh-latency.txt"
             try? summary.write(toFile: path, atomically: true, encoding: .utf8)
         }
-        if let fixture = Fixtures.shared.existingRefresh {
+        for fixture in Fixtures.shared.existingRefresh {
             fixture.tokenServer.stop()
             fixture.identityServer.stop()
             try? FileManager.default.removeItem(at: fixture.dir)
