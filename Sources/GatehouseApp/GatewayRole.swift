@@ -71,10 +71,11 @@ public struct GatewayRole: Sendable {
         tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
         let identity = try RPCClient(configuration: identityConfiguration, logger: logger)
         let tokens = try RPCClient(configuration: tokenConfiguration, logger: logger)
+        let metrics = GatewayMetrics()
         let backend = RPCGatewayBackend(
             identity: identity, tokens: tokens, tokenEventsEndpoint: settings.tokenEventsURL,
-            tokenEventsCurve: curve?.client(of: curve?.tokenServerKey), logger: logger)
-        let application = buildGateway(configuration: settings.gateway, backend: backend, logger: logger)
+            tokenEventsCurve: curve?.client(of: curve?.tokenServerKey), metrics: metrics, logger: logger)
+        let application = buildGateway(configuration: settings.gateway, backend: backend, logger: logger, metrics: metrics)
         logger.info("gateway on http://\(settings.gateway.host):\(settings.gateway.port) → identity \(settings.identityURL), token \(settings.tokenURL)")
         return GatewayRole(application: application, identity: identity, tokens: tokens)
     }

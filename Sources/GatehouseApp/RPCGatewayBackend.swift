@@ -13,13 +13,43 @@ public struct RPCGatewayBackend: GatewayBackend {
     let tokenEventsEndpoint: String
     let tokenEventsCurve: CurveClientKeys?
     let logger: Logger
+    /// Where each call's latency is recorded (`gatehouse_rpc_call_duration_seconds`), if anywhere.
+    let metrics: GatewayMetrics?
 
-    public init(identity: RPCClient, tokens: RPCClient, tokenEventsEndpoint: String, tokenEventsCurve: CurveClientKeys? = nil, logger: Logger) {
+    public init(
+        identity: RPCClient, tokens: RPCClient, tokenEventsEndpoint: String, tokenEventsCurve: CurveClientKeys? = nil,
+        metrics: GatewayMetrics? = nil, logger: Logger
+    ) {
         self.identity = identity
         self.tokens = tokens
         self.tokenEventsEndpoint = tokenEventsEndpoint
         self.tokenEventsCurve = tokenEventsCurve
+        self.metrics = metrics
         self.logger = logger
+    }
+
+    /// One call to the identity service, timed by method and outcome.
+    private func callIdentity<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration? = nil) async throws -> Res {
+        try await timed("identity", method) { try await identity.call(method, request, timeout: timeout) }
+    }
+
+    /// One call to the token service, timed by method and outcome.
+    private func callToken<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration? = nil) async throws -> Res {
+        try await timed("token", method) { try await tokens.call(method, request, timeout: timeout) }
+    }
+
+    private func timed<Req, Res>(_ service: String, _ method: RPCMethod<Req, Res>, _ body: () async throws -> Res) async throws -> Res {
+        guard let metrics else { return try await body() }
+        let start = ContinuousClock.now
+        do {
+            let result = try await body()
+            metrics.recordRPC(service: service, method: method.name, code: "ok", duration: ContinuousClock.now - start)
+            return result
+        } catch {
+            let code = (error as? RPCError)?.code.rawValue ?? "internal"
+            metrics.recordRPC(service: service, method: method.name, code: code, duration: ContinuousClock.now - start)
+            throw error
+        }
     }
 
     static func view(_ user: User) -> UserView {
@@ -31,51 +61,58 @@ public struct RPCGatewayBackend: GatewayBackend {
     }
 
     public func signUp(email: String, password: String, displayName: String?, client: ClientInfo) async throws -> (UserView, SessionTokens) {
-        let reply = try await identity.call(IdentityAPI.signUp, SignUpRequest(email: email, password: password, displayName: displayName, client: client))
+        let reply = try await callIdentity(IdentityAPI.signUp, SignUpRequest(email: email, password: password, displayName: displayName, client: client))
         return (Self.view(reply.user), reply.tokens)
     }
 
     public func signIn(email: String, password: String, client: ClientInfo) async throws -> (UserView, SessionTokens) {
-        let reply = try await identity.call(IdentityAPI.signIn, SignInRequest(email: email, password: password, client: client))
+        let reply = try await callIdentity(IdentityAPI.signIn, SignInRequest(email: email, password: password, client: client))
         return (Self.view(reply.user), reply.tokens)
     }
 
     public func refresh(refreshToken: String, client: ClientInfo) async throws -> SessionTokens {
-        try await tokens.call(TokenAPI.refresh, RefreshRequest(refreshToken: refreshToken, client: client))
+        try await callToken(TokenAPI.refresh, RefreshRequest(refreshToken: refreshToken, client: client))
     }
 
     public func revokeSession(sessionID: String) async throws {
-        _ = try await tokens.call(TokenAPI.revokeSession, RevokeSessionRequest(sessionID: sessionID, reason: "sign_out"))
+        _ = try await callToken(TokenAPI.revokeSession, RevokeSessionRequest(sessionID: sessionID, reason: "sign_out"))
     }
 
     public func revokeAllSessions(userID: String) async throws {
-        _ = try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: userID, reason: "sign_out_everywhere"))
+        _ = try await callToken(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: userID, reason: "sign_out_everywhere"))
     }
 
     public func getUser(id: String) async throws -> UserView {
-        Self.view(try await identity.call(IdentityAPI.getUser, UserIDRequest(userID: id)))
+        Self.view(try await callIdentity(IdentityAPI.getUser, UserIDRequest(userID: id)))
     }
 
     public func updateProfile(id: String, displayName: String?, photoURL: String?, settingsJSON: String?) async throws -> UserView {
-        Self.view(try await identity.call(IdentityAPI.updateProfile, UpdateProfileRequest(
+        Self.view(try await callIdentity(IdentityAPI.updateProfile, UpdateProfileRequest(
             userID: id, displayName: displayName, photoURL: photoURL, settingsJSON: settingsJSON, expectedVersion: nil)))
     }
 
     public func passwordStrength(password: String) async throws -> PasswordStrengthView {
-        let reply = try await identity.call(IdentityAPI.passwordStrength, PasswordStrengthRequest(password: password))
+        let reply = try await callIdentity(IdentityAPI.passwordStrength, PasswordStrengthRequest(password: password))
         return PasswordStrengthView(score: Int(reply.score), feedback: reply.reasons.map(\.message))
     }
 
     public func jwks() async throws -> String {
-        try await tokens.call(TokenAPI.jwks, Empty()).json
+        try await callToken(TokenAPI.jwks, Empty()).json
     }
 
     /// Both services answer a cheap call within 500 ms (any reply, even an error, means up).
     public func ready() async -> Bool {
-        async let identityUp = answers { _ = try await identity.call(IdentityAPI.getUser, UserIDRequest(userID: "readiness-probe"), timeout: .milliseconds(500)) }
-        async let tokenUp = answers { _ = try await tokens.call(TokenAPI.jwks, Empty(), timeout: .milliseconds(500)) }
+        async let identityUp = answers { _ = try await callIdentity(IdentityAPI.getUser, UserIDRequest(userID: "readiness-probe"), timeout: .milliseconds(500)) }
+        async let tokenUp = answers { _ = try await callToken(TokenAPI.jwks, Empty(), timeout: .milliseconds(500)) }
         let (i, t) = await (identityUp, tokenUp)
         return i && t
+    }
+
+    public func hashPoolStats() async -> HashPoolStats? {
+        guard let stats = try? await callIdentity(IdentityAPI.stats, Empty(), timeout: .milliseconds(250)) else { return nil }
+        return HashPoolStats(
+            workers: Int(stats.hashWorkers), busyWorkers: Int(stats.hashBusyWorkers), queueDepth: Int(stats.hashQueueDepth),
+            queueLimit: Int(stats.hashQueueLimit), completed: Int(stats.hashCompleted), rejected: Int(stats.hashRejected))
     }
 
     private func answers(_ body: () async throws -> Void) async -> Bool {

@@ -32,6 +32,32 @@ public protocol GatewayBackend: Sendable {
     /// Session ids revoked by the token service (its `session.revoked` feed). Best effort: the
     /// gateway resubscribes when a stream ends.
     func revocations() -> AsyncStream<String>
+    /// The identity service's password-hashing pool, for `/metrics`; nil when it does not answer.
+    func hashPoolStats() async -> HashPoolStats?
+}
+
+extension GatewayBackend {
+    /// No hashing-pool figures (a backend without an identity service to ask).
+    public func hashPoolStats() async -> HashPoolStats? { nil }
+}
+
+/// The identity service's password-hashing pool, as `/metrics` shows it.
+public struct HashPoolStats: Sendable, Hashable {
+    public var workers: Int
+    public var busyWorkers: Int
+    public var queueDepth: Int
+    public var queueLimit: Int
+    public var completed: Int
+    public var rejected: Int
+
+    public init(workers: Int, busyWorkers: Int, queueDepth: Int, queueLimit: Int, completed: Int, rejected: Int) {
+        self.workers = workers
+        self.busyWorkers = busyWorkers
+        self.queueDepth = queueDepth
+        self.queueLimit = queueLimit
+        self.completed = completed
+        self.rejected = rejected
+    }
 }
 
 /// A user as the HTTP API shows it.

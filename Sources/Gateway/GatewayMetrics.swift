@@ -59,6 +59,40 @@ public final class GatewayMetrics: Sendable {
         ).record(duration)
     }
 
+    /// Records one call to a service (`service` is `identity` or `token`, `method` the RPC's wire
+    /// name, `code` `ok` or the error's stable code).
+    public func recordRPC(service: String, method: String, code: String, duration: Duration) {
+        registry.makeDurationHistogram(
+            descriptor: .init(
+                namespace: "gatehouse", subsystem: "rpc", metricName: "call_duration", unitName: "seconds",
+                helpText: "Latency of the gateway's calls to the identity and token services, by method and outcome."),
+            labels: [("service", service), ("method", method), ("code", code)],
+            buckets: Self.rpcDurationBuckets
+        ).record(duration)
+    }
+
+    static let rpcDurationBuckets: [Duration] = [
+        .microseconds(100), .microseconds(250), .microseconds(500), .milliseconds(1), .milliseconds(2), .milliseconds(5),
+        .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250), .milliseconds(500),
+        .seconds(1), .seconds(2),
+    ]
+
+    /// Sets the hashing-pool gauges from the identity service's latest figures; with nil (the
+    /// service did not answer) `gatehouse_identity_up` drops to 0 and the last figures stay.
+    func recordHashPool(_ stats: HashPoolStats?) {
+        func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
+            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "identity", metricName: name, helpText: help))
+        }
+        gauge("stats_up", "1 when the identity service answered the last stats call of a scrape, else 0.").set(Int64(stats == nil ? 0 : 1))
+        guard let stats else { return }
+        gauge("hash_pool_queue_depth", "Password-hash jobs waiting for a hashing thread.").set(Int64(stats.queueDepth))
+        gauge("hash_pool_queue_limit", "Most hash jobs allowed to wait; past it sign-up and sign-in answer 503 overloaded.").set(Int64(stats.queueLimit))
+        gauge("hash_pool_busy_workers", "Hashing threads running a job.").set(Int64(stats.busyWorkers))
+        gauge("hash_pool_workers", "Hashing threads.").set(Int64(stats.workers))
+        gauge("hash_pool_completed_jobs", "Hash jobs finished since the identity service started.").set(Int64(stats.completed))
+        gauge("hash_pool_rejected_jobs", "Hash jobs refused (overloaded) since the identity service started.").set(Int64(stats.rejected))
+    }
+
     /// The Prometheus text exposition.
     func render() -> [UInt8] { registry.emitToBuffer() }
 }

@@ -205,7 +205,11 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     }
 
     @Sendable func metricsText(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        Response(
+        // The hashing pool lives in the identity service: ask it now, within a short bound, so a
+        // scrape is never held up by a service that is down.
+        let stats = try? await withBackendTimeout(.milliseconds(250)) { await backend.hashPoolStats() }
+        metrics.recordHashPool(stats)
+        return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))
     }

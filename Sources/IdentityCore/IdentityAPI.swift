@@ -188,6 +188,38 @@ public struct UserEvent: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey { case userID = 1, version = 2, occurredAt = 3 }
 }
 
+/// `identity.stats` reply: the password-hashing pool's state, for metrics (`/metrics` on the gateway).
+public struct IdentityStats: Codable, Sendable, Hashable {
+    /// Hashing threads.
+    public var hashWorkers: Int32
+    /// Threads running a hash now.
+    public var hashBusyWorkers: Int32
+    /// Hash jobs waiting for a thread.
+    public var hashQueueDepth: Int32
+    /// The most jobs allowed to wait; past it callers get `overloaded`.
+    public var hashQueueLimit: Int32
+    /// Hash jobs finished since the service started.
+    public var hashCompleted: Int64
+    /// Hash jobs refused with `overloaded` since the service started.
+    public var hashRejected: Int64
+
+    public init(
+        hashWorkers: Int32 = 0, hashBusyWorkers: Int32 = 0, hashQueueDepth: Int32 = 0, hashQueueLimit: Int32 = 0,
+        hashCompleted: Int64 = 0, hashRejected: Int64 = 0
+    ) {
+        self.hashWorkers = hashWorkers
+        self.hashBusyWorkers = hashBusyWorkers
+        self.hashQueueDepth = hashQueueDepth
+        self.hashQueueLimit = hashQueueLimit
+        self.hashCompleted = hashCompleted
+        self.hashRejected = hashRejected
+    }
+
+    enum CodingKeys: Int, CodingKey {
+        case hashWorkers = 1, hashBusyWorkers = 2, hashQueueDepth = 3, hashQueueLimit = 4, hashCompleted = 5, hashRejected = 6
+    }
+}
+
 /// The identity service's methods.
 public enum IdentityAPI {
     /// Creates a user with an email and password, then a session.
@@ -200,6 +232,8 @@ public enum IdentityAPI {
     public static let setDisabled = RPCMethod<SetDisabledRequest, User>(name: "identity.setDisabled", idempotent: true)
     public static let passwordStrength = RPCMethod<PasswordStrengthRequest, PasswordStrengthResponse>(
         name: "identity.passwordStrength", idempotent: true)
+    /// The hashing pool's state, for metrics. Cheap: answered without touching the database.
+    public static let stats = RPCMethod<Empty, IdentityStats>(name: "identity.stats", idempotent: true)
     /// Shared with the token service (`ServiceContracts.claimsForSession`).
     public static let claimsForSession = ServiceContracts.claimsForSession
 

@@ -46,6 +46,20 @@ public final class HashPool: Sendable {
         }
     }
 
+    /// The pool's counters, read together.
+    public struct Snapshot: Sendable, Hashable {
+        /// Jobs waiting for a worker.
+        public var queued: Int
+        /// Workers running a job.
+        public var running: Int
+        /// Jobs finished since the pool started.
+        public var completed: Int
+        /// Jobs refused (`overloaded`) since the pool started.
+        public var rejected: Int
+    }
+
+    /// The pool's counters, read under one lock.
+    public var snapshot: Snapshot { state.snapshot() }
     /// Jobs waiting for a worker (a metric).
     public var queueDepth: Int { state.snapshot().queued }
     /// Workers currently running a job (a metric).
@@ -63,6 +77,7 @@ public final class HashPool: Sendable {
         private var head = 0
         private var running = 0
         private var completed = 0
+        private var rejected = 0
         private var stopped = false
         private let queueLimit: Int
 
@@ -74,16 +89,19 @@ public final class HashPool: Sendable {
         func enqueue(_ job: @escaping Job) -> Bool {
             condition.lock()
             defer { condition.unlock() }
-            guard !stopped, jobs.count - head < queueLimit else { return false }
+            guard !stopped, jobs.count - head < queueLimit else {
+                rejected += 1
+                return false
+            }
             jobs.append(job)
             condition.signal()
             return true
         }
 
-        func snapshot() -> (queued: Int, running: Int, completed: Int) {
+        func snapshot() -> Snapshot {
             condition.lock()
             defer { condition.unlock() }
-            return (jobs.count - head, running, completed)
+            return Snapshot(queued: jobs.count - head, running: running, completed: completed, rejected: rejected)
         }
 
         func stop() {

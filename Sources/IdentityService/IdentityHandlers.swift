@@ -47,10 +47,19 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
         router.register(IdentityAPI.claimsForSession) { request, _ in try await claimsForSession(request) }
         router.register(IdentityAPI.passwordStrength) { request, _ in passwordStrength(request) }
+        router.register(IdentityAPI.stats) { _, _ in stats() }
         return router
     }
 
     // MARK: Methods
+
+    /// The hashing pool's state (`identity.stats`).
+    public func stats() -> IdentityStats {
+        let pool = hasher.pool.snapshot
+        return IdentityStats(
+            hashWorkers: Int32(hasher.pool.workers), hashBusyWorkers: Int32(pool.running), hashQueueDepth: Int32(pool.queued),
+            hashQueueLimit: Int32(hasher.pool.queueLimit), hashCompleted: Int64(pool.completed), hashRejected: Int64(pool.rejected))
+    }
 
     /// Creates a user, then asks the token service for a session.
     public func signUp(_ request: SignUpRequest) async throws -> AuthResponse {

@@ -53,8 +53,22 @@ func exerciseAPI(_ stack: Stack) async throws {
     let discovery = try await stack.request("GET", "/.well-known/openid-configuration")
     #expect(discovery.json["jwks_uri"] as? String == stack.baseURL + "/.well-known/jwks.json")
     #expect(try await stack.request("GET", "/healthz").status == 200)
-    let metrics = try await stack.request("GET", "/metrics")
-    #expect(String(decoding: metrics.body, as: UTF8.self).contains("http_requests"))
+    let metrics = String(decoding: try await stack.request("GET", "/metrics").body, as: UTF8.self)
+    #expect(metrics.contains("http_requests"))
+    // RPC latency by method and outcome, as the gateway saw it.
+    #expect(metrics.contains(#"gatehouse_rpc_call_duration_seconds_count{service="identity",method="identity.signUp",code="ok"}"#), "\(metrics)")
+    #expect(metrics.contains(#"gatehouse_rpc_call_duration_seconds_count{service="identity",method="identity.signUp",code="email_exists"}"#))
+    #expect(metrics.contains(#"gatehouse_rpc_call_duration_seconds_count{service="identity",method="identity.signIn",code="invalid_credentials"}"#))
+    // The identity service's hashing pool, asked at the scrape: a sign-up, two failed sign-ins and
+    // a sign-in have each hashed once (the duplicate and the weak password were refused before hashing).
+    func gauge(_ name: String) -> Int? {
+        metrics.split(separator: "\n").first { $0.hasPrefix(name + " ") }.flatMap { Double($0.split(separator: " ").last ?? "").map { Int($0) } }
+    }
+    #expect(gauge("gatehouse_identity_stats_up") == 1)
+    #expect((gauge("gatehouse_identity_hash_pool_workers") ?? 0) >= 1)
+    #expect(gauge("gatehouse_identity_hash_pool_queue_depth") == 0)
+    #expect(gauge("gatehouse_identity_hash_pool_queue_limit") == 64)
+    #expect((gauge("gatehouse_identity_hash_pool_completed_jobs") ?? 0) >= 4)
     #expect(try await stack.request("GET", "/openapi.json").json["openapi"] as? String == "3.1.0")
     #expect(try await stack.request("GET", "/nowhere").status == 404)
     // Refresh rotates; reuse after the grace window is covered by the token service's tests.

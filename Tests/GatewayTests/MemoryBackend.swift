@@ -35,6 +35,8 @@ final class MemoryBackend: GatewayBackend {
         var nextID = 1
         var lastClient: ClientInfo?
         var jwksFails = false
+        /// What `hashPoolStats()` answers (nil: the identity service does not answer).
+        var hashPool: HashPoolStats?
     }
 
     let state = Mutex(State())
@@ -196,6 +198,8 @@ final class MemoryBackend: GatewayBackend {
     }
 
     func ready() async -> Bool { state.withLock { $0.ready } }
+
+    func hashPoolStats() async -> HashPoolStats? { state.withLock { $0.hashPool } }
 
     func revocations() -> AsyncStream<String> {
         let (stream, continuation) = AsyncStream.makeStream(of: String.self)

@@ -160,10 +160,48 @@ import CoreMetrics
             #expect(r.text.contains(#"gatehouse_http_requests_total{route="/healthz",method="GET",status="200"} 2"#), "\(r.text)")
             #expect(r.text.contains(#"gatehouse_http_requests_total{route="unmatched",method="GET",status="404"} 1"#))
             #expect(r.text.contains("gatehouse_http_request_duration_seconds_bucket"))
-            // The factory writes into the same registry (how the RPC adapter records method latency).
-            let timer = CoreMetricsTimer(label: "gatehouse_rpc_duration_seconds", dimensions: [("method", "identity.signIn")], factory: h.metrics.factory)
+            // The factory writes into the same registry (for swift-metrics users in the process).
+            let timer = CoreMetricsTimer(label: "gatehouse_test_duration_seconds", dimensions: [("method", "x")], factory: h.metrics.factory)
             timer.recordMilliseconds(3)
-            #expect(h.metrics.registry.emitToString().contains("gatehouse_rpc_duration_seconds"))
+            #expect(h.metrics.registry.emitToString().contains("gatehouse_test_duration_seconds"))
+        }
+    }
+
+    @Test func metricsShowRPCLatencyByMethodAndOutcome() async throws {
+        try await Harness.run { h in
+            h.metrics.recordRPC(service: "identity", method: "identity.signIn", code: "ok", duration: .microseconds(800))
+            h.metrics.recordRPC(service: "identity", method: "identity.signIn", code: "invalid_credentials", duration: .milliseconds(30))
+            let text = try await h.request(.get, "/metrics").text
+            #expect(text.contains(#"gatehouse_rpc_call_duration_seconds_count{service="identity",method="identity.signIn",code="ok"} 1"#), "\(text)")
+            #expect(text.contains(#"gatehouse_rpc_call_duration_seconds_count{service="identity",method="identity.signIn",code="invalid_credentials"} 1"#))
+            // 800 µs falls in the 1 ms bucket, not in the 500 µs one.
+            #expect(text.contains(#"gatehouse_rpc_call_duration_seconds_bucket{service="identity",method="identity.signIn",code="ok",le="0.0005"} 0"#))
+            #expect(text.contains(#"gatehouse_rpc_call_duration_seconds_bucket{service="identity",method="identity.signIn",code="ok",le="0.001"} 1"#))
+        }
+    }
+
+    @Test func metricsAskTheIdentityServiceForTheHashPoolAtEachScrape() async throws {
+        try await Harness.run { h in
+            h.backend.state.withLock {
+                $0.hashPool = HashPoolStats(workers: 2, busyWorkers: 2, queueDepth: 17, queueLimit: 64, completed: 120, rejected: 3)
+            }
+            var text = try await h.request(.get, "/metrics").text
+            #expect(text.contains("gatehouse_identity_stats_up 1"), "\(text)")
+            #expect(text.contains("gatehouse_identity_hash_pool_queue_depth 17"))
+            #expect(text.contains("gatehouse_identity_hash_pool_queue_limit 64"))
+            #expect(text.contains("gatehouse_identity_hash_pool_busy_workers 2"))
+            #expect(text.contains("gatehouse_identity_hash_pool_workers 2"))
+            #expect(text.contains("gatehouse_identity_hash_pool_completed_jobs 120"))
+            #expect(text.contains("gatehouse_identity_hash_pool_rejected_jobs 3"))
+            // The queue drains: the next scrape shows it.
+            h.backend.state.withLock { $0.hashPool?.queueDepth = 0 }
+            text = try await h.request(.get, "/metrics").text
+            #expect(text.contains("gatehouse_identity_hash_pool_queue_depth 0"))
+            // The identity service stops answering: up drops to 0, the scrape still succeeds.
+            h.backend.state.withLock { $0.hashPool = nil }
+            let r = try await h.request(.get, "/metrics")
+            #expect(r.status == .ok)
+            #expect(r.text.contains("gatehouse_identity_stats_up 0"))
         }
     }
 

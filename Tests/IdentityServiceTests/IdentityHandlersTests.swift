@@ -205,6 +205,25 @@ import Testing
             try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "busy@example.com", password: strong))
         }
         #expect(try await h.store.count() == 0)
+        let stats = try await h.caller.call(IdentityAPI.stats, Empty())
+        #expect(stats.hashRejected == 1)
+        #expect(stats.hashQueueLimit == 0)
+        #expect(stats.hashQueueDepth == 0)
+        #expect(stats.hashWorkers >= 1)
+    }
+
+    @Test func statsCountFinishedHashJobs() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        #expect(try await h.caller.call(IdentityAPI.stats, Empty()).hashCompleted == 0)
+        _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "stats@example.com", password: strong))
+        await expectCode(.invalidCredentials) {
+            try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "nobody@example.com", password: strong))
+        }
+        let stats = try await h.caller.call(IdentityAPI.stats, Empty())
+        #expect(stats.hashCompleted == 2)  // the sign-up's hash and the unknown email's dummy hash
+        #expect(stats.hashRejected == 0)
+        #expect(stats.hashBusyWorkers == 0)
     }
 
     @Test func realDefaultParametersEndToEnd() async throws {
