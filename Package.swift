@@ -185,6 +185,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The ceiling route for the `GET /v1/me` load test (BENCHMARKS.md): only verifies the JWT.
+        .executableTarget(
+            name: "gatehouse-jwt-ceiling",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "gatehouse-load",
             dependencies: [
