@@ -1,101 +1,65 @@
 import GatehouseProtocol
 import Logging
-import ProtoCodec
 import ZeroMQ
 
-/// The I/O thread of an `RPCClient`: the only code that touches its DEALER socket.
+/// The I/O thread of an `RPCClient`: receives replies, resumes the waiting callers, retries
+/// requests the socket could not take at once, and fails calls past their deadline. Callers
+/// send their requests themselves when the socket takes them without waiting; the socket is
+/// shared with them only through `ClientSocket`'s lock.
 final class ClientLoop {
     private let client: RPCClient.Core
-    private let socket: Socket
     private let poller = Poller()
     private var commands: [RPCClient.Command] = []
-    private var outbox = FIFO<(id: UInt64, header: [UInt8], body: [UInt8])>()
-    private var unsent = Set<UInt64>()
-    private var deadlines = DeadlineHeap()
+    private var completions: [Completion] = []
 
-    init(client: RPCClient.Core, socket: Socket) {
+    init(client: RPCClient.Core) {
         self.client = client
-        self.socket = socket
     }
 
     func run() {
-        let socketIndex = poller.add(socket, events: .readable)
-        poller.add(fileDescriptor: client.io.signal.fileDescriptor, events: .readable)
+        poller.add(fileDescriptor: client.socket.fileDescriptor, events: .readable)
+        let signalIndex = poller.add(fileDescriptor: client.io.signal.fileDescriptor, events: .readable)
+        let endpoint = client.configuration.endpoint
         var running = true
+        var wakeAt: ContinuousClock.Instant?
+        var moreToRead = true
         while running {
-            do {
-                _ = try poller.poll(timeoutMilliseconds: pollTimeout(until: deadlines.earliest))
-            } catch {
-                client.logger.error("rpc client poll failed: \(error)")
-                break
+            if !moreToRead && client.io.prepareToSleep() {
+                do {
+                    _ = try poller.poll(timeoutMilliseconds: pollTimeout(until: wakeAt))
+                } catch {
+                    client.logger.error("rpc client poll failed: \(error)")
+                    break
+                }
+                client.io.wokeUp(signalled: poller.readyEvents(at: signalIndex).contains(.readable))
             }
-            client.io.drain(into: &commands)
+            client.io.take(into: &commands)
             for command in commands {
                 switch command {
-                case let .send(id, header, body, deadline):
-                    outbox.append((id, header, body))
-                    unsent.insert(id)
-                    deadlines.insert(deadline, id)
-                case .stop:
-                    running = false
+                case .wake: break
+                case .stop: running = false
                 }
             }
+            commands.removeAll(keepingCapacity: true)
+            let now = ContinuousClock.now
             do {
-                try flush()
-                try receiveReplies()
+                let outcome = try client.socket.withLock { channel in
+                    try channel.service(now: now, endpoint: endpoint, completions: &completions)
+                }
+                (moreToRead, wakeAt) = (outcome.moreToRead, outcome.wakeAt)
+                if outcome.malformedReplies > 0 {
+                    client.logger.warning("rpc client dropped \(outcome.malformedReplies) malformed replies")
+                }
             } catch {
                 client.logger.error("rpc client socket failed: \(error)")
-                break
+                running = false
             }
-            let now = ContinuousClock.now
-            while let id = deadlines.popExpired(now: now) {
-                if unsent.remove(id) != nil {
-                    client.fail(id, RPCError(.unavailable, "no connection to \(client.configuration.endpoint)"))
-                } else {
-                    client.fail(id, RPCError(.deadlineExceeded, "no reply before the deadline"))
-                }
-            }
-            poller.setEvents(outbox.isEmpty ? .readable : [.readable, .writable], at: socketIndex)
+            for completion in completions { completion.resume() }
+            completions.removeAll(keepingCapacity: true)
         }
-        let abandoned = client.state.withLock { state -> [RPCClient.Pending] in
-            state.closed = true
-            defer { state.pending.removeAll() }
-            return Array(state.pending.values)
-        }
-        for pending in abandoned {
-            pending.continuation.resume(throwing: RPCError(.unavailable, "the client was closed"))
-        }
-        socket.close()
-    }
-
-    /// Sends queued requests until the socket would block (no connection, or high-water mark).
-    private func flush() throws {
-        while let next = outbox.first {
-            guard client.isPending(next.id) else {
-                // Cancelled or expired while queued.
-                outbox.removeFirst()
-                unsent.remove(next.id)
-                continue
-            }
-            guard try socket.send(multipart: [next.header, next.body], dontWait: true) else { return }
-            outbox.removeFirst()
-            unsent.remove(next.id)
-        }
-    }
-
-    private func receiveReplies() throws {
-        // Bounded so a flood of replies cannot starve sending.
-        for _ in 0..<1024 {
-            guard let frames = try socket.receiveMultipart(dontWait: true) else { return }
-            guard frames.count == 2, let header = try? ProtobufDecoder().decode(ReplyHeader.self, from: frames[0]) else {
-                client.logger.warning("dropping a malformed reply (\(frames.count) frames)")
-                continue
-            }
-            if let error = header.error {
-                client.complete(header.requestID, .failure(error))
-            } else {
-                client.complete(header.requestID, .success(frames[1]))
-            }
+        let abandoned = client.socket.withLock { $0.close() }
+        for continuation in abandoned {
+            continuation.resume(throwing: RPCError(.unavailable, "the client was closed"))
         }
     }
 }

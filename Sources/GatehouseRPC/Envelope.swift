@@ -69,3 +69,165 @@ struct ReplyHeader: Codable, Sendable, Equatable {
         case error = 2
     }
 }
+
+// MARK: - Hand-written wire forms for the hot path
+//
+// The envelope headers are encoded and decoded on every call. `ProtobufEncoder`/`Decoder` go
+// through `Codable` (several allocations each); these write and read the same proto3 bytes
+// directly. Decoding falls back to `ProtobufDecoder` for anything unusual (unknown fields,
+// another wire type, invalid UTF-8), so what is accepted or refused does not change.
+
+/// Appends protobuf varints and tagged fields to a byte buffer.
+struct WireWriter {
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    var count = 0
+
+    mutating func varint(_ value: UInt64) {
+        var v = value
+        while v >= 0x80 {
+            precondition(count < capacity)
+            base.storeBytes(of: UInt8(truncatingIfNeeded: v) | 0x80, toByteOffset: count, as: UInt8.self)
+            count += 1
+            v >>= 7
+        }
+        precondition(count < capacity)
+        base.storeBytes(of: UInt8(v), toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    /// A varint field; proto3 leaves out zero.
+    mutating func field(_ number: UInt64, varint value: UInt64) {
+        guard value != 0 else { return }
+        varint(number << 3)
+        varint(value)
+    }
+
+    /// A length-delimited string field; proto3 leaves out the empty string.
+    mutating func field(_ number: UInt64, string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            guard !utf8.isEmpty else { return }
+            varint(number << 3 | 2)
+            varint(UInt64(utf8.count))
+            precondition(count + utf8.count <= capacity)
+            (base + count).copyMemory(from: utf8.baseAddress!, byteCount: utf8.count)
+            count += utf8.count
+        }
+    }
+}
+
+/// Reads protobuf varints from a byte buffer.
+struct WireReader {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+
+    var atEnd: Bool { index >= bytes.count }
+
+    mutating func varint() -> UInt64? {
+        var result: UInt64 = 0
+        var shift: UInt64 = 0
+        while index < bytes.count, shift < 64 {
+            let b = bytes[index]
+            index += 1
+            result |= UInt64(b & 0x7F) << shift
+            if b & 0x80 == 0 { return result }
+            shift += 7
+        }
+        return nil
+    }
+
+    /// A length-delimited payload, as a slice of `bytes`.
+    mutating func lengthDelimited() -> UnsafeRawBufferPointer? {
+        guard let length = varint(), length <= UInt64(bytes.count - index) else { return nil }
+        let start = index
+        index += Int(length)
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+    }
+}
+
+extension RequestHeader {
+    /// Upper bound of the encoded size.
+    private var maxEncodedSize: Int { 40 + method.utf8.count + traceParent.utf8.count }
+
+    /// Lends the encoded header to `body` without allocating (a stack buffer).
+    func withEncoded<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(byteCount: maxEncodedSize, alignment: 1) { buffer in
+            var writer = WireWriter(base: buffer.baseAddress!, capacity: buffer.count)
+            writer.field(1, varint: UInt64(version))
+            writer.field(2, varint: requestID)
+            writer.field(3, string: method)
+            writer.field(4, varint: UInt64(timeoutMs))
+            writer.field(5, string: traceParent)
+            return try body(UnsafeRawBufferPointer(start: buffer.baseAddress, count: writer.count))
+        }
+    }
+
+    /// The encoded header (the same bytes `ProtobufEncoder` writes).
+    func encoded() -> [UInt8] {
+        withEncoded { Array($0) }
+    }
+
+    /// Decodes a header: the common shape directly, anything else through `ProtobufDecoder`.
+    static func decode(_ bytes: [UInt8]) throws -> RequestHeader {
+        if let header = bytes.withUnsafeBytes({ fastDecode($0) }) { return header }
+        return try ProtobufDecoder().decode(RequestHeader.self, from: bytes)
+    }
+
+    /// Nil when the bytes hold anything but fields 1–5 with their own wire types and valid UTF-8.
+    static func fastDecode(_ bytes: UnsafeRawBufferPointer) -> RequestHeader? {
+        var header = RequestHeader(version: 0, requestID: 0, method: "", timeoutMs: 0, traceParent: "")
+        var reader = WireReader(bytes: bytes)
+        while !reader.atEnd {
+            guard let key = reader.varint() else { return nil }
+            switch key {
+            case 1 << 3:
+                guard let v = reader.varint(), let v32 = UInt32(exactly: v) else { return nil }
+                header.version = v32
+            case 2 << 3:
+                guard let v = reader.varint() else { return nil }
+                header.requestID = v
+            case 3 << 3 | 2:
+                guard let s = reader.lengthDelimited(), let string = String(validating: s, as: UTF8.self) else { return nil }
+                header.method = string
+            case 4 << 3:
+                guard let v = reader.varint(), let v32 = UInt32(exactly: v) else { return nil }
+                header.timeoutMs = v32
+            case 5 << 3 | 2:
+                guard let s = reader.lengthDelimited(), let string = String(validating: s, as: UTF8.self) else { return nil }
+                header.traceParent = string
+            default:
+                return nil
+            }
+        }
+        return header
+    }
+}
+
+extension ReplyHeader {
+    /// The encoded header: written directly for a success, through `ProtobufEncoder` for an error.
+    func encoded() throws -> [UInt8] {
+        guard error == nil else { return try ProtobufEncoder().encode(self) }
+        return withUnsafeTemporaryAllocation(byteCount: 12, alignment: 1) { buffer in
+            var writer = WireWriter(base: buffer.baseAddress!, capacity: buffer.count)
+            writer.field(1, varint: requestID)
+            return Array(UnsafeRawBufferPointer(start: buffer.baseAddress, count: writer.count))
+        }
+    }
+
+    /// Decodes a header: a success (only field 1) directly, anything else through `ProtobufDecoder`.
+    static func decode(_ bytes: UnsafeRawBufferPointer) throws -> ReplyHeader {
+        var reader = WireReader(bytes: bytes)
+        var requestID: UInt64 = 0
+        var simple = true
+        while !reader.atEnd {
+            guard reader.varint() == 1 << 3, let v = reader.varint() else {
+                simple = false
+                break
+            }
+            requestID = v
+        }
+        if simple { return ReplyHeader(requestID: requestID, error: nil) }
+        return try ProtobufDecoder().decode(ReplyHeader.self, from: bytes)
+    }
+}

@@ -38,7 +38,7 @@ final class IOThread<Command: Sendable>: Sendable {
     /// Hands `command` to the thread and wakes it. Safe from any thread or task.
     func submit(_ command: Command) {
         queue.withLock { $0.append(command) }
-        if !signalled.exchange(true, ordering: .acquiringAndReleasing) {
+        if !signalled.exchange(true, ordering: .sequentiallyConsistent) {
             signal.signal()
         }
     }
@@ -52,6 +52,40 @@ final class IOThread<Command: Sendable>: Sendable {
         signalled.store(false, ordering: .sequentiallyConsistent)
         buffer.removeAll(keepingCapacity: true)
         queue.withLock { swap(&$0, &buffer) }
+    }
+
+    // MARK: Sleeping only when there is nothing to do
+    //
+    // A loop that wants to do its own work between polls (run jobs it queued to itself, keep
+    // reading a busy socket) uses these three instead of `drain(into:)`. `signalled` then means
+    // "the thread will look at the queue again before it sleeps": while it is awake, `submit`
+    // costs no system call.
+
+    /// On the I/O thread, right after a poll returned: marks the thread awake, so producers stop
+    /// signalling until it prepares to sleep again, and consumes the wake-up if the poll saw it
+    /// (`signalled`; a signal raised after the poll makes the next poll return at once, which
+    /// costs a loop turn, never a lost command).
+    func wokeUp(signalled wasSignalled: Bool) {
+        signalled.store(true, ordering: .sequentiallyConsistent)
+        if wasSignalled { signal.clear() }
+    }
+
+    /// On the I/O thread: takes every queued command without touching the wake-up state.
+    func take(into buffer: inout [Command]) {
+        buffer.removeAll(keepingCapacity: true)
+        queue.withLock { swap(&$0, &buffer) }
+    }
+
+    /// On the I/O thread, before it polls: returns `true` when it may sleep. From the moment the
+    /// flag is reset, a producer raises the signal, so a command queued after the check below
+    /// still wakes the poll; one queued before it is seen here and the thread stays awake.
+    func prepareToSleep() -> Bool {
+        signalled.store(false, ordering: .sequentiallyConsistent)
+        if queue.withLock({ !$0.isEmpty }) {
+            signalled.store(true, ordering: .sequentiallyConsistent)
+            return false
+        }
+        return true
     }
 
     /// Waits until the thread's body has returned.

@@ -35,18 +35,10 @@ public final class RPCClient: RPCCaller, Sendable {
     }
 
     enum Command: Sendable {
-        case send(id: UInt64, header: [UInt8], body: [UInt8], deadline: ContinuousClock.Instant)
+        /// Look at the socket and the deadlines (a caller queued a request, saw a reply
+        /// waiting, or started a call with an earlier deadline).
+        case wake
         case stop
-    }
-
-    struct Pending {
-        var continuation: UnsafeContinuation<[UInt8], any Error>
-    }
-
-    struct State {
-        var nextID: UInt64 = 1
-        var pending: [UInt64: Pending] = [:]
-        var closed = false
     }
 
     /// What the client and its I/O thread share. The thread holds this, not the client, so
@@ -55,32 +47,21 @@ public final class RPCClient: RPCCaller, Sendable {
         let configuration: Configuration
         let logger: Logger
         let io: IOThread<Command>
-        let state = Mutex(State())
+        let socket: ClientSocket
+        let nextID = Atomic<UInt64>(1)
 
-        init(configuration: Configuration, logger: Logger) throws {
+        init(configuration: Configuration, logger: Logger, socket: sending Socket) throws {
             self.configuration = configuration
             self.logger = logger
             self.io = try IOThread()
+            self.socket = try ClientSocket(socket)
         }
 
         /// Completes call `id` with an error, if it is still waiting.
         func fail(_ id: UInt64, _ error: RPCError) {
-            if let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) {
-                pending.continuation.resume(throwing: error)
+            if let continuation = socket.withLock({ $0.remove(id) }) {
+                continuation.resume(throwing: error)
             }
-        }
-
-        /// Completes call `id` with a reply, if it is still waiting.
-        func complete(_ id: UInt64, _ result: Result<[UInt8], RPCError>) {
-            guard let pending = state.withLock({ $0.pending.removeValue(forKey: id) }) else { return }
-            switch result {
-            case .success(let body): pending.continuation.resume(returning: body)
-            case .failure(let error): pending.continuation.resume(throwing: error)
-            }
-        }
-
-        func isPending(_ id: UInt64) -> Bool {
-            state.withLock { $0.pending[id] != nil }
         }
     }
 
@@ -92,9 +73,8 @@ public final class RPCClient: RPCCaller, Sendable {
 
     /// Connects to `configuration.endpoint` (in the background) and starts the I/O thread.
     public init(configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {
-        self.core = try Core(configuration: configuration, logger: logger)
-        // Make the socket here so configuration errors surface to the caller, then move it to
-        // the I/O thread, which is its only user from then on.
+        // Make the socket here so configuration errors surface to the caller, then move it
+        // into the core's `ClientSocket`, the only way to reach it from then on.
         let socket = try context.socket(.dealer)
         try socket.set([
             .linger(0), .immediate(true), .reconnectInterval(100), .reconnectIntervalMax(1000),
@@ -103,7 +83,8 @@ public final class RPCClient: RPCCaller, Sendable {
         ])
         try socket.configureCurveClient(configuration.curve)
         try socket.connect(configuration.endpoint)
-        let loop = ClientLoop(client: core, socket: socket)
+        self.core = try Core(configuration: configuration, logger: logger, socket: socket)
+        let loop = ClientLoop(client: core)
         io.start(name: "rpc-client \(configuration.endpoint)") { loop.run() }
     }
 
@@ -145,39 +126,36 @@ public final class RPCClient: RPCCaller, Sendable {
         }
     }
 
-    /// Sends one attempt and waits for its reply body.
+    /// Sends one attempt and waits for its reply body. The request goes out from the calling
+    /// thread when the socket takes it without waiting; the I/O thread is woken only when it
+    /// has something to do (a queued request, a waiting reply, an earlier deadline).
     func send(method: String, body: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration) async throws -> [UInt8] {
-        let id = core.state.withLock { state -> UInt64 in
-            defer { state.nextID &+= 1 }
-            return state.nextID
-        }
+        let id = core.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         let header = RequestHeader(
             version: rpcProtocolVersion, requestID: id, method: method,
             timeoutMs: UInt32(clamping: max(1, ms)), traceParent: "")
-        let headerBytes: [UInt8]
-        do { headerBytes = try ProtobufEncoder().encode(header) } catch {
-            throw RPCError(.internal, "request header does not encode")
-        }
+        let core = self.core
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8], any Error>) in
-                let accepted = core.state.withLock { state -> Bool in
-                    if state.closed { return false }
-                    state.pending[id] = Pending(continuation: continuation)
-                    return true
+                let outcome = core.socket.withLock { channel in
+                    channel.start(id: id, header: header, body: body, deadline: deadline, continuation: continuation)
                 }
-                guard accepted else {
-                    continuation.resume(throwing: RPCError(.unavailable, "the client for \(configuration.endpoint) is closed"))
+                switch outcome {
+                case .closed:
+                    continuation.resume(throwing: RPCError(.unavailable, "the client for \(core.configuration.endpoint) is closed"))
                     return
+                case .started(let wakeIOThread):
+                    if wakeIOThread { core.io.submit(.wake) }
                 }
+                // Registered first, checked second: a cancellation in between is seen by one
+                // of this check and the cancellation handler.
                 if Task.isCancelled {
-                    fail(id, RPCError(.cancelled, "the call was cancelled"))
-                    return
+                    core.fail(id, RPCError(.cancelled, "the call was cancelled"))
                 }
-                io.submit(.send(id: id, header: headerBytes, body: body, deadline: deadline))
             }
         } onCancel: {
-            fail(id, RPCError(.cancelled, "the call was cancelled"))
+            core.fail(id, RPCError(.cancelled, "the call was cancelled"))
         }
     }
 

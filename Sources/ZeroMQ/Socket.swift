@@ -171,6 +171,14 @@ public final class Socket {
         }
     }
 
+    /// The socket's `ZMQ_FD`: a descriptor that becomes readable when the socket may have
+    /// become readable or writable. Edge-triggered: after waiting on it, and after *any*
+    /// operation on the socket, read `events` to learn the actual state. Safe to wait on from a
+    /// thread that does not otherwise use the socket.
+    public var fileDescriptor: Int32 {
+        get throws { try int32Option(ZMQ_FD) }
+    }
+
     // MARK: - Helpers
 
     func check(_ rc: Int32, _ operation: @autoclosure () -> String) throws {

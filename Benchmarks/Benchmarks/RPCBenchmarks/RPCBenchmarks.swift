@@ -29,6 +29,10 @@ final class Fixture: @unchecked Sendable {
     var echoProcess: Process?
     var tcpClient: RPCClient?
     var rawTCPEndpoint = ""
+    /// One raw dealer per floor, reused: the closure runs once per sample, and a socket made
+    /// (and closed) each time exhausted file descriptors under load (libzmq reaps them lazily).
+    lazy var rawInprocDealer = try! RawDealer(endpoint: rawInprocEndpoint)
+    var rawTCPDealer: RawDealer?
     let stdinPipe = Pipe()
 
     private init() {
@@ -91,7 +95,7 @@ let benchmarks: @Sendable () -> Void = {
         warmupIterations: 1000, maxDuration: .seconds(5), maxIterations: 50_000)
 
     Benchmark("raw libzmq round trip inproc (floor)", configuration: latency) { benchmark in
-        let dealer = try RawDealer(endpoint: Fixture.shared.rawInprocEndpoint)
+        let dealer = Fixture.shared.rawInprocDealer
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { try dealer.roundTrip() }
     }
@@ -103,7 +107,8 @@ let benchmarks: @Sendable () -> Void = {
 
     Benchmark("raw libzmq round trip tcp, 2 processes (floor)", configuration: latency) { benchmark in
         try Fixture.shared.startEchoProcess()
-        let dealer = try RawDealer(endpoint: Fixture.shared.rawTCPEndpoint)
+        if Fixture.shared.rawTCPDealer == nil { Fixture.shared.rawTCPDealer = try RawDealer(endpoint: Fixture.shared.rawTCPEndpoint) }
+        let dealer = Fixture.shared.rawTCPDealer!
         try dealer.roundTrip()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { try dealer.roundTrip() }

@@ -1,0 +1,220 @@
+import GatehouseProtocol
+import Synchronization
+import ZeroMQ
+
+/// An `RPCClient`'s DEALER socket and the calls on it, behind one lock.
+///
+/// libzmq sockets must never be used by two threads at once. Here two kinds of thread use the
+/// socket — a calling task sending its request directly (no hop to the I/O thread), and the
+/// client's I/O thread receiving replies and retrying blocked sends — so the socket lives
+/// inside a `Mutex` and is reachable only as a `private` property of `ClientChannel`, a
+/// non-copyable value that exists only inside that mutex (its initializer is `fileprivate`,
+/// and a non-copyable value cannot be copied out of `withLock`). Code outside this file can
+/// only call `ClientChannel`'s methods from inside `withLock`, so every socket operation runs
+/// under the lock: the compiler enforces it, not a comment. The socket is never handed out.
+///
+/// The I/O thread does not `zmq_poll` the socket (that would use it without the lock); it polls
+/// the socket's `ZMQ_FD` (a plain descriptor, safe to wait on from any thread) and its wake-up
+/// signal. `ZMQ_FD` is edge-triggered: any operation on the socket may consume the readiness
+/// it signals. So every critical section that touches the socket ends by reading `ZMQ_EVENTS`,
+/// and when a reply is waiting a caller wakes the I/O thread (the `needsWake` outcome).
+final class ClientSocket: Sendable {
+    private let channel: Mutex<ClientChannel>
+    /// The socket's `ZMQ_FD`, for polling.
+    let fileDescriptor: Int32
+
+    /// Takes the socket; no other reference to it may exist (`sending`).
+    init(_ socket: sending Socket) throws {
+        fileDescriptor = try socket.fileDescriptor
+        channel = Mutex(ClientChannel(socket: socket))
+    }
+
+    /// Runs `body` with the channel, holding the lock.
+    func withLock<R: Sendable>(_ body: (inout ClientChannel) throws -> R) rethrows -> R {
+        try channel.withLock { channel in try body(&channel) }
+    }
+}
+
+/// A reply or failure to hand to a waiting caller once the lock is released.
+struct Completion: Sendable {
+    var continuation: UnsafeContinuation<[UInt8], any Error>
+    var result: Result<[UInt8], RPCError>
+
+    func resume() {
+        switch result {
+        case .success(let body): continuation.resume(returning: body)
+        case .failure(let error): continuation.resume(throwing: error)
+        }
+    }
+}
+
+/// What `ClientChannel.start` did with a call.
+enum StartOutcome: Sendable {
+    /// The client is closed; the call was not registered.
+    case closed
+    /// Registered (and sent, or queued). `wakeIOThread`: the I/O thread must look at the socket
+    /// (a reply is waiting, the request is queued, or its deadline is earlier than the thread's).
+    case started(wakeIOThread: Bool)
+}
+
+/// What `ClientChannel.service` found.
+struct ServiceOutcome: Sendable {
+    /// More replies are waiting, or queued requests can be sent: do not sleep.
+    var moreToRead: Bool
+    /// When to wake at the latest (the earliest deadline), nil: when signalled.
+    var wakeAt: ContinuousClock.Instant?
+    var malformedReplies: Int
+}
+
+/// The state guarded by `ClientSocket`'s lock. See `ClientSocket`.
+struct ClientChannel: ~Copyable {
+    private let socket: Socket
+    private var closed = false
+    private var pending: [UInt64: UnsafeContinuation<[UInt8], any Error>] = [:]
+    /// Requests the socket could not take yet (no connection, or high-water mark).
+    private var outbox = FIFO<(id: UInt64, header: [UInt8], body: [UInt8])>()
+    private var unsent = Set<UInt64>()
+    private var deadlines = DeadlineHeap()
+    /// When the I/O thread next wakes on its own (nil: not before it is signalled). A call whose
+    /// deadline is earlier must wake it, or nothing would fail the call on time.
+    private var ioWakesAt: ContinuousClock.Instant?
+    /// Malformed replies dropped during this `service` (the I/O thread logs them).
+    private var malformedReplies = 0
+
+    fileprivate init(socket: sending Socket) {
+        self.socket = socket
+        pending.reserveCapacity(256)
+    }
+
+    // MARK: Callers
+
+    /// Registers call `id` and sends its request now if the socket takes it without waiting,
+    /// else queues it for the I/O thread.
+    mutating func start(
+        id: UInt64, header: RequestHeader, body: [UInt8], deadline: ContinuousClock.Instant,
+        continuation: UnsafeContinuation<[UInt8], any Error>
+    ) -> StartOutcome {
+        if closed { return .closed }
+        pending[id] = continuation
+        deadlines.insert(deadline, id)
+        var wake = false
+        if ioWakesAt.map({ deadline < $0 }) ?? true {
+            ioWakesAt = deadline
+            wake = true
+        }
+        var sent = false
+        if outbox.isEmpty {
+            // An error here (the context is terminating) is left to the I/O thread, which meets it too.
+            sent = (try? sendNow(header: header, body: body)) ?? false
+        }
+        if !sent {
+            outbox.append((id, header.encoded(), body))
+            unsent.insert(id)
+            wake = true
+        }
+        // This send consumed any ZMQ_FD edge: a waiting reply, or a queue that can move again,
+        // is the I/O thread's to handle, so wake it.
+        if let events = try? socket.events {
+            if events.readable || (events.writable && !outbox.isEmpty) { wake = true }
+        } else {
+            wake = true
+        }
+        return .started(wakeIOThread: wake)
+    }
+
+    private func sendNow(header: RequestHeader, body: [UInt8]) throws -> Bool {
+        let first = try header.withEncoded { try socket.send($0, more: true, dontWait: true) }
+        guard first else { return false }
+        // Once the first frame is queued, libzmq takes the rest of the message.
+        try socket.send(body, more: false, dontWait: true)
+        return true
+    }
+
+    /// Forgets call `id`; returns its continuation if it was still waiting.
+    mutating func remove(_ id: UInt64) -> UnsafeContinuation<[UInt8], any Error>? {
+        pending.removeValue(forKey: id)
+    }
+
+    /// Calls waiting for a reply.
+    var pendingCount: Int { pending.count }
+
+    // MARK: The I/O thread
+
+    /// Sends what was queued, receives replies, expires calls past their deadline. Completions
+    /// are appended to `completions` for the caller to resume after releasing the lock. Returns
+    /// whether more replies are waiting (do not sleep) and when to wake at the latest.
+    mutating func service(
+        now: ContinuousClock.Instant, endpoint: String, completions: inout [Completion]
+    ) throws -> ServiceOutcome {
+        try flush()
+        try receiveReplies(into: &completions)
+        while let id = deadlines.popExpired(now: now) {
+            let wasUnsent = unsent.remove(id) != nil
+            guard let continuation = pending.removeValue(forKey: id) else { continue }
+            let error = wasUnsent
+                ? RPCError(.unavailable, "no connection to \(endpoint)")
+                : RPCError(.deadlineExceeded, "no reply before the deadline")
+            completions.append(Completion(continuation: continuation, result: .failure(error)))
+        }
+        // Reading ZMQ_EVENTS consumes the ZMQ_FD edge: whatever it reports (a reply waiting, or
+        // the socket writable again while requests are queued) must be acted on before sleeping.
+        let events = try socket.events
+        ioWakesAt = deadlines.earliest
+        defer { malformedReplies = 0 }
+        let moreToDo = events.readable || (events.writable && !outbox.isEmpty)
+        return ServiceOutcome(moreToRead: moreToDo, wakeAt: ioWakesAt, malformedReplies: malformedReplies)
+    }
+
+    /// Sends queued requests until the socket would block.
+    private mutating func flush() throws {
+        while let next = outbox.first {
+            guard pending[next.id] != nil else {
+                // Cancelled or expired while queued.
+                outbox.removeFirst()
+                unsent.remove(next.id)
+                continue
+            }
+            guard try socket.send(next.header, more: true, dontWait: true) else { return }
+            try socket.send(next.body, more: false, dontWait: true)
+            outbox.removeFirst()
+            unsent.remove(next.id)
+        }
+    }
+
+    private mutating func receiveReplies(into completions: inout [Completion]) throws {
+        // Bounded so a flood of replies cannot starve sending.
+        for _ in 0..<1024 {
+            // Header frame, read in place.
+            guard let (header, more) = try socket.receive(dontWait: true, { bytes, more in
+                (try? ReplyHeader.decode(bytes), more)
+            }) else { return }
+            var frames = 1
+            var body: [UInt8] = []
+            var hasMore = more
+            while hasMore {
+                guard let (bytes, next) = try socket.receive(dontWait: false) else { break }
+                if frames == 1 { body = bytes }
+                frames += 1
+                hasMore = next
+            }
+            guard frames == 2, let header else {
+                malformedReplies += 1
+                continue
+            }
+            guard let continuation = pending.removeValue(forKey: header.requestID) else { continue }
+            if let error = header.error {
+                completions.append(Completion(continuation: continuation, result: .failure(error)))
+            } else {
+                completions.append(Completion(continuation: continuation, result: .success(body)))
+            }
+        }
+    }
+
+    /// Closes the socket; returns the calls still waiting.
+    mutating func close() -> [UnsafeContinuation<[UInt8], any Error>] {
+        closed = true
+        socket.close()
+        defer { pending.removeAll() }
+        return Array(pending.values)
+    }
+}
