@@ -44,7 +44,7 @@ func makeGateway(
         leeway: configuration.clockLeeway.seconds, clock: clock)
     let routes = GatewayRoutes(
         backend: backend, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
-        clock: clock)
+        clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests))
 
     let endpoints = routes.endpoints()
     var table = RouteTable(logger: logger)

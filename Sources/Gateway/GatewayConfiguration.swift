@@ -29,6 +29,12 @@ public struct GatewayConfiguration: Sendable {
     public var jwksCacheTTL: Duration
     /// Most revoked session ids remembered at once (oldest dropped first). Default 100 000.
     public var maxRevokedSessions: Int
+    /// Most sign-ups and sign-ins (the requests that hash a password) this gateway lets through at
+    /// once. Past it the gateway answers 503 `overloaded` with `Retry-After` before reading the
+    /// body, so refusing the excess of a burst costs almost nothing and leaves the cores to the
+    /// hashing threads. Default 128 (the identity service's own bound is its hash queue, 64 by
+    /// default, plus one job per core).
+    public var maxPasswordRequests: Int
 
     public init(
         host: String = "127.0.0.1",
@@ -44,8 +50,10 @@ public struct GatewayConfiguration: Sendable {
         maxAccessTokenTTL: Duration = .seconds(15 * 60),
         jwksMinRefetchInterval: Duration = .seconds(5),
         jwksCacheTTL: Duration = .seconds(60),
-        maxRevokedSessions: Int = 100_000
+        maxRevokedSessions: Int = 100_000,
+        maxPasswordRequests: Int = 128
     ) {
+        self.maxPasswordRequests = maxPasswordRequests
         self.host = host
         self.port = port
         self.maxBodySize = maxBodySize

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import GatehouseProtocol
 import HTTPTypes
 import Hummingbird
@@ -14,6 +15,8 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     let revoked: RevocationList
     let metrics: GatewayMetrics
     let clock: GatewayClock
+    /// Sign-ups and sign-ins in flight (`configuration.maxPasswordRequests`).
+    let passwordRequests: InFlightLimit
 
     // MARK: Request bodies
 
@@ -66,6 +69,8 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     // MARK: Accounts and sessions
 
     @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        guard passwordRequests.acquire() else { throw GatewayError(RPCError(.overloaded, "too many password requests in flight")) }
+        defer { passwordRequests.release() }
         var request = request
         let (body, _) = try await request.decodeJSON(SignUpBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
@@ -79,6 +84,8 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     }
 
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        guard passwordRequests.acquire() else { throw GatewayError(RPCError(.overloaded, "too many password requests in flight")) }
+        defer { passwordRequests.release() }
         var request = request
         let (body, _) = try await request.decodeJSON(SignInBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
@@ -295,4 +302,24 @@ func withBackendTimeout<T: Sendable>(_ timeout: Duration, _ operation: @escaping
         defer { group.cancelAll() }
         return try await group.next()!
     }
+}
+
+/// A bound on requests in flight: `acquire` takes a place or refuses at once, never waits.
+final class InFlightLimit: Sendable {
+    let limit: Int
+    private let count = Atomic<Int>(0)
+
+    init(limit: Int) { self.limit = limit }
+
+    /// Takes a place; false (and nothing taken) when `limit` are already in flight.
+    func acquire() -> Bool {
+        if count.wrappingAdd(1, ordering: .acquiringAndReleasing).newValue <= limit { return true }
+        count.wrappingSubtract(1, ordering: .acquiringAndReleasing)
+        return false
+    }
+
+    func release() { count.wrappingSubtract(1, ordering: .acquiringAndReleasing) }
+
+    /// Requests in flight now.
+    var current: Int { count.load(ordering: .acquiring) }
 }

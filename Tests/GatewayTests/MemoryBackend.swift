@@ -37,6 +37,9 @@ final class MemoryBackend: GatewayBackend {
         var jwksFails = false
         /// What `hashPoolStats()` answers (nil: the identity service does not answer).
         var hashPool: HashPoolStats?
+        /// While true, sign-ins wait (counted in `waitingSignIns`) before answering.
+        var holdSignIns = false
+        var waitingSignIns = 0
     }
 
     let state = Mutex(State())
@@ -105,6 +108,11 @@ final class MemoryBackend: GatewayBackend {
     }
 
     func signIn(email: String, password: String, client: ClientInfo) async throws -> (UserView, SessionTokens) {
+        if state.withLock({ $0.holdSignIns }) {
+            state.withLock { $0.waitingSignIns += 1 }
+            while state.withLock({ $0.holdSignIns }) { try await Task.sleep(for: .milliseconds(2)) }
+            state.withLock { $0.waitingSignIns -= 1 }
+        }
         let user: UserView = try state.withLock { s in
             s.lastClient = client
             guard let id = s.idByEmail[email.lowercased()], let user = s.users[id] else {

@@ -167,6 +167,29 @@ import CoreMetrics
         }
     }
 
+    @Test func passwordRequestsPastTheGatewayBoundGetOverloadedAtOnce() async throws {
+        try await Harness.run(configure: { $0.maxPasswordRequests = 2 }) { h in
+            let body = #"{"email":"nobody@example.com","password":"whatever pw"}"#
+            h.backend.state.withLock { $0.holdSignIns = true }
+            async let first = h.request(.post, "/v1/sessions", json: body)
+            async let second = h.request(.post, "/v1/sessions", json: body)
+            while h.backend.state.withLock({ $0.waitingSignIns }) < 2 { try await Task.sleep(for: .milliseconds(2)) }
+            // Both places taken: the next sign-in and sign-up are refused without reaching the backend.
+            for (path, json) in [("/v1/sessions", body), ("/v1/accounts", #"{"email":"new@example.com","password":"a fine long password"}"#)] {
+                let refused = try await h.request(.post, path, json: json)
+                _ = try refused.expectProblem(.serviceUnavailable, "overloaded")
+                #expect(refused.headers[.retryAfter] == "1")
+            }
+            #expect(h.backend.state.withLock { $0.users.isEmpty })
+            h.backend.state.withLock { $0.holdSignIns = false }
+            #expect(try await first.status == .unauthorized)
+            #expect(try await second.status == .unauthorized)
+            // The places are given back.
+            #expect(try await h.request(.post, "/v1/sessions", json: body).status == .unauthorized)
+            #expect(try await h.request(.post, "/v1/sessions", json: body).status == .unauthorized)
+        }
+    }
+
     @Test func metricsShowRPCLatencyByMethodAndOutcome() async throws {
         try await Harness.run { h in
             h.metrics.recordRPC(service: "identity", method: "identity.signIn", code: "ok", duration: .microseconds(800))
