@@ -118,6 +118,9 @@ public struct LoadConfiguration: Sendable {
     public var runID: String
     /// Password used for every account this run creates.
     public var password: String
+    /// Seconds a virtual user waits after a 503 or 429 before its next request, as a client that
+    /// honours `Retry-After` does; 0 (the default) retries at once. The wait is not measured.
+    public var busyBackoff: Double = 0
 
     public init(
         url: String = "http://127.0.0.1:8080",
@@ -171,6 +174,9 @@ public struct LoadConfiguration: Sendable {
     public func validate() throws {
         guard (1...Self.maxConcurrency).contains(concurrency) else {
             throw LoadError.invalidConfiguration("--concurrency must be in 1...\(Self.maxConcurrency)")
+        }
+        guard busyBackoff >= 0, busyBackoff <= 60 else {
+            throw LoadError.invalidConfiguration("--busy-backoff must be in 0...60 seconds")
         }
         guard duration > 0, duration <= Self.maxDuration else {
             throw LoadError.invalidConfiguration("--duration must be > 0 and <= \(Int(Self.maxDuration)) seconds")

@@ -263,6 +263,10 @@ final class Run: Sendable {
                     if last.map({ $0 < end }) ?? true { last = end }
                 }
             }
+            if config.busyBackoff > 0, case .unexpectedStatus(let status) = outcome, status == 503 || status == 429 {
+                // Back off like a client honouring Retry-After (not measured).
+                try? await Task.sleep(for: .milliseconds(Int(config.busyBackoff * 1000)))
+            }
         }
     }
 

@@ -43,6 +43,9 @@ struct GatehouseLoad: AsyncParsableCommand {
     @Option(help: "Weights for the mixed scenario.")
     var mix = "me=70,refresh=20,signin=8,signup=2"
 
+    @Option(help: "Seconds each virtual user waits after a 503 or 429 before its next request, like a client honouring Retry-After (0: retry at once).")
+    var busyBackoff: Double = 0
+
     @Option(help: "Path for raw-get.")
     var path = "/healthz"
 
@@ -70,6 +73,7 @@ struct GatehouseLoad: AsyncParsableCommand {
                 bearer: bearer, mix: try MixWeights(parsing: mix)
             )
             if let runID { built.runID = runID }
+            built.busyBackoff = busyBackoff
             try built.validate()
             configuration = built
         } catch let error as LoadError {

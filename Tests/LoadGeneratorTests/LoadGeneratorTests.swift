@@ -158,6 +158,20 @@ struct ErrorTests {
         #expect(result.errorsByStatus == ["503": 10])
     }
 
+    @Test func busyBackoffWaitsAfterA503() async throws {
+        let fake = FakeGateway(faults: .signupOverloaded)
+        let result = try await fake.serve { url in
+            var config = small(url, .signup, requests: nil, concurrency: 2, duration: 1)
+            config.busyBackoff = 0.4
+            return try await LoadRunner(config).run()
+        }
+        // 2 users for 1 s, each waiting 0.4 s after every 503: at most 3 requests each.
+        #expect(result.errorsByStatus["503"].map { (2...6).contains($0) } == true, "\(result.errorsByStatus)")
+        var invalid = small("http://127.0.0.1:1", .signup)
+        invalid.busyBackoff = -1
+        #expect(throws: LoadError.self) { try invalid.validate() }
+    }
+
     @Test func wrongBodyIsBadBody() async throws {
         let fake = FakeGateway(faults: .meWithoutID)
         let result = try await fake.serve { url in
