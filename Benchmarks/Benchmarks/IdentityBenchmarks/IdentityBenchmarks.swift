@@ -1,18 +1,26 @@
-// Identity service: the cost of a password hash against a whole sign-in over RPC, and the
-// look-up by normalized email on a file with 10,000 users.
+// Identity service: the cost of a password hash against whole sign-ins and sign-ups over RPC,
+// the look-up by normalized email on files with 10,000 and 1,000,000 users, and the memory of
+// the process under a burst of 10× the hashing capacity.
 //
 // Sign-in runs `IdentityHandlers` (real `SQLiteUserStore`, `HashPool` with one worker per core,
 // Argon2id at the OWASP defaults) behind an `RPCServer` on tcp loopback, called through an
 // `RPCClient`; the token service is a fake answering `token.issueSession` in process.
 import Benchmark
 import Foundation
+import Synchronization
 import GatehouseProtocol
 import GatehouseRPC
 import IdentityCore
 import IdentityService
 
 let userCount = 10_000
+let bigUserCount = 1_000_000
 let password = "correct horse battery staple"
+/// Concurrent callers for the throughput benchmarks: enough to keep every hashing thread busy
+/// while other calls are in their RPC, SQLite and token steps.
+let callers = 8
+let placeholderHash = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA"
+let signUpCounter = Mutex(0)
 
 /// Everything the benchmarks share, made once.
 final class Fixture: @unchecked Sendable {
@@ -35,8 +43,7 @@ final class Fixture: @unchecked Sendable {
         for i in 0..<userCount {
             let email = try EmailAddress("user\(i)@example.com")
             emails.append(email.normalized)
-            try store.insertSync(UserRecord(
-                id: .random(), email: email, passwordHash: "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA", createdAt: Date()))
+            try store.insertSync(UserRecord(id: .random(), email: email, passwordHash: placeholderHash, createdAt: Date()))
         }
         self.emails = emails
         // The one user that signs in, with a real OWASP-parameter hash.
@@ -44,16 +51,73 @@ final class Fixture: @unchecked Sendable {
         try store.insertSync(UserRecord(id: .random(), email: try EmailAddress("bench@example.com"), passwordHash: hash, createdAt: Date()))
 
         pool = HashPool(workers: ProcessInfo.processInfo.activeProcessorCount, queueLimit: 64)
-        var tokenRouter = RPCRouter()
-        tokenRouter.register(ServiceContracts.issueSession) { request, _ in
-            SessionTokens(accessToken: "access-\(request.userID)", refreshToken: "refresh", expiresIn: 900, sessionID: "sid")
-        }
         let handlers = IdentityHandlers(
             store: store, hasher: PasswordHasher(parameters: .owasp, pool: pool), policy: PasswordPolicy(),
-            tokens: LocalCaller(router: tokenRouter))
+            tokens: LocalCaller(router: fakeTokenRouter()))
         server = try RPCServer(router: handlers.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
         let endpoint = try server.start()[0]
         client = try RPCClient(configuration: .init(endpoint: endpoint, defaultTimeout: .seconds(30)))
+    }
+}
+
+/// 1,000,000 users (inserted 10,000 per transaction) behind an identity RPC server of its own.
+final class BigFixture: @unchecked Sendable {
+    static let shared = try! BigFixture()
+    /// Set once `shared` exists, so teardown does not build it just to remove it.
+    static let built = Mutex(false)
+
+    let dir: URL
+    let store: SQLiteUserStore
+    let server: RPCServer
+    let client: RPCClient
+    let emails: [String]
+
+    private init() throws {
+        dir = FileManager.default.temporaryDirectory.appendingPathComponent("identity-bench-1m-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        store = try SQLiteUserStore(path: dir.appendingPathComponent("users.sqlite").path)
+        try store.migrateSync()
+        var emails: [String] = []
+        emails.reserveCapacity(bigUserCount)
+        let start = ContinuousClock.now
+        for batch in stride(from: 0, to: bigUserCount, by: 10_000) {
+            var users: [UserRecord] = []
+            for i in batch..<(batch + 10_000) {
+                let email = try EmailAddress("member\(i)@example.org")
+                emails.append(email.normalized)
+                users.append(UserRecord(id: .random(), email: email, passwordHash: placeholderHash, createdAt: Date()))
+            }
+            try store.insertManySync(users)
+        }
+        let hash = try PasswordHashing.argon2idHash(Array(password.utf8), parameters: .owasp)
+        try store.insertSync(UserRecord(id: .random(), email: try EmailAddress("bench@example.com"), passwordHash: hash, createdAt: Date()))
+        FileHandle.standardError.write(Data("1,000,000-user fixture built in \(ContinuousClock.now - start)\n".utf8))
+        self.emails = emails
+        Self.built.withLock { $0 = true }
+        let pool = HashPool(workers: ProcessInfo.processInfo.activeProcessorCount, queueLimit: 64)
+        let handlers = IdentityHandlers(
+            store: store, hasher: PasswordHasher(parameters: .owasp, pool: pool), policy: PasswordPolicy(),
+            tokens: LocalCaller(router: fakeTokenRouter()))
+        server = try RPCServer(router: handlers.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+        let endpoint = try server.start()[0]
+        client = try RPCClient(configuration: .init(endpoint: endpoint, defaultTimeout: .seconds(30)))
+    }
+}
+
+/// The token service's `issueSession`, answered in process (the identity side is measured).
+func fakeTokenRouter() -> RPCRouter {
+    var tokenRouter = RPCRouter()
+    tokenRouter.register(ServiceContracts.issueSession) { request, _ in
+        SessionTokens(accessToken: "access-\(request.userID)", refreshToken: "refresh", expiresIn: 900, sessionID: "sid")
+    }
+    return tokenRouter
+}
+
+/// `callers` concurrent callers, `each` calls each.
+func concurrently(_ callers: Int, _ each: Int, _ body: @escaping @Sendable () async throws -> Void) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<callers { group.addTask { for _ in 0..<each { try await body() } } }
+        try await group.waitForAll()
     }
 }
 
@@ -67,21 +131,66 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { blackHole(try PasswordHashing.argon2idHash(bytes, parameters: .owasp)) }
     }
 
-    // Each iteration: 2 concurrent callers × 10 sign-ins each = 20 sign-ins over RPC.
-    Benchmark("sign-in over RPC, 2 concurrent callers (20 sign-ins)", configuration: slow) { benchmark in
+    // Each iteration: 8 concurrent callers × 5 sign-ins = 40 sign-ins over RPC.
+    Benchmark("sign-in over RPC, 8 concurrent callers (40 sign-ins), 10,000 users", configuration: slow) { benchmark in
         let client = Fixture.shared.client
         _ = try await client.call(IdentityAPI.signIn, SignInRequest(email: "bench@example.com", password: password))
         benchmark.startMeasurement()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<2 {
+        try await concurrently(callers, 5) {
+            blackHole(try await client.call(IdentityAPI.signIn, SignInRequest(email: "bench@example.com", password: password)))
+        }
+    }
+
+    Benchmark("sign-in over RPC, 8 concurrent callers (40 sign-ins), 1,000,000 users", configuration: slow) { benchmark in
+        let client = BigFixture.shared.client
+        _ = try await client.call(IdentityAPI.signIn, SignInRequest(email: "bench@example.com", password: password))
+        benchmark.startMeasurement()
+        try await concurrently(callers, 5) {
+            blackHole(try await client.call(IdentityAPI.signIn, SignInRequest(email: "bench@example.com", password: password)))
+        }
+    }
+
+    // Each iteration: 8 concurrent callers × 5 sign-ups of new emails = 40 users created over RPC.
+    Benchmark("sign-up over RPC, 8 concurrent callers (40 sign-ups)", configuration: slow) { benchmark in
+        let client = Fixture.shared.client
+        let run = UUID().uuidString.prefix(8)
+        benchmark.startMeasurement()
+        try await concurrently(callers, 5) {
+            let n = signUpCounter.withLock { value in
+                value += 1
+                return value
+            }
+            blackHole(try await client.call(IdentityAPI.signUp, SignUpRequest(email: "new-\(run)-\(n)@example.com", password: password)))
+        }
+    }
+
+    // A burst of 10× the hashing capacity (cores ÷ hash time ≈ 69 hashes/s): 700 sign-ins sent at
+    // once. The queue bound (64) answers the excess `overloaded` at once; resident memory stays
+    // near workers × 19 MiB above the baseline. Counts of each outcome go to stderr.
+    Benchmark(
+        "burst: 700 concurrent sign-ins (10× hash capacity), peak memory",
+        configuration: .init(
+            metrics: [.wallClock, .peakMemoryResident], timeUnits: .milliseconds, warmupIterations: 0, maxDuration: .seconds(30),
+            maxIterations: 3)
+    ) { benchmark in
+        let client = Fixture.shared.client
+        benchmark.startMeasurement()
+        let outcomes = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<700 {
                 group.addTask {
-                    for _ in 0..<10 {
-                        blackHole(try await client.call(IdentityAPI.signIn, SignInRequest(email: "bench@example.com", password: password)))
+                    do {
+                        _ = try await client.call(IdentityAPI.signIn, SignInRequest(email: "bench@example.com", password: password))
+                        return "ok"
+                    } catch let error as RPCError {
+                        return error.code.rawValue
                     }
                 }
             }
-            try await group.waitForAll()
+            var counts: [String: Int] = [:]
+            for try await outcome in group { counts[outcome, default: 0] += 1 }
+            return counts
         }
+        FileHandle.standardError.write(Data("burst outcomes: \(outcomes.sorted { $0.key < $1.key })\n".utf8))
     }
 
     // (b) Point look-up by normalized email among 10,000 users; 1,000 look-ups per iteration.
@@ -107,8 +216,19 @@ let benchmarks: @Sendable () -> Void = {
         }
     }
 
+    Benchmark("look-up by normalized email, 1,000,000 users, 1 caller (1000 look-ups)", configuration: lookups) { benchmark in
+        let fixture = BigFixture.shared
+        let probes = (0..<1000).map { _ in fixture.emails.randomElement()! }
+        benchmark.startMeasurement()
+        for email in probes { blackHole(try await fixture.store.user(normalizedEmail: email)) }
+    }
+
     Benchmark.teardown = {
         Fixture.shared.server.stop()
         try? FileManager.default.removeItem(at: Fixture.shared.dir)
+        if BigFixture.built.withLock({ $0 }) {
+            BigFixture.shared.server.stop()
+            try? FileManager.default.removeItem(at: BigFixture.shared.dir)
+        }
     }
 }
