@@ -54,8 +54,12 @@ struct BearerVerifier: Sendable {
     static func bearerToken(_ header: String) -> String? {
         let parts = header.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
         guard parts.count == 2, parts[0].lowercased() == "bearer" else { return nil }
-        let token = parts[1].trimmingCharacters(in: .whitespaces)
-        return token.isEmpty ? nil : token
+        // Trimmed by hand: Foundation's `trimmingCharacters(in:)` bridges through NSString and
+        // cost half of all bearer verification in a profile of `GET /v1/me`.
+        func isSpace(_ c: Character) -> Bool { c == " " || c == "\t" }
+        var token = parts[1].drop(while: isSpace)
+        while let last = token.last, isSpace(last) { token = token.dropLast() }
+        return token.isEmpty ? nil : String(token)
     }
 }
 

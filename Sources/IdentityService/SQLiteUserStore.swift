@@ -301,9 +301,11 @@ public final class SQLiteUserStore: UserStore {
     /// waits for the writer, so a point read does not block in the way a write or a hash does;
     /// and the service's handlers run on the RPC server's own I/O thread, not on Swift's
     /// cooperative pool. Scans and writes still go through GRDB's queues.
+    /// `unsafeRead` skips the BEGIN/COMMIT that `read` wraps around its body: a single SELECT
+    /// is atomic in SQLite on its own.
     private func readNow<T>(_ body: (Database) throws -> T) throws -> T {
         do {
-            return try pool.read(body)
+            return try pool.unsafeRead(body)
         } catch {
             throw Self.translate(error)
         }

@@ -185,9 +185,10 @@ public final class TokenStore: Sendable {
     /// reader (never waits for the writer) costs less than the two thread wake-ups of the hop.
     /// The token service's handlers run on the RPC server's own I/O thread, never on Swift's
     /// cooperative pool, so this blocks no shared thread.
+    /// One SELECT is atomic on its own, so `unsafeRead` (no BEGIN/COMMIT around it) is enough.
     public func session(forRefreshHash hash: Data) throws -> SessionRow? {
         do {
-            return try pool.read { db in
+            return try pool.unsafeRead { db in
                 let row = try Row.fetchOne(
                     db.cachedStatement(sql: "SELECT s.* FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"),
                     arguments: [hash])

@@ -154,3 +154,21 @@ import Testing
         #expect(list.count == 1)
     }
 }
+
+@Suite("Bearer header parsing")
+struct BearerHeaderTests {
+    @Test func schemeIsCaseInsensitiveAndTheTokenIsTrimmed() {
+        #expect(BearerVerifier.bearerToken("Bearer abc.def.ghi") == "abc.def.ghi")
+        #expect(BearerVerifier.bearerToken("bearer   abc.def.ghi \t ") == "abc.def.ghi")
+        #expect(BearerVerifier.bearerToken("BEARER \tabc") == "abc")
+    }
+
+    @Test func otherSchemesAndEmptyTokensAreRefused() {
+        #expect(BearerVerifier.bearerToken("Basic dXNlcjpwYXNz") == nil)
+        #expect(BearerVerifier.bearerToken("Bearer") == nil)
+        #expect(BearerVerifier.bearerToken("Bearer    ") == nil)
+        #expect(BearerVerifier.bearerToken("Bearer \t\t") == nil)
+        #expect(BearerVerifier.bearerToken("") == nil)
+        #expect(BearerVerifier.bearerToken("Bearerabc") == nil)
+    }
+}
