@@ -34,10 +34,7 @@ final class Fixture: @unchecked Sendable {
     let emails: [String]
 
     private init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("identity-bench-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        store = try SQLiteUserStore(path: dir.appendingPathComponent("users.sqlite").path)
-        try store.migrateSync()
+        (dir, store) = try makeStore("identity-bench")
         // 10,000 users with a cheap placeholder hash, one transaction each (as sign-up does).
         var emails: [String] = []
         for i in 0..<userCount {
@@ -50,13 +47,7 @@ final class Fixture: @unchecked Sendable {
         let hash = try PasswordHashing.argon2idHash(Array(password.utf8), parameters: .owasp)
         try store.insertSync(UserRecord(id: .random(), email: try EmailAddress("bench@example.com"), passwordHash: hash, createdAt: Date()))
 
-        pool = HashPool(workers: ProcessInfo.processInfo.activeProcessorCount, queueLimit: 64)
-        let handlers = IdentityHandlers(
-            store: store, hasher: PasswordHasher(parameters: .owasp, pool: pool), policy: PasswordPolicy(),
-            tokens: LocalCaller(router: fakeTokenRouter()))
-        server = try RPCServer(router: handlers.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
-        let endpoint = try server.start()[0]
-        client = try RPCClient(configuration: .init(endpoint: endpoint, defaultTimeout: .seconds(30)))
+        (pool, server, client) = try serveIdentity(store)
     }
 }
 
@@ -73,10 +64,7 @@ final class BigFixture: @unchecked Sendable {
     let emails: [String]
 
     private init() throws {
-        dir = FileManager.default.temporaryDirectory.appendingPathComponent("identity-bench-1m-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        store = try SQLiteUserStore(path: dir.appendingPathComponent("users.sqlite").path)
-        try store.migrateSync()
+        (dir, store) = try makeStore("identity-bench-1m")
         var emails: [String] = []
         emails.reserveCapacity(bigUserCount)
         let start = ContinuousClock.now
@@ -94,14 +82,30 @@ final class BigFixture: @unchecked Sendable {
         FileHandle.standardError.write(Data("1,000,000-user fixture built in \(ContinuousClock.now - start)\n".utf8))
         self.emails = emails
         Self.built.withLock { $0 = true }
-        let pool = HashPool(workers: ProcessInfo.processInfo.activeProcessorCount, queueLimit: 64)
-        let handlers = IdentityHandlers(
-            store: store, hasher: PasswordHasher(parameters: .owasp, pool: pool), policy: PasswordPolicy(),
-            tokens: LocalCaller(router: fakeTokenRouter()))
-        server = try RPCServer(router: handlers.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
-        let endpoint = try server.start()[0]
-        client = try RPCClient(configuration: .init(endpoint: endpoint, defaultTimeout: .seconds(30)))
+        (_, server, client) = try serveIdentity(store)
     }
+}
+
+/// A new, migrated users file in a temporary folder.
+func makeStore(_ prefix: String) throws -> (URL, SQLiteUserStore) {
+    let dir = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+    let store = try SQLiteUserStore(path: dir.appendingPathComponent("users.sqlite").path)
+    try store.migrateSync()
+    return (dir, store)
+}
+
+/// The identity handlers over `store` (OWASP Argon2id, one hashing thread per core, queue 64)
+/// behind an RPC server on tcp loopback, and a client of it.
+func serveIdentity(_ store: SQLiteUserStore) throws -> (HashPool, RPCServer, RPCClient) {
+    let pool = HashPool(workers: ProcessInfo.processInfo.activeProcessorCount, queueLimit: 64)
+    let handlers = IdentityHandlers(
+        store: store, hasher: PasswordHasher(parameters: .owasp, pool: pool), policy: PasswordPolicy(),
+        tokens: LocalCaller(router: fakeTokenRouter()))
+    let server = try RPCServer(router: handlers.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+    let endpoint = try server.start()[0]
+    let client = try RPCClient(configuration: .init(endpoint: endpoint, defaultTimeout: .seconds(30)))
+    return (pool, server, client)
 }
 
 /// The token service's `issueSession`, answered in process (the identity side is measured).
