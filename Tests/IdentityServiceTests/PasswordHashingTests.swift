@@ -80,7 +80,7 @@ import Testing
     @Test func runsWorkOffTheCallersThread() async throws {
         let pool = HashPool(workers: 2, queueLimit: 4)
         defer { pool.shutdown() }
-        let name = try await pool.run { Thread.current.name ?? "" }
+        let name = try await pool.run { HashPool.currentThreadName() }
         #expect(name.hasPrefix("idhash-"))
         #expect(pool.completedJobs == 1)
     }
