@@ -28,6 +28,10 @@ public struct RPCGatewayBackend: GatewayBackend {
         self.logger = logger
     }
 
+    /// Every call carries a deadline: the clients' default timeout, which `GatewayRole` sets to the
+    /// gateway's request timeout (`GATEHOUSE_RPC_TIMEOUT_MS`), or a shorter one given per call.
+    public var enforcesDeadlines: Bool { true }
+
     /// One call to the identity service, timed by method and outcome.
     private func callIdentity<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration? = nil) async throws -> Res {
         try await timed("identity", method) { try await identity.call(method, request, timeout: timeout) }

@@ -34,11 +34,18 @@ public protocol GatewayBackend: Sendable {
     func revocations() -> AsyncStream<String>
     /// The identity service's password-hashing pool, for `/metrics`; nil when it does not answer.
     func hashPoolStats() async -> HashPoolStats?
+    /// True when every call already fails with `deadline_exceeded` or `unavailable` within the
+    /// gateway's request timeout (the RPC adapter: each call carries that deadline). Otherwise
+    /// the gateway races each call against a timer of its own, which costs two child tasks and a
+    /// timer per request.
+    var enforcesDeadlines: Bool { get }
 }
 
 extension GatewayBackend {
     /// No hashing-pool figures (a backend without an identity service to ask).
     public func hashPoolStats() async -> HashPoolStats? { nil }
+    /// By default the gateway enforces its request timeout itself.
+    public var enforcesDeadlines: Bool { false }
 }
 
 /// The identity service's password-hashing pool, as `/metrics` shows it.

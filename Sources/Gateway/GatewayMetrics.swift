@@ -42,33 +42,72 @@ public final class GatewayMetrics: Sendable {
         }
     }
 
+    private struct RequestKey: Hashable {
+        var route: String
+        var method: String
+        var status: Int
+    }
+    private struct RPCKey: Hashable {
+        var service: String
+        var method: String
+        var code: String
+    }
+    /// The metric objects per label set, so a request costs a dictionary look-up instead of the
+    /// registry's (which builds the metric's name and label strings on every call).
+    private let requestMetrics = Mutex<[RequestKey: (Prometheus.Counter, DurationHistogram)]>([:])
+    private let rpcMetrics = Mutex<[RPCKey: DurationHistogram]>([:])
+
     /// Records one HTTP request. `route` is the route template (never the raw path, to bound cardinality).
     func recordRequest(route: String, method: String, status: Int, duration: Duration) {
-        registry.makeCounter(
+        let key = RequestKey(route: route, method: method, status: status)
+        let (counter, histogram) = requestMetrics.withLock { cache in
+            if let known = cache[key] { return known }
+            let made = makeRequestMetrics(route: route, method: method, status: status)
+            cache[key] = made
+            return made
+        }
+        counter.increment()
+        histogram.record(duration)
+    }
+
+    private func makeRequestMetrics(route: String, method: String, status: Int) -> (Prometheus.Counter, DurationHistogram) {
+        let counter = registry.makeCounter(
             descriptor: .init(
                 namespace: "gatehouse", subsystem: "http", metricName: "requests", unitName: "total",
                 helpText: "HTTP requests by route, method and status."),
             labels: [("route", route), ("method", method), ("status", String(status))]
-        ).increment()
-        registry.makeDurationHistogram(
+        )
+        let histogram = registry.makeDurationHistogram(
             descriptor: .init(
                 namespace: "gatehouse", subsystem: "http", metricName: "request_duration", unitName: "seconds",
                 helpText: "HTTP request latency by route, method and status."),
             labels: [("route", route), ("method", method), ("status", String(status))],
             buckets: Self.durationBuckets
-        ).record(duration)
+        )
+        return (counter, histogram)
     }
 
     /// Records one call to a service (`service` is `identity` or `token`, `method` the RPC's wire
     /// name, `code` `ok` or the error's stable code).
     public func recordRPC(service: String, method: String, code: String, duration: Duration) {
+        let key = RPCKey(service: service, method: method, code: code)
+        let histogram = rpcMetrics.withLock { cache in
+            if let known = cache[key] { return known }
+            let made = makeRPCHistogram(service: service, method: method, code: code)
+            cache[key] = made
+            return made
+        }
+        histogram.record(duration)
+    }
+
+    private func makeRPCHistogram(service: String, method: String, code: String) -> DurationHistogram {
         registry.makeDurationHistogram(
             descriptor: .init(
                 namespace: "gatehouse", subsystem: "rpc", metricName: "call_duration", unitName: "seconds",
                 helpText: "Latency of the gateway's calls to the identity and token services, by method and outcome."),
             labels: [("service", service), ("method", method), ("code", code)],
             buckets: Self.rpcDurationBuckets
-        ).record(duration)
+        )
     }
 
     static let rpcDurationBuckets: [Duration] = [

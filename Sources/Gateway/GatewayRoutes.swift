@@ -20,25 +20,45 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
 
     // MARK: Request bodies
 
-    struct SignUpBody: Decodable {
+    struct SignUpBody: FlatJSONDecodable {
         var email: String
         var password: String
         var displayName: String?
+
+        init?(flat members: [String: String?]) {
+            guard let email = members["email"] ?? nil, let password = members["password"] ?? nil else { return nil }
+            (self.email, self.password, self.displayName) = (email, password, members["displayName"] ?? nil)
+        }
     }
-    struct SignInBody: Decodable {
+    struct SignInBody: FlatJSONDecodable {
         var email: String
         var password: String
+
+        init?(flat members: [String: String?]) {
+            guard let email = members["email"] ?? nil, let password = members["password"] ?? nil else { return nil }
+            (self.email, self.password) = (email, password)
+        }
     }
-    struct RefreshBody: Decodable {
+    struct RefreshBody: FlatJSONDecodable {
         var refreshToken: String
+
+        init?(flat members: [String: String?]) {
+            guard let token = members["refreshToken"] ?? nil else { return nil }
+            refreshToken = token
+        }
     }
     struct ProfileBody: Decodable {
         var displayName: String?
         var photoURL: String?
         var settings: JSONObjectShape?
     }
-    struct PasswordBody: Decodable {
+    struct PasswordBody: FlatJSONDecodable {
         var password: String
+
+        init?(flat members: [String: String?]) {
+            guard let password = members["password"] ?? nil else { return nil }
+            self.password = password
+        }
     }
 
     // MARK: Registration
@@ -232,8 +252,10 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     }
 
     /// Calls the backend with the configured timeout; a timeout becomes `deadline_exceeded`.
+    /// A backend whose calls carry that deadline themselves is called directly.
     func call<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        try await withBackendTimeout(configuration.requestTimeout, operation)
+        if backend.enforcesDeadlines { return try await operation() }
+        return try await withBackendTimeout(configuration.requestTimeout, operation)
     }
 
     /// User agent (at most 512 bytes, cut at a character boundary) and client IP. The IP is the

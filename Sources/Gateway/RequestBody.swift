@@ -19,6 +19,11 @@ extension Request {
         } catch is NIOTooManyBytesError {
             throw GatewayError.payloadTooLarge(limit)
         }
+        if let flatType = T.self as? any FlatJSONDecodable.Type, let members = FlatJSON.parse(buffer.readableBytesView),
+            let value = flatType.init(flat: members) as? T
+        {
+            return (value, buffer)
+        }
         do {
             return (try JSONDecoder().decode(T.self, from: Data(buffer.readableBytesView)), buffer)
         } catch let error as DecodingError {
@@ -31,9 +36,28 @@ extension Request {
     }
 
     /// `application/json` or `application/*+json`, with any parameters.
+    /// Compared byte by byte, case-insensitively (no lowercased copies: this runs on every body).
     static func isJSON(_ value: String) -> Bool {
-        let media = value.split(separator: ";", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
-        return media == "application/json" || (media.hasPrefix("application/") && media.hasSuffix("+json"))
+        var value = value
+        return value.withUTF8 { bytes in
+            var end = bytes.firstIndex(of: UInt8(ascii: ";")) ?? bytes.count
+            var start = 0
+            while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+            while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+            let media = UnsafeBufferPointer(rebasing: bytes[start..<end])
+            func matches(_ literal: StaticString, at offset: Int) -> Bool {
+                let count = literal.utf8CodeUnitCount
+                guard offset >= 0, offset + count <= media.count else { return false }
+                for i in 0..<count {
+                    var b = media[offset + i]
+                    if b >= 0x41 && b <= 0x5A { b |= 0x20 }
+                    if b != literal.utf8Start[i] { return false }
+                }
+                return true
+            }
+            if media.count == 16 && matches("application/json", at: 0) { return true }
+            return media.count > 17 && matches("application/", at: 0) && matches("+json", at: media.count - 5)
+        }
     }
 
     static func describe(_ error: DecodingError) -> String {

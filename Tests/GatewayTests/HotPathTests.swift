@@ -1,0 +1,139 @@
+import Foundation
+import GatehouseProtocol
+import HTTPTypes
+import Hummingbird
+import Testing
+
+@testable import Gateway
+
+/// The hand-written pieces on every request's path: they must agree with what they replaced.
+@Suite struct HotPathTests {
+    @Test(arguments: [
+        ("application/json", true),
+        ("application/json; charset=utf-8", true),
+        ("  Application/JSON ;charset=utf-8", true),
+        ("APPLICATION/JSON", true),
+        ("application/problem+json", true),
+        ("application/vnd.api+json; q=1", true),
+        ("application/json\t", true),
+        ("application/+json", false),
+        ("text/json", false),
+        ("application/jsonx", false),
+        ("application/xml", false),
+        ("text/plain", false),
+        ("", false),
+        (";application/json", false),
+        ("application/json-patch", false),
+        ("applicationXjson", false),
+    ])
+    func contentTypes(value: String, isJSON: Bool) {
+        #expect(Request.isJSON(value) == isJSON, "\(value)")
+    }
+
+    @Test func requestIDsAreUniqueHexWithAProcessPrefix() {
+        let ids = (0..<10_000).map { _ in RequestIDs.generate() }
+        #expect(Set(ids).count == ids.count)
+        for id in ids.prefix(100) {
+            #expect(id.utf8.count == 32)
+            #expect(id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) })
+            // A generated id is acceptable as an incoming one too.
+            #expect(RequestIDs.accept(id) == id)
+        }
+        #expect(Set(ids.map { $0.prefix(16) }).count == 1)
+        // The counter part counts up.
+        let a = UInt64(ids[0].suffix(16), radix: 16)!
+        let b = UInt64(ids[1].suffix(16), radix: 16)!
+        #expect(b == a + 1)
+    }
+
+    @Test func jsonObjectWriterMatchesJSONSerialization() throws {
+        var w = JSONObjectWriter()
+        w.string("plain", "ada@example.com")
+        w.string("escapes", "quote \" backslash \\ newline \n return \r tab \t bell \u{7} nul \u{0} é 🙂")
+        w.string("absent", nil)
+        w.int("zero", 0)
+        w.int("negative", -1_234_567)
+        w.int("max", Int.max)
+        w.int("min", Int.min)
+        w.bool("yes", true)
+        w.bool("no", false)
+        w.strings("list", ["a", "b\"c", ""])
+        w.strings("empty", [])
+        w.raw("raw", Array(#"{"x":[1,2]}"#.utf8))
+        let bytes = w.finish()
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+        #expect(object["plain"] as? String == "ada@example.com")
+        #expect(object["escapes"] as? String == "quote \" backslash \\ newline \n return \r tab \t bell \u{7} nul \u{0} é 🙂")
+        #expect(object["absent"] is NSNull)
+        #expect((object["zero"] as? NSNumber)?.intValue == 0)
+        #expect((object["negative"] as? NSNumber)?.intValue == -1_234_567)
+        #expect((object["max"] as? NSNumber)?.int64Value == Int64.max)
+        #expect((object["min"] as? NSNumber)?.int64Value == Int64.min)
+        #expect(object["yes"] as? Bool == true)
+        #expect(object["no"] as? Bool == false)
+        #expect(object["list"] as? [String] == ["a", "b\"c", ""])
+        #expect(object["empty"] as? [String] == [])
+        #expect((object["raw"] as? [String: Any])?["x"] as? [Int] == [1, 2])
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.hasPrefix(#"{"plain":"ada@example.com","escapes":"quote \" backslash \\ newline \n return \r tab \t bell \u0007 nul \u0000 é 🙂","absent":null,"zero":0,"negative":-1234567,"#))
+        #expect(text.contains(#""max":9223372036854775807,"min":-9223372036854775808,"yes":true,"no":false,"#))
+    }
+
+    @Test func anEmptyObject() {
+        #expect(JSONObjectWriter().finish() == Array("{}".utf8))
+    }
+
+    @Test func metricLabelsForMethodsAreBounded() {
+        #expect(EdgeMiddleware.metricMethod(.get) == "GET")
+        #expect(EdgeMiddleware.metricMethod(.patch) == "PATCH")
+        #expect(EdgeMiddleware.metricMethod(HTTPRequest.Method("BREW")!) == "other")
+        #expect(EdgeMiddleware.metricMethod(HTTPRequest.Method("PROPFIND")!) == "other")
+    }
+
+    @Test func metricObjectsAreReusedPerLabelSet() {
+        let metrics = GatewayMetrics()
+        for _ in 0..<3 { metrics.recordRequest(route: "/v1/me", method: "GET", status: 200, duration: .milliseconds(3)) }
+        metrics.recordRequest(route: "/v1/me", method: "GET", status: 401, duration: .milliseconds(1))
+        for _ in 0..<2 { metrics.recordRPC(service: "token", method: "token.refresh", code: "ok", duration: .microseconds(300)) }
+        let text = String(decoding: metrics.render(), as: UTF8.self)
+        #expect(text.contains(#"gatehouse_http_requests_total{route="/v1/me",method="GET",status="200"} 3"#), "\(text)")
+        #expect(text.contains(#"gatehouse_http_requests_total{route="/v1/me",method="GET",status="401"} 1"#))
+        #expect(text.contains(#"gatehouse_rpc_call_duration_seconds_count{service="token",method="token.refresh",code="ok"} 2"#))
+    }
+
+    @Test(arguments: [
+        #"{"refreshToken":"abc"}"#,
+        #" { "email" : "a@b.c" , "password":"p\"w\\d\/x" } "#,
+        #"{"displayName":null,"email":"x"}"#,
+        #"{}"#,
+        #"{"u":"\u00e9\u4e2d\ud83d\ude42 \b\f\n\r\t"}"#,
+        "{\"raw\":\"é中🙂\"}",
+    ])
+    func flatObjectsMatchJSONSerialization(text: String) throws {
+        let parsed = try #require(FlatJSON.parse(Array(text.utf8)), "\(text)")
+        let reference = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        #expect(parsed.count == reference.count)
+        for (key, value) in reference {
+            if value is NSNull {
+                #expect(parsed[key] == .some(nil), "\(key)")
+            } else {
+                #expect(parsed[key] == .some(value as? String), "\(key)")
+            }
+        }
+    }
+
+    /// Anything but a flat object of strings goes to `JSONDecoder` (nil here).
+    @Test(arguments: [
+        #"{"a":1}"#, #"{"a":true}"#, #"{"a":{"b":"c"}}"#, #"{"a":["b"]}"#, #"["a"]"#, #""a""#, #"{"a":"b"} x"#,
+        #"{"a":"b",}"#, #"{"a":"b""#, #"{"a" "b"}"#, #"{a:"b"}"#, #"{"a":"b","a":"c"}"#, #"{"a":"\ud83d"}"#,
+        #"{"a":"\ude42"}"#, #"{"a":"\x"}"#, #"{"a":"\u12"}"#, "{\"a\":\"tab\there\"}", #"{"a":nul}"#, "",
+    ])
+    func otherShapesFallBack(text: String) {
+        #expect(FlatJSON.parse(Array(text.utf8)) == nil, "\(text)")
+    }
+
+    @Test func invalidUTF8FallsBack() {
+        #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)
+        #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D]) == nil)
+    }
+}
