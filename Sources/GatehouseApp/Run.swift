@@ -23,11 +23,7 @@ public enum GatehouseRoles {
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw ConfigError(message: "GATEHOUSE_LOG_LEVEL (--log-level) must be one of trace, debug, info, notice, warning, error, critical; not '\(text)'")
         }
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: level) }
         return Logger(label: "gatehouse")
     }
 

@@ -11,8 +11,19 @@ public struct RPCContext: Sendable {
     public var deadline: ContinuousClock.Instant
     /// W3C `traceparent` of the caller, if any.
     public var traceParent: String
-    /// A logger carrying the request id.
-    public var logger: Logger
+    /// The server's logger; `logger` adds the request id when a handler asks for it.
+    public var baseLogger: Logger
+
+    /// A logger carrying the request id (`rpc.id`). Made on use: setting metadata costs a copy
+    /// (and, with some log handlers, formatting), which most requests never need.
+    public var logger: Logger {
+        get {
+            var logger = baseLogger
+            logger[metadataKey: "rpc.id"] = "\(requestID)"
+            return logger
+        }
+        set { baseLogger = newValue }
+    }
 
     public init(
         requestID: UInt64 = 0, method: String = "", deadline: ContinuousClock.Instant = .now + .seconds(2),
@@ -22,7 +33,7 @@ public struct RPCContext: Sendable {
         self.method = method
         self.deadline = deadline
         self.traceParent = traceParent
-        self.logger = logger
+        self.baseLogger = logger
     }
 }
 

@@ -85,7 +85,7 @@ public final class RPCClient: RPCCaller, Sendable {
         try socket.connect(configuration.endpoint)
         self.core = try Core(configuration: configuration, logger: logger, socket: socket)
         let loop = ClientLoop(client: core)
-        io.start(name: "rpc-client \(configuration.endpoint)") { loop.run() }
+        io.start(name: IOThread<Command>.threadName("rpcc", endpoint: configuration.endpoint)) { loop.run() }
     }
 
     deinit {

@@ -117,7 +117,7 @@ public final class RPCServer: Service, Sendable {
                 throw error
             }
             let loop = ServerLoop(core: core, socket: socket, zapDomain: zapDomain)
-            core.io.start(name: "rpc-server") { loop.run() }
+            core.io.start(name: IOThread<Command>.threadName("rpcs", endpoint: core.configuration.endpoints.first ?? "")) { loop.run() }
             started = bound
             return bound
         }

@@ -203,11 +203,9 @@ final class ServerLoop {
         core.inFlight.add(1, ordering: .relaxed)
         let timeout = header.timeoutMs == 0 ? core.configuration.defaultTimeout : .milliseconds(header.timeoutMs)
         let deadline = received + timeout
-        var logger = core.logger
-        logger[metadataKey: "rpc.id"] = "\(header.requestID)"
         let context = RPCContext(
             requestID: header.requestID, method: header.method, deadline: deadline,
-            traceParent: header.traceParent, logger: logger)
+            traceParent: header.traceParent, logger: core.logger)
         let core = self.core
         let executor: (any TaskExecutor)? = core.configuration.handlerExecutor == .ioThread ? core.executor : nil
         Task(executorPreference: executor) {

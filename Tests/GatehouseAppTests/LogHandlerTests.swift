@@ -1,0 +1,44 @@
+import Foundation
+import Logging
+import Testing
+
+@testable import GatehouseApp
+
+@Suite struct LogHandlerTests {
+    @Test func linesHaveStreamLogHandlersShape() {
+        let line = StandardErrorLogHandler.format(
+            timestamp: "2026-01-31T12:00:00+0000", level: .warning, label: "gatehouse.rpc",
+            metadata: ["rpc.id": "7", "a": "b"], source: "GatehouseRPC", message: "slow call")
+        #expect(line == "2026-01-31T12:00:00+0000 warning gatehouse.rpc: a=b rpc.id=7 [GatehouseRPC] slow call\n")
+        let bare = StandardErrorLogHandler.format(
+            timestamp: "t", level: .info, label: "gatehouse", metadata: [:], source: "gatehouse", message: "up")
+        #expect(bare == "t info gatehouse: [gatehouse] up\n")
+    }
+
+    @Test func laterMetadataWinsAndErrorsAreNamed() {
+        struct Boom: Error {}
+        let merged = StandardErrorLogHandler.merge(
+            base: ["k": "base", "only": "1"], provided: ["k": "provided"], explicit: ["k": "explicit"], error: Boom())
+        #expect(merged["k"] == "explicit")
+        #expect(merged["only"] == "1")
+        #expect(merged["error.message"] == "Boom()")
+        #expect(merged["error.type"]?.description.hasSuffix("Boom") == true)
+    }
+
+    @Test func metadataIsAValuePerLogger() {
+        var a = Logger(label: "x") { StandardErrorLogHandler(label: $0, level: .info) }
+        a[metadataKey: "request_id"] = "r1"
+        var b = a
+        b[metadataKey: "request_id"] = "r2"
+        #expect(a[metadataKey: "request_id"] == "r1")
+        #expect(b[metadataKey: "request_id"] == "r2")
+        #expect(a.logLevel == .info)
+    }
+
+    @Test func timestampsLookLikeStreamLogHandlers() {
+        let stamp = StandardErrorLogHandler.timestamp()
+        // 2026-01-31T12:00:00+0000
+        #expect(stamp.utf8.count == 24, "\(stamp)")
+        #expect(stamp.dropFirst(10).first == "T")
+    }
+}
