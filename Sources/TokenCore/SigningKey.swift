@@ -97,6 +97,8 @@ public struct SigningKey: Sendable, Hashable {
 
 public enum SigningKeyError: Error, Equatable {
     case corrupt
+    /// No key has been loaded into the key ring yet.
+    case noActiveKey
 }
 
 /// Unpadded base64url (RFC 4648 §5).
@@ -110,40 +112,40 @@ public enum Base64URL {
         return table
     }()
 
-    public static func encode(_ data: some DataProtocol) -> String {
+    /// Appends the encoding of `data` to `out` (ASCII bytes).
+    public static func append(_ data: some DataProtocol, to out: inout [UInt8]) {
         let bytes = Array(data)
         let count = bytes.count
-        let outCount = (count * 4 + 2) / 3
-        return String(unsafeUninitializedCapacity: outCount) { out in
-            alphabet.withUnsafeBufferPointer { a in
-                var o = 0
-                var i = 0
-                while i + 3 <= count {
-                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-                    out[o] = a[Int(v >> 18)]
-                    out[o + 1] = a[Int((v >> 12) & 63)]
-                    out[o + 2] = a[Int((v >> 6) & 63)]
-                    out[o + 3] = a[Int(v & 63)]
-                    o += 4
-                    i += 3
-                }
-                switch count - i {
-                case 1:
-                    let v = UInt32(bytes[i]) << 16
-                    out[o] = a[Int(v >> 18)]
-                    out[o + 1] = a[Int((v >> 12) & 63)]
-                    o += 2
-                case 2:
-                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-                    out[o] = a[Int(v >> 18)]
-                    out[o + 1] = a[Int((v >> 12) & 63)]
-                    out[o + 2] = a[Int((v >> 6) & 63)]
-                    o += 3
-                default: break
-                }
-                return o
+        out.reserveCapacity(out.count + (count * 4 + 2) / 3)
+        alphabet.withUnsafeBufferPointer { a in
+            var i = 0
+            while i + 3 <= count {
+                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                out.append(a[Int(v >> 18)])
+                out.append(a[Int((v >> 12) & 63)])
+                out.append(a[Int((v >> 6) & 63)])
+                out.append(a[Int(v & 63)])
+                i += 3
+            }
+            switch count - i {
+            case 1:
+                let v = UInt32(bytes[i]) << 16
+                out.append(a[Int(v >> 18)])
+                out.append(a[Int((v >> 12) & 63)])
+            case 2:
+                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+                out.append(a[Int(v >> 18)])
+                out.append(a[Int((v >> 12) & 63)])
+                out.append(a[Int((v >> 6) & 63)])
+            default: break
             }
         }
+    }
+
+    public static func encode(_ data: some DataProtocol) -> String {
+        var out: [UInt8] = []
+        append(data, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     /// Strict: only the base64url alphabet, no padding, no whitespace; a length of 4n+1 or

@@ -167,7 +167,7 @@ public final class TokenService: Sendable {
         token.utf8.count == 43 && token.utf8.allSatisfy { $0.isBase64URL }
     }
 
-    func mintAccessToken(userID: String, sessionID: String, authTime: Date, amr: [String], claims: UserClaims) async throws -> (String, Int64) {
+    func mintAccessToken(userID: String, sessionID: String, authTime: Date, amr: [String], claims: UserClaims) throws -> (String, Int64) {
         let issued = now()
         let ttl = Int64(configuration.accessTokenTTL)
         let custom: [String: JSONValue]
@@ -181,7 +181,7 @@ public final class TokenService: Sendable {
             sid: sessionID, authTime: Int64(authTime.timeIntervalSince1970), amr: amr,
             email: claims.email.isEmpty ? nil : claims.email, emailVerified: claims.emailVerified, isAnonymous: claims.isAnonymous,
             custom: custom)
-        return (try await keys.sign(access), ttl)
+        return (try keys.sign(access), ttl)
     }
 
     /// `token.issueSession`.
@@ -204,7 +204,7 @@ public final class TokenService: Sendable {
                 id: sessionID, userID: request.userID, createdAt: at, authTime: request.authTime, amr: request.amr, client: client,
                 lastUsedAt: at, expiresAt: at.addingTimeInterval(configuration.sessionTTL), revokedAt: nil, revokeReason: ""),
             refreshHash: Self.hash(refresh))
-        let (access, ttl) = try await mintAccessToken(
+        let (access, ttl) = try mintAccessToken(
             userID: request.userID, sessionID: sessionID, authTime: request.authTime, amr: request.amr, claims: request.claims)
         return SessionTokens(accessToken: access, refreshToken: refresh, expiresIn: ttl, sessionID: sessionID)
     }
@@ -235,7 +235,7 @@ public final class TokenService: Sendable {
             announce(revoked)
             throw TokenError.refreshTokenReused
         case .rotated(let s), .graceReplay(let s):
-            let (access, ttl) = try await mintAccessToken(userID: s.userID, sessionID: s.id, authTime: s.authTime, amr: s.amr, claims: claims)
+            let (access, ttl) = try mintAccessToken(userID: s.userID, sessionID: s.id, authTime: s.authTime, amr: s.amr, claims: claims)
             return SessionTokens(accessToken: access, refreshToken: successor, expiresIn: ttl, sessionID: s.id)
         }
     }
