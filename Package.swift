@@ -124,10 +124,19 @@ let package = Package(
             exclude: ["Resources"],
             swiftSettings: swiftSettings
         ),
+        // Point reads through the SQLite C API on GRDB's connections (both services' hot paths).
+        .target(
+            name: "SQLiteSupport",
+            dependencies: [
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "IdentityService",
             dependencies: [
-                "IdentityCore", "GatehouseProtocol", "ProtoCodec", "CArgon2", "CLegacyHashes",
+                "IdentityCore", "GatehouseProtocol", "ProtoCodec", "CArgon2", "CLegacyHashes", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -153,7 +162,7 @@ let package = Package(
         .target(
             name: "TokenService",
             dependencies: [
-                "TokenCore", "GatehouseProtocol", "ProtoCodec",
+                "TokenCore", "GatehouseProtocol", "ProtoCodec", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -212,6 +221,8 @@ let package = Package(
                 "LoadGenerator",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IdentityCore
+import SQLiteSupport
 
 /// The users database: one SQLite file in WAL mode, accessed through GRDB 7.
 ///
@@ -28,6 +29,8 @@ public final class SQLiteUserStore: UserStore {
     }
 
     private let pool: DatabasePool
+    /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
+    let checkpointer: WALCheckpointer
 
     /// Opens (creating if needed) the database at `path`. Does not migrate: call `migrate()`.
     /// Opening is synchronous file I/O; from async code prefer `open(path:durability:)`.
@@ -39,11 +42,17 @@ public final class SQLiteUserStore: UserStore {
         let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            for pragma in WALCheckpointer.connectionPragmas { try db.execute(sql: pragma) }
         }
         do {
             pool = try DatabasePool(path: path, configuration: config)
         } catch {
             throw Self.translate(error)
+        }
+        do {
+            checkpointer = try WALCheckpointer(path: path)
+        } catch {
+            throw IdentityError.storage(cause: "\(error)")
         }
     }
 
@@ -127,17 +136,30 @@ public final class SQLiteUserStore: UserStore {
         }
     }
 
+    // The point reads' own SQL texts (a comment makes them distinct cache keys): they are
+    // driven through `RawStatement` only, never through GRDB's argument handling.
+    private static let rawSelectByIDSQL = "/* raw */ " + selectByIDSQL
+    static let rawSelectByEmailSQL = "/* raw */ " + selectByEmailSQL
+
     public func user(id: UserID) async throws -> UserRecord? {
-        try readNow { db in
-            let statement = try db.cachedStatement(sql: Self.selectByIDSQL)
-            return try Row.fetchOne(statement, arguments: [id.rawValue]).map(Self.record)
-        }
+        try userNow(id: id)
     }
 
     public func user(normalizedEmail: String) async throws -> UserRecord? {
+        try userNow(normalizedEmail: normalizedEmail)
+    }
+
+    /// `user(id:)` on the calling thread, for callers that are not async.
+    public func userNow(id: UserID) throws -> UserRecord? {
         try readNow { db in
-            let statement = try db.cachedStatement(sql: Self.selectByEmailSQL)
-            return try Row.fetchOne(statement, arguments: [normalizedEmail]).map(Self.record)
+            try RawStatement.read(db, sql: Self.rawSelectByIDSQL, arguments: [.text(id.rawValue)], Self.record)
+        }
+    }
+
+    /// `user(normalizedEmail:)` on the calling thread, for callers that are not async.
+    public func userNow(normalizedEmail: String) throws -> UserRecord? {
+        try readNow { db in
+            try RawStatement.read(db, sql: Self.rawSelectByEmailSQL, arguments: [.text(normalizedEmail)], Self.record)
         }
     }
 
@@ -263,6 +285,26 @@ public final class SQLiteUserStore: UserStore {
             u.updatedAt.millisecondsSince1970, u.lastSignInAt?.millisecondsSince1970,
             u.tokensValidAfter?.millisecondsSince1970, u.version,
         ]
+    }
+
+    /// A row of `columns`, read straight from SQLite (see `RawStatement`).
+    private static func record(_ row: RawRow) -> UserRecord {
+        var user = UserRecord(id: UserID(rawValue: row.string(0)), email: nil, createdAt: Date(millisecondsSince1970: row.int64(11)))
+        user.email = row.optionalString(1)
+        user.emailNormalized = row.optionalString(2)
+        user.emailVerified = row.bool(3)
+        user.displayName = row.optionalString(4)
+        user.photoURL = row.optionalString(5)
+        user.passwordHash = row.optionalString(6)
+        user.isAnonymous = row.bool(7)
+        user.disabled = row.bool(8)
+        user.customClaimsJSON = row.string(9)
+        user.settingsJSON = row.string(10)
+        user.updatedAt = Date(millisecondsSince1970: row.int64(12))
+        user.lastSignInAt = row.optionalInt64(13).map(Date.init(millisecondsSince1970:))
+        user.tokensValidAfter = row.optionalInt64(14).map(Date.init(millisecondsSince1970:))
+        user.version = row.int64(15)
+        return user
     }
 
     private static func record(_ row: Row) -> UserRecord {

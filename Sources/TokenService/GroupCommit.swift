@@ -77,16 +77,23 @@ final class GroupCommit: Sendable {
         var outcomes = [(any Error)?](repeating: nil, count: batch.count)
         do {
             try db.inTransaction(.immediate) {
+                // Each write in a savepoint of its own, so a failing write rolls back alone and
+                // the others still commit. The savepoint statements are prepared once per
+                // connection (GRDB's `inSavepoint` parses its SQL on every call).
+                let begin = try db.cachedStatement(sql: "SAVEPOINT gatehouse_write")
+                let release = try db.cachedStatement(sql: "RELEASE SAVEPOINT gatehouse_write")
+                let rollback = try db.cachedStatement(sql: "ROLLBACK TO SAVEPOINT gatehouse_write")
                 for (index, pending) in batch.enumerated() {
+                    try begin.execute()
                     do {
-                        // A failing write rolls back to its savepoint; the others still commit.
-                        try db.inSavepoint {
-                            try pending.run(db)
-                            return .commit
-                        }
+                        try pending.run(db)
                     } catch {
                         outcomes[index] = error
+                        // If SQLite already rolled the whole transaction back (I/O error, disk
+                        // full), these throw and the batch fails as a whole, as it must.
+                        try rollback.execute()
                     }
+                    try release.execute()
                 }
                 return .commit
             }

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import GatehouseProtocol
 import Logging
+import SQLiteSupport
 import TokenCore
 
 /// The token service's SQLite file: signing keys, sessions and refresh tokens.
@@ -16,6 +17,8 @@ public final class TokenStore: Sendable {
     public enum Durability: Sendable { case processCrash, powerLoss }
 
     let pool: DatabasePool
+    /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
+    let checkpointer: WALCheckpointer
     let commits: GroupCommit
     let logger: Logger
 
@@ -26,8 +29,12 @@ public final class TokenStore: Sendable {
         let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
         config.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+            for pragma in WALCheckpointer.connectionPragmas { try db.execute(sql: pragma) }
         }
-        do { pool = try DatabasePool(path: path, configuration: config) } catch {
+        do {
+            pool = try DatabasePool(path: path, configuration: config)
+            checkpointer = try WALCheckpointer(path: path)
+        } catch {
             throw RPCError(.internal, "cannot open the token database at \(path): \(error)")
         }
         commits = GroupCommit(writer: pool)
@@ -189,12 +196,29 @@ public final class TokenStore: Sendable {
     public func session(forRefreshHash hash: Data) throws -> SessionRow? {
         do {
             return try pool.unsafeRead { db in
-                let row = try Row.fetchOne(
-                    db.cachedStatement(sql: "SELECT s.* FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"),
-                    arguments: [hash])
-                return row.map(Self.session)
+                try RawStatement.read(db, sql: Self.sessionByRefreshHashSQL, arguments: [.blob(Array(hash))]) { row in
+                    Self.session(row, from: 0)
+                }
             }
         } catch { throw translate(error) }
+    }
+
+    /// The session columns in the order `session(_:from:)` reads them.
+    static let sessionColumns = "s.id, s.userId, s.createdAt, s.authTime, s.amr, s.userAgent, s.ip, s.lastUsedAt, s.expiresAt, s.revokedAt, s.revokeReason"
+    // Raw queries (see `RawStatement`): their own SQL texts, never run through GRDB's arguments.
+    static let sessionByRefreshHashSQL =
+        "/* raw */ SELECT \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
+    static let tokenAndSessionSQL =
+        "/* raw */ SELECT r.usedAt, r.successorHash, \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
+
+    /// A session from `sessionColumns`, starting at column `first`.
+    static func session(_ row: RawRow, from first: Int32) -> SessionRow {
+        SessionRow(
+            id: row.string(first), userID: row.string(first + 1), createdAt: date(row.int64(first + 2))!,
+            authTime: date(row.int64(first + 3))!, amr: row.string(first + 4).split(separator: " ").map(String.init),
+            client: ClientInfo(userAgent: row.string(first + 5), ip: row.string(first + 6)),
+            lastUsedAt: date(row.int64(first + 7))!, expiresAt: date(row.int64(first + 8))!,
+            revokedAt: date(row.optionalInt64(first + 9)), revokeReason: row.string(first + 10))
     }
 
     public func session(id: String) async throws -> SessionRow? {
@@ -224,17 +248,17 @@ public final class TokenStore: Sendable {
     /// sees the first's `usedAt` and, inside the grace window, gets the same successor.
     public func rotate(hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval) async throws -> RotationOutcome {
         try await write { db in
-            guard let token = try Row.fetchOne(
-                db.cachedStatement(sql: "SELECT usedAt, successorHash, sessionId FROM refreshToken WHERE hash = ?"), arguments: [hash])
+            // The token and its session in one indexed look-up, read straight from SQLite.
+            guard let (usedAt, storedSuccessor, found) = try RawStatement.read(
+                db, sql: Self.tokenAndSessionSQL, arguments: [.blob(Array(hash))], { row in
+                    (Self.date(row.optionalInt64(0)), row.isNull(1) ? nil : Data(row.bytes(1)), Self.session(row, from: 2))
+                })
             else { return .invalid }
-            let sessionID: String = token["sessionId"]
-            guard let sessionRow = try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session WHERE id = ?"), arguments: [sessionID])
-            else { return .invalid }
-            var session = Self.session(sessionRow)
+            var session = found
+            let sessionID = session.id
             if session.revokedAt != nil { return .revoked(session) }
             if now >= session.expiresAt || now >= session.lastUsedAt.addingTimeInterval(idleTimeout) { return .expired(session) }
-            if let usedAt = Self.date(token["usedAt"]) {
-                let storedSuccessor: Data? = token["successorHash"]
+            if let usedAt {
                 if now.timeIntervalSince(usedAt) <= grace, storedSuccessor == successorHash { return .graceReplay(session) }
                 try db.execute(
                     sql: "UPDATE session SET revokedAt = ?, revokeReason = 'refresh_token_reused' WHERE id = ?",

@@ -21,7 +21,7 @@ import Testing
         let queue = try DatabaseQueue(path: dir.databasePath)
         let (plan, uniqueIndexes) = try await queue.write { db -> ([String], [String]) in
             try db.execute(sql: "ANALYZE")
-            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteUserStore.selectByEmailSQL, arguments: ["plan7@example.com"])
+            let plan = try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + SQLiteUserStore.rawSelectByEmailSQL, arguments: ["plan7@example.com"])
                 .map { $0["detail"] as String }
             // The index SQLite made for the column's UNIQUE constraint.
             let indexes = try Row.fetchAll(db, sql: "PRAGMA index_list(users)")

@@ -1,0 +1,39 @@
+import Foundation
+import IdentityCore
+import Testing
+
+@testable import IdentityService
+
+/// The WAL is checkpointed by the store's own thread, not inside commits.
+@Suite struct CheckpointTests {
+    @Test func commitsDoNotCheckpointAndTheCheckpointerKeepsTheWALSmall() async throws {
+        let dir = try TempDirectory()
+        defer { dir.cleanup() }
+        let store = try await SQLiteUserStore.open(path: dir.databasePath)
+        try await store.migrate()
+        #expect(try await store.pragma("wal_autocheckpoint") == "0")
+        #expect(try await store.pragma("journal_mode") == "wal")
+        // 1,500 single-row transactions: well past the 1,000 pages an automatic checkpoint waits for.
+        for i in 0..<1_500 { try store.insertSync(try makeUser("wal\(i)@example.com")) }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while store.checkpointer.counts.frames == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(store.checkpointer.counts.checkpoints > 0)
+        #expect(store.checkpointer.counts.frames > 0)
+        // Every row is there, read through the pool after the checkpoints.
+        #expect(try await store.count() == 1_500)
+        #expect(try await store.user(normalizedEmail: "wal1499@example.com") != nil)
+    }
+
+    @Test func stoppingIsIdempotentAndTheStoreStillWorks() async throws {
+        let dir = try TempDirectory()
+        defer { dir.cleanup() }
+        let store = try await SQLiteUserStore.open(path: dir.databasePath)
+        try await store.migrate()
+        store.checkpointer.stop()
+        store.checkpointer.stop()
+        try await store.insert(try makeUser("after-stop@example.com"))
+        #expect(try await store.user(normalizedEmail: "after-stop@example.com") != nil)
+    }
+}
