@@ -85,6 +85,12 @@ public struct MixWeights: Sendable, Equatable, Codable {
 }
 
 /// Everything a run needs. The CLI fills it from flags; tests build it directly.
+/// Which HTTP client sends the load.
+public enum HTTPEngine: String, Sendable, CaseIterable {
+    case nio
+    case asyncHTTPClient = "async-http-client"
+}
+
 public struct LoadConfiguration: Sendable {
     public static let maxDuration: Double = 3600
     public static let maxWarmup: Double = 600
@@ -121,6 +127,9 @@ public struct LoadConfiguration: Sendable {
     /// Seconds a virtual user waits after a 503 or 429 before its next request, as a client that
     /// honours `Retry-After` does; 0 (the default) retries at once. The wait is not measured.
     public var busyBackoff: Double = 0
+    /// The HTTP client: `nio` (the default; lean, see `LeanHTTPClient`) or `asyncHTTPClient`.
+    /// `https://` targets always use AsyncHTTPClient.
+    public var engine: HTTPEngine = .nio
 
     public init(
         url: String = "http://127.0.0.1:8080",

@@ -37,14 +37,34 @@ public struct LoadRunner: Sendable {
            let pinned = target.addresses.first(where: { !$0.contains(":") }) ?? target.addresses.first {
             clientConfig.dnsOverride = [target.host: pinned]
         }
-        let client = HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfig)
+        let engine: Engine
+        switch config.engine {
+        case .nio where target.baseURL.lowercased().hasPrefix("http://"):
+            engine = .lean(try LeanHTTPClient.make(
+                target: target, group: MultiThreadedEventLoopGroup.singleton, timeout: config.timeout, maxBody: Run.maxBody))
+        case .nio, .asyncHTTPClient:
+            engine = .asyncHTTPClient(HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfig))
+        }
         do {
-            let result = try await Run(config: config, target: target, client: client, progress: progress).execute()
-            try? await client.shutdown()
+            let result = try await Run(config: config, target: target, engine: engine, progress: progress).execute()
+            await engine.shutdown()
             return result
         } catch {
-            try? await client.shutdown()
+            await engine.shutdown()
             throw error
+        }
+    }
+}
+
+/// The HTTP client a run uses.
+enum Engine: Sendable {
+    case asyncHTTPClient(HTTPClient)
+    case lean(LeanHTTPClient)
+
+    func shutdown() async {
+        switch self {
+        case .asyncHTTPClient(let client): try? await client.shutdown()
+        case .lean(let client): await client.shutdown()
         }
     }
 }
@@ -53,7 +73,7 @@ public struct LoadRunner: Sendable {
 final class Run: Sendable {
     let config: LoadConfiguration
     let target: Target
-    let client: HTTPClient
+    let engine: Engine
     let progress: @Sendable (String) -> Void
     let highestMicros: UInt64
 
@@ -72,10 +92,10 @@ final class Run: Sendable {
     /// Users made during setup (sign-in pool, token owners).
     let pool = Mutex<[SetupUser]>([])
 
-    init(config: LoadConfiguration, target: Target, client: HTTPClient, progress: @escaping @Sendable (String) -> Void) {
+    init(config: LoadConfiguration, target: Target, engine: Engine, progress: @escaping @Sendable (String) -> Void) {
         self.config = config
         self.target = target
-        self.client = client
+        self.engine = engine
         self.progress = progress
         self.highestMicros = max(60_000_000, UInt64(config.timeout * 1_000_000) + 1_000_000)
     }
@@ -355,23 +375,66 @@ final class Run: Sendable {
     static let maxBody = 1 << 20
 
     /// One HTTP exchange, or a classified transport failure.
-    func send(_ method: HTTPMethod, _ path: String, json: [String: String]? = nil, bearer: String? = nil) async -> Result<Exchange, TransportFailure> {
-        var request = HTTPClientRequest(url: target.url(path))
-        request.method = method
-        request.headers.add(name: "accept", value: "application/json")
-        if let bearer { request.headers.add(name: "authorization", value: "Bearer \(bearer)") }
-        if let json {
-            let data = (try? JSONSerialization.data(withJSONObject: json)) ?? Data()
-            request.headers.add(name: "content-type", value: "application/json")
-            request.body = .bytes(ByteBuffer(bytes: data))
+    func send(_ method: HTTPMethod, _ path: String, json: KeyValuePairs<String, String>? = nil, bearer: String? = nil) async -> Result<Exchange, TransportFailure> {
+        let body = json.map(Self.jsonObject)
+        switch engine {
+        case .lean(let client):
+            var headers: [(String, String)] = [("Accept", "application/json")]
+            if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+            if body != nil { headers.append(("Content-Type", "application/json")) }
+            do {
+                let response = try await client.execute(method: method.rawValue, path: path, headers: headers, body: body)
+                return .success(Exchange(status: response.status, body: Data(response.body.readableBytesView)))
+            } catch {
+                return .failure(TransportFailure(error))
+            }
+        case .asyncHTTPClient(let client):
+            var request = HTTPClientRequest(url: target.url(path))
+            request.method = method
+            request.headers.add(name: "accept", value: "application/json")
+            if let bearer { request.headers.add(name: "authorization", value: "Bearer \(bearer)") }
+            if let body {
+                request.headers.add(name: "content-type", value: "application/json")
+                request.body = .bytes(ByteBuffer(bytes: body))
+            }
+            do {
+                let response = try await client.execute(request, timeout: .milliseconds(Int64(config.timeout * 1000)))
+                let buffer = try await response.body.collect(upTo: Self.maxBody)
+                return .success(Exchange(status: Int(response.status.code), body: Data(buffer.readableBytesView)))
+            } catch {
+                return .failure(TransportFailure(error))
+            }
         }
-        do {
-            let response = try await client.execute(request, timeout: .milliseconds(Int64(config.timeout * 1000)))
-            let buffer = try await response.body.collect(upTo: Self.maxBody)
-            return .success(Exchange(status: Int(response.status.code), body: Data(buffer.readableBytesView)))
-        } catch {
-            return .failure(TransportFailure(error))
+    }
+
+    /// A flat JSON object of strings, in the given order (the request bodies are all this shape).
+    static func jsonObject(_ fields: KeyValuePairs<String, String>) -> [UInt8] {
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        for (index, (key, value)) in fields.enumerated() {
+            if index > 0 { out.append(UInt8(ascii: ",")) }
+            appendJSONString(key, to: &out)
+            out.append(UInt8(ascii: ":"))
+            appendJSONString(value, to: &out)
         }
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    static func appendJSONString(_ text: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out.append(UInt8(ascii: "\\"))
+                out.append(byte)
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default:
+                out.append(byte)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 
     func check<T: Sendable>(_ exchange: Result<Exchange, TransportFailure>, expect status: Int,
@@ -486,6 +549,8 @@ struct TransportFailure: Error {
             default:
                 kind = "other"
             }
+        } else if let failure = error as? LeanHTTPClient.Failure {
+            kind = failure.kind.rawValue
         } else if error is NIOTooManyBytesError {
             kind = "body_too_large"
         } else if let channelError = error as? ChannelError, case .connectTimeout = channelError {

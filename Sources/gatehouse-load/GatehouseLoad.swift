@@ -58,6 +58,9 @@ struct GatehouseLoad: AsyncParsableCommand {
     @Flag(help: "Allow a target that is not loopback (only load-test servers you own).")
     var allowRemote = false
 
+    @Option(help: "HTTP client: nio (lean keep-alive connections; plain http) or async-http-client (also https). https targets always use async-http-client.")
+    var engine: String = HTTPEngine.nio.rawValue
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -74,6 +77,10 @@ struct GatehouseLoad: AsyncParsableCommand {
             )
             if let runID { built.runID = runID }
             built.busyBackoff = busyBackoff
+            guard let chosen = HTTPEngine(rawValue: engine) else {
+                throw LoadError.invalidConfiguration("--engine must be one of \(HTTPEngine.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            built.engine = chosen
             try built.validate()
             configuration = built
         } catch let error as LoadError {

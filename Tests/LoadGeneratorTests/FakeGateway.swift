@@ -98,6 +98,10 @@ final class FakeGateway: Sendable {
             }
             return "ok"
         }
+        router.get("/big") { _, _ in
+            // Just over the load generator's 1 MiB body limit.
+            String(repeating: "x", count: (1 << 20) + 10)
+        }
         router.get("/fail") { _, _ in
             FakeGateway.problem(.internalServerError, "internal")
         }
