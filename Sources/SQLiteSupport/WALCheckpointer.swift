@@ -70,6 +70,14 @@ public final class WALCheckpointer: Sendable {
         }
         // The writer may hold its lock for a moment: wait for it rather than fail at once.
         sqlite3_busy_timeout(handle, 1000)
+        // A connection learns that the file is in WAL mode when it first reads it; until then a
+        // checkpoint through it does nothing.
+        let read = sqlite3_exec(handle, "SELECT count(*) FROM sqlite_master", nil, nil, nil)
+        guard read == SQLITE_OK else {
+            let message = String(cString: sqlite3_errmsg(handle))
+            sqlite3_close_v2(handle)
+            throw CheckpointerError(message: "cannot read \(path) for checkpoints: \(message)")
+        }
         let connection = Connection(handle: handle)
         let shared = self.shared
         let thread = Thread {
