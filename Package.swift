@@ -239,7 +239,7 @@ let package = Package(
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
-                "IdentityService", "IdentityCore", "GatehouseProtocol", "ProtoCodec", "identity-crash-writer",
+                "IdentityService", "IdentityCore", "GatehouseProtocol", "ProtoCodec", "identity-crash-writer", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings

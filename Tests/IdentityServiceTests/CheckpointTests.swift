@@ -1,5 +1,6 @@
 import Foundation
 import IdentityCore
+import SQLiteSupport
 import Testing
 
 @testable import IdentityService
@@ -35,5 +36,28 @@ import Testing
         store.checkpointer.stop()
         try await store.insert(try makeUser("after-stop@example.com"))
         #expect(try await store.user(normalizedEmail: "after-stop@example.com") != nil)
+    }
+
+    @Test func aGrowingWALIsStartedOver() async throws {
+        let dir = try TempDirectory()
+        defer { dir.cleanup() }
+        let store = try await SQLiteUserStore.open(path: dir.databasePath)
+        try await store.migrate()
+        store.checkpointer.stop()
+        let checkpointer = try WALCheckpointer(path: dir.databasePath, interval: .milliseconds(5), restartFrames: 50)
+        for i in 0..<1_500 {
+            try store.insertSync(try makeUser("restart\(i)@example.com"))
+            if i % 100 == 0 { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while checkpointer.counts.restarts == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(checkpointer.counts.restarts > 0)
+        // Without restarts the WAL would hold every frame of the 1,500 commits (over 6 MB).
+        let wal = try FileManager.default.attributesOfItem(atPath: dir.databasePath + "-wal")[.size] as? Int ?? 0
+        #expect(wal < 3_000_000, "WAL is \(wal) bytes")
+        checkpointer.stop()
+        #expect(try await store.count() == 1_500)
     }
 }
