@@ -43,7 +43,11 @@ public struct RPCRouter: Sendable {
     /// A type-erased handler: request body in, response body out; throws only `RPCError`.
     public typealias RawHandler = @Sendable ([UInt8], RPCContext) async throws -> [UInt8]
 
+    /// A type-erased handler that never suspends: it answers on the thread that calls it.
+    public typealias SyncRawHandler = @Sendable ([UInt8], RPCContext) throws -> [UInt8]
+
     private var handlers: [String: RawHandler] = [:]
+    private var syncHandlers: [String: SyncRawHandler] = [:]
 
     public init() {}
 
@@ -53,35 +57,71 @@ public struct RPCRouter: Sendable {
         _ handler: @escaping @Sendable (Req, RPCContext) async throws -> Res
     ) {
         let name = method.name
+        syncHandlers[name] = nil
         handlers[name] = { body, context in
-            let request: Req
-            do {
-                request = try ProtobufDecoder().decode(Req.self, from: body)
-            } catch {
-                throw RPCError(.malformedRequest, "the request body of \(name) does not decode: \(error)")
-            }
+            let request = try Self.decodeRequest(Req.self, body, method: name)
             let response: Res
             do {
                 response = try await handler(request, context)
             } catch {
                 throw RPCRouter.wireError(error, method: name, logger: context.logger)
             }
+            return try Self.encodeResponse(response, method: name, logger: context.logger)
+        }
+    }
+
+    /// Registers a handler that does not suspend (no `await`: an in-memory answer or a point
+    /// read on the calling thread). An RPC server runs it on its I/O thread as the request
+    /// arrives, without a task: no allocation of one, no job to schedule. It is also reachable
+    /// through `handler(for:)`, like any other.
+    public mutating func registerSync<Req, Res>(
+        _ method: RPCMethod<Req, Res>,
+        _ handler: @escaping @Sendable (Req, RPCContext) throws -> Res
+    ) {
+        let name = method.name
+        let raw: SyncRawHandler = { body, context in
+            let request = try Self.decodeRequest(Req.self, body, method: name)
+            let response: Res
             do {
-                return try ProtobufEncoder().encode(response)
+                response = try handler(request, context)
             } catch {
-                context.logger.error("response of \(name) does not encode: \(error)")
-                throw RPCError(.internal, "internal error")
+                throw RPCRouter.wireError(error, method: name, logger: context.logger)
             }
+            return try Self.encodeResponse(response, method: name, logger: context.logger)
+        }
+        syncHandlers[name] = raw
+        handlers[name] = { body, context in try raw(body, context) }
+    }
+
+    static func decodeRequest<Req: Decodable>(_ type: Req.Type, _ body: [UInt8], method: String) throws -> Req {
+        do {
+            return try ProtobufDecoder().decode(Req.self, from: body)
+        } catch {
+            throw RPCError(.malformedRequest, "the request body of \(method) does not decode: \(error)")
+        }
+    }
+
+    static func encodeResponse<Res: Encodable>(_ response: Res, method: String, logger: Logger) throws -> [UInt8] {
+        do {
+            return try ProtobufEncoder().encode(response)
+        } catch {
+            logger.error("response of \(method) does not encode: \(error)")
+            throw RPCError(.internal, "internal error")
         }
     }
 
     /// Merges another router's methods into this one.
     public mutating func merge(_ other: RPCRouter) {
+        for name in other.handlers.keys { syncHandlers[name] = nil }
         handlers.merge(other.handlers) { _, new in new }
+        syncHandlers.merge(other.syncHandlers) { _, new in new }
     }
 
     /// The handler for a method name, if one is registered.
     public func handler(for method: String) -> RawHandler? { handlers[method] }
+
+    /// The handler for a method name when it was registered with `registerSync`.
+    public func syncHandler(for method: String) -> SyncRawHandler? { syncHandlers[method] }
 
     /// The registered method names.
     public var methods: [String] { handlers.keys.sorted() }

@@ -191,6 +191,22 @@ final class ServerLoop {
                 details: ["supported": "\(rpcProtocolVersion)"]))
             return
         }
+        if core.configuration.handlerExecutor == .ioThread, let handler = core.router.syncHandler(for: header.method) {
+            // Answered here and now: no task, no job, the reply goes out in this wake-up.
+            let context = RPCContext(
+                requestID: header.requestID, method: header.method, deadline: received + .milliseconds(max(header.timeoutMs, 1)),
+                traceParent: header.traceParent, logger: core.logger)
+            var replyHeader = ReplyHeader(requestID: header.requestID, error: nil)
+            var replyBody: [UInt8] = []
+            do {
+                replyBody = try handler(body, context)
+            } catch {
+                replyHeader.error = RPCRouter.wireError(error, method: header.method, logger: context.logger)
+            }
+            guard let headerBytes = try? replyHeader.encoded() else { return }
+            send(identity: identity, header: headerBytes, body: replyBody)
+            return
+        }
         guard let handler = core.router.handler(for: header.method) else {
             reply(identity: identity, requestID: header.requestID, error: RPCError(.unimplemented, "no method named \(header.method)"))
             return

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseProtocol
 import JWTKit
+import Synchronization
 
 /// The token service's public keys, fetched from `backend.jwks()`.
 ///
@@ -28,6 +29,15 @@ actor JWKSCache {
     /// How many times the backend was asked for the JWKS (for tests and metrics).
     private(set) var fetchCount = 0
 
+    /// The installed keys, readable without entering the actor: every request looks its key
+    /// up, and the actor hop was the larger part of that.
+    private struct Snapshot {
+        var keys: JWTKeyCollection
+        var algorithmByKID: [String: String]
+        var fetchedAt: Date
+    }
+    private nonisolated let snapshot = Mutex<Snapshot?>(nil)
+
     init(fetch: @escaping @Sendable () async throws -> String, clock: GatewayClock, ttl: Duration, minRefetchInterval: Duration) {
         self.fetch = fetch
         self.clock = clock
@@ -45,6 +55,18 @@ actor JWKSCache {
             throw error
         }
         return document ?? #"{"keys":[]}"#
+    }
+
+    /// The key collection and expected algorithm for `kid` when the installed set is fresh and
+    /// knows it; nil sends the caller to `key(for:)` (fetch rules, rate limits).
+    nonisolated func cachedKey(for kid: String) -> (JWTKeyCollection, String)? {
+        let now = clock.now()
+        return snapshot.withLock { snapshot in
+            guard let snapshot, now.timeIntervalSince(snapshot.fetchedAt) < ttl, let alg = snapshot.algorithmByKID[kid] else {
+                return nil
+            }
+            return (snapshot.keys, alg)
+        }
     }
 
     /// The key collection and expected algorithm for `kid`, or nil when the kid is unknown even after
@@ -96,7 +118,9 @@ actor JWKSCache {
         keys = set.keys
         algorithmByKID = set.algorithmByKID
         document = set.document
-        fetchedAt = clock.now()
+        let now = clock.now()
+        fetchedAt = now
+        snapshot.withLock { $0 = Snapshot(keys: set.keys, algorithmByKID: set.algorithmByKID, fetchedAt: now) }
     }
 
     static func parse(_ text: String) async throws -> KeySet {

@@ -38,3 +38,11 @@ public protocol UserStore: Sendable {
     /// The number of users (for tests and metrics).
     func count() async throws -> Int
 }
+
+/// A store whose point reads answer on the calling thread without suspending (SQLite through
+/// `unsafeRead`). The identity service then serves `getUser` and `claimsForSession` as
+/// synchronous RPC handlers, answered on the RPC server's I/O thread without a task.
+public protocol SynchronousPointReads: UserStore {
+    /// `user(id:)`, on the calling thread.
+    func userNow(id: UserID) throws -> UserRecord?
+}

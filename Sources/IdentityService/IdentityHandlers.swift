@@ -41,14 +41,33 @@ public struct IdentityHandlers: Sendable {
         var router = RPCRouter()
         router.register(IdentityAPI.signUp) { request, _ in try await signUp(request) }
         router.register(IdentityAPI.signIn) { request, _ in try await signIn(request) }
-        router.register(IdentityAPI.getUser) { request, _ in try await getUser(request) }
         router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
-        router.register(IdentityAPI.claimsForSession) { request, _ in try await claimsForSession(request) }
-        router.register(IdentityAPI.passwordStrength) { request, _ in passwordStrength(request) }
-        router.register(IdentityAPI.stats) { _, _ in stats() }
+        if let reads = store as? any SynchronousPointReads {
+            // Point reads that never suspend: answered as the request arrives (see `registerSync`).
+            router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
+            router.registerSync(IdentityAPI.claimsForSession) { request, _ in try Self.claimsForSession(request, user: reads.userNow(id:)) }
+        } else {
+            router.register(IdentityAPI.getUser) { request, _ in try await getUser(request) }
+            router.register(IdentityAPI.claimsForSession) { request, _ in try await claimsForSession(request) }
+        }
+        router.registerSync(IdentityAPI.passwordStrength) { request, _ in passwordStrength(request) }
+        router.registerSync(IdentityAPI.stats) { _, _ in stats() }
         return router
+    }
+
+    /// `getUser` over a synchronous point read.
+    static func getUser(_ request: UserIDRequest, user: (UserID) throws -> UserRecord?) throws -> User {
+        let id = try validID(request.userID)
+        guard let found = try user(id) else { throw IdentityError.userNotFound }
+        return User(found)
+    }
+
+    /// `claimsForSession` over a synchronous point read.
+    static func claimsForSession(_ request: ClaimsForSessionRequest, user: (UserID) throws -> UserRecord?) throws -> UserClaims {
+        guard UserID.isWellFormed(request.userID), let found = try user(UserID(request.userID)) else { return UserClaims(exists: false) }
+        return found.claims
     }
 
     // MARK: Methods
@@ -122,6 +141,7 @@ public struct IdentityHandlers: Sendable {
         guard let user = try await store.user(id: id) else { throw IdentityError.userNotFound }
         return User(user)
     }
+
 
     /// Changes display name, photo URL and settings; with `expectedVersion`, only if nobody else
     /// changed the user since.

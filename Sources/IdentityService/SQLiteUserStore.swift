@@ -19,7 +19,7 @@ import SQLiteSupport
 ///
 /// No `DatabaseError` leaves this type: constraint violations become `emailExists`,
 /// `userNotFound` or `invalidArgument`; busy/locked become `unavailable`; the rest `storage`.
-public final class SQLiteUserStore: UserStore {
+public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     /// How far an acknowledged write survives.
     public enum Durability: Sendable {
         /// Survives a crash or kill of the process (`synchronous = NORMAL`).

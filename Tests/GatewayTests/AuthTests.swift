@@ -46,7 +46,7 @@ import Testing
         try await Harness.run { h in
             let (_, session) = try await h.signUp()
             let parts = (session["accessToken"] as! String).split(separator: ".").map(String.init)
-            let payloadData = try #require(Base64URL.decode(Substring(parts[1])))
+            let payloadData = Data(try #require(Base64URL.decodeBytes(Substring(parts[1]))))
             var payload = try #require(JSONSerialization.jsonObject(with: payloadData) as? [String: Any])
             payload["sub"] = "user-999"
             let forged = String(decoding: try JSONSerialization.data(withJSONObject: payload), as: UTF8.self)

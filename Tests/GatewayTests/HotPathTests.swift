@@ -136,4 +136,59 @@ import Testing
         #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)
         #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D]) == nil)
     }
+
+    @Test func iso8601MatchesFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        var dates = [0, 1_700_000_000.123, -1.5, 951_782_400, 4_102_444_800, 253_402_300_799.999, -62_135_596_800, 86_399.9999]
+            .map(Date.init(timeIntervalSince1970:))
+        for _ in 0..<5_000 {
+            dates.append(Date(timeIntervalSince1970: Double.random(in: -62_135_596_800..<253_402_300_800, using: &generator)))
+        }
+        for date in dates {
+            #expect(ISO8601.format(date) == date.formatted(.iso8601), "\(date.timeIntervalSince1970)")
+        }
+    }
+
+    @Test func settingsAreTrimmedOfJSONWhitespace() {
+        #expect(UserView.trimmedJSON(" \n\t{\"a\":1}\r\n ") == Array(#"{"a":1}"#.utf8))
+        #expect(UserView.trimmedJSON("  ") == [])
+        #expect(UserView.trimmedJSON("") == [])
+    }
+
+    @Test func base64URLDecodesLikeFoundation() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let standard = Data(bytes).base64EncodedString()
+            let url = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+            #expect(Base64URL.decodeBytes(Substring(url)) == bytes)
+            #expect(Base64URL.decodeBytes(Substring(url.replacingOccurrences(of: "=", with: ""))) == bytes)
+        }
+        #expect(Base64URL.decodeBytes("a+b/") == nil)
+        #expect(Base64URL.decodeBytes("abcde") == nil)
+        #expect(Base64URL.decodeBytes("ab c") == nil)
+    }
+
+    @Test func headersOfOtherShapesStillParse() throws {
+        func encode(_ json: String) -> Substring {
+            Substring(Data(json.utf8).base64EncodedString().replacingOccurrences(of: "+", with: "-")
+                .replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: ""))
+        }
+        #expect(BearerVerifier.algorithmAndKeyID(encode(#"{"alg":"ES256","typ":"JWT","kid":"k1"}"#)) ?? ("", "") == ("ES256", "k1"))
+        // A non-string member: the general parser.
+        #expect(BearerVerifier.algorithmAndKeyID(encode(#"{"alg":"ES256","kid":"k2","crit":["x"]}"#)) ?? ("", "") == ("ES256", "k2"))
+        #expect(BearerVerifier.algorithmAndKeyID(encode(#"{"alg":"ES256"}"#)) == nil)
+        #expect(BearerVerifier.algorithmAndKeyID(encode(#"{"alg":null,"kid":"k"}"#)) == nil)
+        #expect(BearerVerifier.algorithmAndKeyID(encode("not json")) == nil)
+        #expect(BearerVerifier.algorithmAndKeyID("!!!") == nil)
+    }
+
+    @Test func bearerSchemeIsCaseInsensitive() {
+        #expect(BearerVerifier.bearerToken("Bearer abc") == "abc")
+        #expect(BearerVerifier.bearerToken("bEaReR  abc  ") == "abc")
+        #expect(BearerVerifier.bearerToken("Basic abc") == nil)
+        #expect(BearerVerifier.bearerToken("Bearerx abc") == nil)
+        #expect(BearerVerifier.bearerToken("Bearer") == nil)
+        #expect(BearerVerifier.bearerToken("Beare\u{0}r abc") == nil)
+    }
 }
