@@ -1,0 +1,95 @@
+import Foundation
+import IdentityCore
+import IdentityService
+
+/// How fast this machine hashes passwords with the configured Argon2id parameters: the ceiling
+/// for sign-ups and sign-ins (`gatehouse hash-benchmark`). Operators use it to choose
+/// `GATEHOUSE_ARGON2_*`; the load tests in BENCHMARKS.md use it as the ceiling measured beside
+/// each sign-in and sign-up run.
+///
+/// Two figures, because Argon2id is memory-hard: one thread alone, and one thread per hashing
+/// worker at once. On a small VM the parallel figure is below threads × the single one (the
+/// hashes compete for memory bandwidth), and it is the one a full hashing pool can reach.
+public struct HashBenchmark: Sendable {
+    public struct Result: Sendable, Equatable {
+        public var parameters: Argon2Parameters
+        public var threads: Int
+        /// Milliseconds per hash, one thread alone.
+        public var singleThreadMs: Double
+        /// Hashes per second with `threads` threads hashing at once.
+        public var parallelPerSecond: Double
+
+        public var text: String {
+            """
+            Argon2id m=\(parameters.memoryKiB) KiB t=\(parameters.iterations) p=\(parameters.parallelism)
+            one thread:        \(String(format: "%.1f", singleThreadMs)) ms per hash (\(String(format: "%.1f", 1000 / singleThreadMs))/s; × \(threads) threads = \(String(format: "%.1f", Double(threads) * 1000 / singleThreadMs))/s)
+            \(threads) threads at once: \(String(format: "%.1f", parallelPerSecond)) hashes/s (the sign-in and sign-up ceiling)
+            """
+        }
+
+        public var json: String {
+            String(format: #"{"memoryKiB":%d,"iterations":%d,"parallelism":%d,"threads":%d,"singleThreadMs":%.3f,"parallelPerSecond":%.2f}"#,
+                   Int(parameters.memoryKiB), Int(parameters.iterations), Int(parameters.parallelism), threads, singleThreadMs, parallelPerSecond)
+        }
+    }
+
+    public var parameters: Argon2Parameters
+    public var threads: Int
+    /// Measured time of each of the two phases.
+    public var seconds: Double
+
+    public init(parameters: Argon2Parameters, threads: Int, seconds: Double) {
+        self.parameters = parameters
+        self.threads = max(1, threads)
+        self.seconds = seconds
+    }
+
+    /// Runs both phases (about `2 × seconds`, plus a warm-up hash). Blocks the calling thread.
+    public func run() throws -> Result {
+        let password = Array("correct horse battery staple".utf8)
+        _ = try PasswordHashing.argon2idHash(password, parameters: parameters)
+        // One thread.
+        var count = 0
+        let start = ContinuousClock.now
+        let end = start + .milliseconds(Int(seconds * 1000))
+        repeat {
+            _ = try PasswordHashing.argon2idHash(password, parameters: parameters)
+            count += 1
+        } while ContinuousClock.now < end
+        let single = Self.seconds(ContinuousClock.now - start) * 1000 / Double(count)
+        // Every thread at once, each until the deadline; the rate counts hashes that finished.
+        let parameters = self.parameters
+        let parallelEnd = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
+        let parallelStart = ContinuousClock.now
+        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: threads)
+        counts.initialize(repeating: 0)
+        defer { counts.deallocate() }
+        let failures = UnsafeMutableBufferPointer<Bool>.allocate(capacity: threads)
+        failures.initialize(repeating: false)
+        defer { failures.deallocate() }
+        nonisolated(unsafe) let sharedCounts = counts
+        nonisolated(unsafe) let sharedFailures = failures
+        DispatchQueue.concurrentPerform(iterations: threads) { index in
+            repeat {
+                guard (try? PasswordHashing.argon2idHash(password, parameters: parameters)) != nil else {
+                    sharedFailures[index] = true
+                    return
+                }
+                sharedCounts[index] += 1
+            } while ContinuousClock.now < parallelEnd
+        }
+        if failures.contains(true) { throw HashBenchmarkError.hashFailed }
+        let elapsed = Self.seconds(ContinuousClock.now - parallelStart)
+        return Result(
+            parameters: parameters, threads: threads, singleThreadMs: single, parallelPerSecond: Double(counts.reduce(0, +)) / elapsed)
+    }
+
+    static func seconds(_ d: Duration) -> Double {
+        Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
+    }
+}
+
+public enum HashBenchmarkError: Error, CustomStringConvertible {
+    case hashFailed
+    public var description: String { "Argon2id hashing failed with these parameters" }
+}
