@@ -21,6 +21,7 @@ guard arguments.count == 3 else {
 
 var router = RPCRouter()
 router.register(RPCMethod<EchoMessage, EchoMessage>(name: "bench.echo")) { message, _ in message }
+router.registerSync(RPCMethod<EchoMessage, EchoMessage>(name: "bench.echoSync")) { message, _ in message }
 let server = try RPCServer(router: router, configuration: .init(endpoints: [arguments[1]]))
 try server.start()
 

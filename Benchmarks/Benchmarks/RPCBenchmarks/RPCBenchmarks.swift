@@ -15,6 +15,8 @@ struct EchoMessage: Codable, Sendable {
 }
 
 let echo = RPCMethod<EchoMessage, EchoMessage>(name: "bench.echo")
+/// The same echo registered with `registerSync`: answered on the server's I/O thread without a task.
+let echoSync = RPCMethod<EchoMessage, EchoMessage>(name: "bench.echoSync")
 /// About 100 bytes on the wire, like the floors in MEASUREMENTS.md.
 let payload = EchoMessage(text: String(repeating: "x", count: 96))
 let rawPayload = [UInt8](repeating: 0x78, count: 100)
@@ -38,6 +40,7 @@ final class Fixture: @unchecked Sendable {
     private init() {
         var router = RPCRouter()
         router.register(echo) { message, _ in message }
+        router.registerSync(echoSync) { message, _ in message }
         inprocServer = try! RPCServer(router: router, configuration: .init(endpoints: ["inproc://bench-rpc"]))
         try! inprocServer.start()
         inprocClient = try! RPCClient(configuration: .init(endpoint: "inproc://bench-rpc"))
@@ -105,6 +108,11 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { blackHole(try await client.call(echo, payload)) }
     }
 
+    Benchmark("RPC round trip inproc, synchronous handler", configuration: latency) { benchmark in
+        let client = Fixture.shared.inprocClient
+        for _ in benchmark.scaledIterations { blackHole(try await client.call(echoSync, payload)) }
+    }
+
     Benchmark("raw libzmq round trip tcp, 2 processes (floor)", configuration: latency) { benchmark in
         try Fixture.shared.startEchoProcess()
         if Fixture.shared.rawTCPDealer == nil { Fixture.shared.rawTCPDealer = try RawDealer(endpoint: Fixture.shared.rawTCPEndpoint) }
@@ -122,6 +130,14 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { blackHole(try await client.call(echo, payload)) }
     }
 
+    Benchmark("RPC round trip tcp, 2 processes, synchronous handler", configuration: latency) { benchmark in
+        try Fixture.shared.startEchoProcess()
+        let client = Fixture.shared.tcpClient!
+        _ = try await client.call(echoSync, payload, timeout: .seconds(5))
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(try await client.call(echoSync, payload)) }
+    }
+
     // Throughput: each iteration is 6,400 calls, 64 in flight at all times.
     let pipelined = Benchmark.Configuration(
         metrics: [.wallClock, .throughput], timeUnits: .milliseconds,
@@ -135,6 +151,29 @@ let benchmarks: @Sendable () -> Void = {
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<64 {
                 group.addTask { for _ in 0..<100 { blackHole(try await client.call(echo, payload)) } }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
+        try Fixture.shared.startEchoProcess()
+        let client = Fixture.shared.tcpClient!
+        _ = try await client.call(echoSync, payload, timeout: .seconds(5))
+        benchmark.startMeasurement()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<64 {
+                group.addTask { for _ in 0..<100 { blackHole(try await client.call(echoSync, payload)) } }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    Benchmark("RPC pipelined, 64 in flight, inproc, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
+        let client = Fixture.shared.inprocClient
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<64 {
+                group.addTask { for _ in 0..<100 { blackHole(try await client.call(echoSync, payload)) } }
             }
             try await group.waitForAll()
         }
