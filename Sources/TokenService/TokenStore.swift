@@ -79,6 +79,34 @@ public final class TokenStore: Sendable {
                 CREATE INDEX refreshToken_sessionId ON refreshToken(sessionId);
                 """)
         }
+        // Fewer pages written per rotation (each one also copied back by a checkpoint): the
+        // session row names its current token, so rotating updates the session and inserts the
+        // successor, and the presented token's row is left alone (it used to get `usedAt` and
+        // `successorHash`). Tokens are keyed by hash alone (WITHOUT ROWID: one b-tree instead of
+        // a table and its primary-key index). The sessionId index and foreign key go too:
+        // nothing deletes sessions, and a token whose session is gone is invalid anyway; a sweep
+        // of old tokens uses the createdAt index, whose inserts all land on its last page.
+        // Which token a session is on, and when it rotated, carry over: the token of each
+        // session that was not used yet, and the latest `usedAt`.
+        migrator.registerMigration("0002-current-token-on-session") { db in
+            try db.execute(sql: """
+                CREATE TABLE refreshTokenV2 (
+                    hash BLOB PRIMARY KEY NOT NULL CHECK (length(hash) = 32),
+                    sessionId TEXT NOT NULL,
+                    createdAt INTEGER NOT NULL
+                ) STRICT, WITHOUT ROWID;
+                INSERT INTO refreshTokenV2 (hash, sessionId, createdAt) SELECT hash, sessionId, createdAt FROM refreshToken;
+                ALTER TABLE session ADD COLUMN currentHash BLOB CHECK (currentHash IS NULL OR length(currentHash) = 32);
+                ALTER TABLE session ADD COLUMN rotatedAt INTEGER;
+                UPDATE session SET
+                    currentHash = (SELECT r.hash FROM refreshToken r WHERE r.sessionId = session.id AND r.usedAt IS NULL
+                                   ORDER BY r.createdAt DESC LIMIT 1),
+                    rotatedAt = (SELECT max(r.usedAt) FROM refreshToken r WHERE r.sessionId = session.id);
+                DROP TABLE refreshToken;
+                ALTER TABLE refreshTokenV2 RENAME TO refreshToken;
+                CREATE INDEX refreshToken_createdAt ON refreshToken(createdAt);
+                """)
+        }
         return migrator
     }
 
@@ -173,12 +201,12 @@ public final class TokenStore: Sendable {
         try await write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO session (id, userId, createdAt, authTime, amr, userAgent, ip, lastUsedAt, expiresAt)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                    INSERT INTO session (id, userId, createdAt, authTime, amr, userAgent, ip, lastUsedAt, expiresAt, currentHash)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
                     s.id, s.userID, Self.ms(s.createdAt), Self.ms(s.authTime), s.amr.joined(separator: " "),
-                    s.client.userAgent, s.client.ip, Self.ms(s.lastUsedAt), Self.ms(s.expiresAt),
+                    s.client.userAgent, s.client.ip, Self.ms(s.lastUsedAt), Self.ms(s.expiresAt), refreshHash,
                 ])
             try db.execute(
                 sql: "INSERT INTO refreshToken (hash, sessionId, createdAt) VALUES (?, ?, ?)",
@@ -209,7 +237,7 @@ public final class TokenStore: Sendable {
     static let sessionByRefreshHashSQL =
         "/* raw */ SELECT \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
     static let tokenAndSessionSQL =
-        "/* raw */ SELECT r.usedAt, r.successorHash, \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
+        "/* raw */ SELECT s.currentHash, s.rotatedAt, \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
 
     /// A session from `sessionColumns`, starting at column `first`.
     static func session(_ row: RawRow, from first: Int32) -> SessionRow {
@@ -245,21 +273,26 @@ public final class TokenStore: Sendable {
 
     /// Rotates the refresh token `hash` to `successorHash` in one write transaction, so two
     /// concurrent refreshes of one token cannot both mint different successors: the second
-    /// sees the first's `usedAt` and, inside the grace window, gets the same successor.
+    /// finds the session already on the successor and, inside the grace window, gets it too.
+    ///
+    /// The session row holds its current token (`currentHash`) and when it last rotated. The
+    /// presented token is the current one: rotate. It is the one just before (its successor is
+    /// current) and the rotation is at most `grace` old: a replay, answered with the same
+    /// successor. Any other token of the session: reuse, and the session is revoked.
     public func rotate(hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval) async throws -> RotationOutcome {
         try await write { db in
-            // The token and its session in one indexed look-up, read straight from SQLite.
-            guard let (usedAt, storedSuccessor, found) = try RawStatement.read(
+            // The token's session, read straight from SQLite, in one indexed look-up.
+            guard let (current, rotatedAt, found) = try RawStatement.read(
                 db, sql: Self.tokenAndSessionSQL, arguments: [.blob(Array(hash))], { row in
-                    (Self.date(row.optionalInt64(0)), row.isNull(1) ? nil : Data(row.bytes(1)), Self.session(row, from: 2))
+                    (row.isNull(0) ? nil : Data(row.bytes(0)), Self.date(row.optionalInt64(1)), Self.session(row, from: 2))
                 })
             else { return .invalid }
             var session = found
             let sessionID = session.id
             if session.revokedAt != nil { return .revoked(session) }
             if now >= session.expiresAt || now >= session.lastUsedAt.addingTimeInterval(idleTimeout) { return .expired(session) }
-            if let usedAt {
-                if now.timeIntervalSince(usedAt) <= grace, storedSuccessor == successorHash { return .graceReplay(session) }
+            guard current == hash else {
+                if current == successorHash, let rotatedAt, now.timeIntervalSince(rotatedAt) <= grace { return .graceReplay(session) }
                 try db.execute(
                     sql: "UPDATE session SET revokedAt = ?, revokeReason = 'refresh_token_reused' WHERE id = ?",
                     arguments: [Self.ms(now), sessionID])
@@ -267,14 +300,18 @@ public final class TokenStore: Sendable {
                 session.revokeReason = "refresh_token_reused"
                 return .reused(session)
             }
-            try db.cachedStatement(sql: "UPDATE refreshToken SET usedAt = ?, successorHash = ? WHERE hash = ?")
-                .execute(arguments: [Self.ms(now), successorHash, hash])
+            try db.cachedStatement(sql: "UPDATE session SET currentHash = ?, rotatedAt = ?, lastUsedAt = ? WHERE id = ?")
+                .execute(arguments: [successorHash, Self.ms(now), Self.ms(now), sessionID])
             try db.cachedStatement(sql: "INSERT INTO refreshToken (hash, sessionId, createdAt) VALUES (?, ?, ?)")
                 .execute(arguments: [successorHash, sessionID, Self.ms(now)])
-            try db.cachedStatement(sql: "UPDATE session SET lastUsedAt = ? WHERE id = ?").execute(arguments: [Self.ms(now), sessionID])
             session.lastUsedAt = now
             return .rotated(session)
         }
+    }
+
+    /// The session's current refresh-token hash (for tests).
+    public func currentHash(sessionID: String) async throws -> Data? {
+        try await read { db in try Data.fetchOne(db, sql: "SELECT currentHash FROM session WHERE id = ?", arguments: [sessionID]) }
     }
 
     /// Revokes one session; returns it if it was active.

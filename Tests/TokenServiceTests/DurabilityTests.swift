@@ -141,13 +141,10 @@ import TokenCore
         for id in order {
             let token = latest[id]!
             let hash = TokenService.hash(token)
-            let (usedAt, stored) = try await service.store.read { db -> (Int64?, Data?) in
-                let row = try Row.fetchOne(db, sql: "SELECT usedAt, successorHash FROM refreshToken WHERE hash = ?", arguments: [hash])
-                return (row?["usedAt"], row?["successorHash"])
-            }
-            guard usedAt != nil else { continue }
+            let current = try await service.store.currentHash(sessionID: id)
+            guard current != hash else { continue }
             rotatedFurther.append(id)
-            #expect(stored == TokenService.hash(service.successor(of: token)), "session \(id) rotated to an unexpected successor")
+            #expect(current == TokenService.hash(service.successor(of: token)), "session \(id) rotated to an unexpected successor")
         }
         #expect(rotatedFurther.count <= 1, "more than one unacknowledged rotation: \(rotatedFurther)")
 
