@@ -156,6 +156,10 @@ struct ClientChannel: ~Copyable {
                 : RPCError(.deadlineExceeded, "no reply before the deadline")
             completions.append(Completion(continuation: continuation, result: .failure(error)))
         }
+        // Entries of calls that already finished (answered, cancelled) are dropped from the top,
+        // so the next wake-up is the deadline of a call still waiting. Left in place, they made
+        // the I/O thread wake about every millisecond under load just to expire them.
+        while let id = deadlines.earliestID, pending[id] == nil { deadlines.removeEarliest() }
         // Reading ZMQ_EVENTS consumes the ZMQ_FD edge: whatever it reports (a reply waiting, or
         // the socket writable again while requests are queued) must be acted on before sleeping.
         let events = try socket.events

@@ -16,6 +16,15 @@ struct DeadlineHeap {
         }
     }
 
+    /// The request id of the earliest entry.
+    var earliestID: UInt64? { items.first?.id }
+
+    /// Removes the earliest entry whatever its deadline (its call has finished).
+    mutating func removeEarliest() {
+        guard let first = items.first else { return }
+        _ = popExpired(now: first.deadline)
+    }
+
     /// Removes and returns the earliest entry if its deadline is at or before `now`.
     mutating func popExpired(now: ContinuousClock.Instant) -> UInt64? {
         guard let first = items.first, first.deadline <= now else { return nil }
