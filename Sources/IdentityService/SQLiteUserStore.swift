@@ -31,6 +31,8 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     private let pool: DatabasePool
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
     let checkpointer: WALCheckpointer
+    /// Connections of its own for the point reads by id and email (see `RawReadPool`).
+    private let pointReads: RawReadPool
 
     /// Opens (creating if needed) the database at `path`. Does not migrate: call `migrate()`.
     /// Opening is synchronous file I/O; from async code prefer `open(path:durability:)`.
@@ -49,6 +51,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         } catch {
             throw Self.translate(error)
         }
+        pointReads = RawReadPool(path: path)
         do {
             checkpointer = try WALCheckpointer(path: path)
         } catch {
@@ -136,8 +139,10 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
-    // The point reads' own SQL texts (a comment makes them distinct cache keys): they are
-    // driven through `RawStatement` only, never through GRDB's argument handling.
+    // The point reads by id and email run on the calling thread, on connections of their own
+    // (`RawReadPool`): no hop to a GRDB queue. In WAL mode a reader never waits for the
+    // writer, and one indexed look-up costs less than the two thread wake-ups of GRDB's async
+    // read; the identity service serves them as synchronous RPC handlers on its I/O thread.
     private static let rawSelectByIDSQL = "/* raw */ " + selectByIDSQL
     static let rawSelectByEmailSQL = "/* raw */ " + selectByEmailSQL
 
@@ -151,15 +156,15 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     /// `user(id:)` on the calling thread, for callers that are not async.
     public func userNow(id: UserID) throws -> UserRecord? {
-        try readNow { db in
-            try RawStatement.read(db, sql: Self.rawSelectByIDSQL, arguments: [.text(id.rawValue)], Self.record)
+        do { return try pointReads.read(sql: Self.rawSelectByIDSQL, arguments: [.text(id.rawValue)], Self.record) } catch {
+            throw Self.translate(error)
         }
     }
 
     /// `user(normalizedEmail:)` on the calling thread, for callers that are not async.
     public func userNow(normalizedEmail: String) throws -> UserRecord? {
-        try readNow { db in
-            try RawStatement.read(db, sql: Self.rawSelectByEmailSQL, arguments: [.text(normalizedEmail)], Self.record)
+        do { return try pointReads.read(sql: Self.rawSelectByEmailSQL, arguments: [.text(normalizedEmail)], Self.record) } catch {
+            throw Self.translate(error)
         }
     }
 
@@ -331,23 +336,6 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.write(body)
-        } catch {
-            throw Self.translate(error)
-        }
-    }
-
-    /// A point read (one row by primary or unique key) on the calling thread.
-    ///
-    /// GRDB's async `read` hops to a reader queue and back: two thread wake-ups that cost 40–80 µs
-    /// here, three times the ~25 µs of the indexed look-up itself. In WAL mode a reader never
-    /// waits for the writer, so a point read does not block in the way a write or a hash does;
-    /// and the service's handlers run on the RPC server's own I/O thread, not on Swift's
-    /// cooperative pool. Scans and writes still go through GRDB's queues.
-    /// `unsafeRead` skips the BEGIN/COMMIT that `read` wraps around its body: a single SELECT
-    /// is atomic in SQLite on its own.
-    private func readNow<T>(_ body: (Database) throws -> T) throws -> T {
-        do {
-            return try pool.unsafeRead(body)
         } catch {
             throw Self.translate(error)
         }

@@ -19,13 +19,21 @@ public enum RawStatement {
         _ db: Database, sql: String, arguments: [RawArgument], _ row: (RawRow) throws -> T
     ) throws -> T? {
         let statement = try db.cachedStatement(sql: sql)
-        let handle = statement.sqliteStatement
+        return try step(statement.sqliteStatement, arguments: arguments, row) { code in error(db, code, sql) }
+    }
+
+    /// Resets `handle`, binds `arguments` (text or blob, 1-based in order), steps once and hands
+    /// the row, if any, to `row`; resets the statement again (ending SQLite's implicit read
+    /// transaction) before it returns. `failure` turns a SQLite result code into the error thrown.
+    static func step<T>(
+        _ handle: OpaquePointer, arguments: [RawArgument], _ row: (RawRow) throws -> T, failure: (Int32) -> any Error
+    ) throws -> T? {
         defer {
             sqlite3_reset(handle)
             sqlite3_clear_bindings(handle)
         }
         var code = sqlite3_reset(handle)
-        guard code == SQLITE_OK else { throw error(db, code, sql) }
+        guard code == SQLITE_OK else { throw failure(code) }
         // SQLITE_STATIC: the bytes stay valid until the step below, which runs inside the
         // closures that expose them.
         func bind(_ index: Int) throws -> Int32 {
@@ -37,14 +45,14 @@ public enum RawStatement {
                     // A non-NULL pointer even for "" (NULL would bind SQL NULL); 0 bytes are read.
                     let base = UnsafeRawPointer(bytes.baseAddress ?? UnsafePointer(bitPattern: 1)!)
                     let code = sqlite3_bind_text(handle, Int32(index + 1), base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
-                    guard code == SQLITE_OK else { throw error(db, code, sql) }
+                    guard code == SQLITE_OK else { throw failure(code) }
                     return try bind(index + 1)
                 }
             case .blob(let bytes):
                 return try bytes.withUnsafeBytes { raw in
                     let base = raw.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!
                     let code = sqlite3_bind_blob(handle, Int32(index + 1), base, Int32(raw.count), nil)
-                    guard code == SQLITE_OK else { throw error(db, code, sql) }
+                    guard code == SQLITE_OK else { throw failure(code) }
                     return try bind(index + 1)
                 }
             }
@@ -53,7 +61,7 @@ public enum RawStatement {
         switch code {
         case SQLITE_DONE: return nil
         case SQLITE_ROW: return try row(RawRow(handle: handle))
-        default: throw error(db, code, sql)
+        default: throw failure(code)
         }
     }
 

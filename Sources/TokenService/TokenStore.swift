@@ -19,6 +19,8 @@ public final class TokenStore: Sendable {
     let pool: DatabasePool
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
     let checkpointer: WALCheckpointer
+    /// Connections of its own for the refresh-token look-up (see `RawReadPool`).
+    let pointReads: RawReadPool
     let commits: GroupCommit
     let logger: Logger
 
@@ -34,6 +36,7 @@ public final class TokenStore: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: config)
             checkpointer = try WALCheckpointer(path: path)
+            pointReads = RawReadPool(path: path)
         } catch {
             throw RPCError(.internal, "cannot open the token database at \(path): \(error)")
         }
@@ -216,17 +219,14 @@ public final class TokenStore: Sendable {
 
     /// The session a refresh token belongs to (whatever the token's state).
     ///
-    /// Read on the calling thread, not through GRDB's async hop: one primary-key lookup on a WAL
-    /// reader (never waits for the writer) costs less than the two thread wake-ups of the hop.
-    /// The token service's handlers run on the RPC server's own I/O thread, never on Swift's
-    /// cooperative pool, so this blocks no shared thread.
-    /// One SELECT is atomic on its own, so `unsafeRead` (no BEGIN/COMMIT around it) is enough.
+    /// Read on the calling thread on a connection of `pointReads`, not through GRDB's async hop:
+    /// one primary-key lookup on a WAL reader (never waits for the writer) costs less than the
+    /// two thread wake-ups of the hop. The token service's handlers run on the RPC server's own
+    /// I/O thread, never on Swift's cooperative pool, so this blocks no shared thread.
     public func session(forRefreshHash hash: Data) throws -> SessionRow? {
         do {
-            return try pool.unsafeRead { db in
-                try RawStatement.read(db, sql: Self.sessionByRefreshHashSQL, arguments: [.blob(Array(hash))]) { row in
-                    Self.session(row, from: 0)
-                }
+            return try pointReads.read(sql: Self.sessionByRefreshHashSQL, arguments: [.blob(Array(hash))]) { row in
+                Self.session(row, from: 0)
             }
         } catch { throw translate(error) }
     }
