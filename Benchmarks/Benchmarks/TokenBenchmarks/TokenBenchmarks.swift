@@ -53,7 +53,9 @@ final class RefreshFixture: @unchecked Sendable {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var identityRouter = RPCRouter()
-        identityRouter.register(ServiceContracts.claimsForSession) { request, _ in
+        // Synchronous, like the identity service's own claimsForSession (a point read answered on
+        // its I/O thread).
+        identityRouter.registerSync(ServiceContracts.claimsForSession) { request, _ in
             UserClaims(email: "\(request.userID)@example.com", emailVerified: true)
         }
         identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
