@@ -13,6 +13,10 @@ import Synchronization
 /// WAL mode lets these connections read while GRDB's writer commits; each read is its own
 /// (implicit) read transaction, so it sees every commit that finished before it started.
 public final class RawReadPool: Sendable {
+    /// The memory map each connection reads the database file through (see
+    /// `WALCheckpointer.connectionPragmas`).
+    public static let mmapSize = 256 << 20
+
     public let path: String
     /// Idle connections kept; more may be open at once, the excess closed when returned.
     public let maxIdle: Int
@@ -58,6 +62,7 @@ public final class RawReadPool: Sendable {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
             }
             sqlite3_busy_timeout(handle, 5000)
+            sqlite3_exec(handle, "PRAGMA mmap_size = \(RawReadPool.mmapSize)", nil, nil, nil)
             self.handle = handle
         }
 

@@ -20,7 +20,13 @@ import Synchronization
 public final class WALCheckpointer: Sendable {
     /// The settings a store applies to each of its connections when it uses a checkpointer: no
     /// automatic checkpoint in commits, and a WAL that is cut back to 64 MiB after a reset.
-    public static let connectionPragmas = ["PRAGMA wal_autocheckpoint = 0", "PRAGMA journal_size_limit = 67108864"]
+    public static let connectionPragmas = [
+        "PRAGMA wal_autocheckpoint = 0", "PRAGMA journal_size_limit = 67108864",
+        // Pages of the database file read through a memory map (256 MiB at most) instead of a
+        // pread(2) each: the token table outgrows a connection's 2 MiB page cache within minutes
+        // of refreshes, and each miss was a system call on the hot path.
+        "PRAGMA mmap_size = \(RawReadPool.mmapSize)",
+    ]
 
     /// What the thread uses; the thread holds this, not the checkpointer, so dropping the
     /// checkpointer (its store) stops the thread.
