@@ -92,6 +92,16 @@ final class RawDealer {
     }
 }
 
+/// 6,400 calls of `method`, 64 in flight at all times.
+func pipelined(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>) async throws {
+    try await withThrowingTaskGroup(of: Void.self) { group in
+        for _ in 0..<64 {
+            group.addTask { for _ in 0..<100 { blackHole(try await client.call(method, payload)) } }
+        }
+        try await group.waitForAll()
+    }
+}
+
 let benchmarks: @Sendable () -> Void = {
     let latency = Benchmark.Configuration(
         metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
@@ -148,12 +158,7 @@ let benchmarks: @Sendable () -> Void = {
         let client = Fixture.shared.tcpClient!
         _ = try await client.call(echo, payload, timeout: .seconds(5))
         benchmark.startMeasurement()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<64 {
-                group.addTask { for _ in 0..<100 { blackHole(try await client.call(echo, payload)) } }
-            }
-            try await group.waitForAll()
-        }
+        try await pipelined(client, echo)
     }
 
     Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
@@ -161,32 +166,17 @@ let benchmarks: @Sendable () -> Void = {
         let client = Fixture.shared.tcpClient!
         _ = try await client.call(echoSync, payload, timeout: .seconds(5))
         benchmark.startMeasurement()
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<64 {
-                group.addTask { for _ in 0..<100 { blackHole(try await client.call(echoSync, payload)) } }
-            }
-            try await group.waitForAll()
-        }
+        try await pipelined(client, echoSync)
     }
 
     Benchmark("RPC pipelined, 64 in flight, inproc, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
         let client = Fixture.shared.inprocClient
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<64 {
-                group.addTask { for _ in 0..<100 { blackHole(try await client.call(echoSync, payload)) } }
-            }
-            try await group.waitForAll()
-        }
+        try await pipelined(client, echoSync)
     }
 
     Benchmark("RPC pipelined, 64 in flight, inproc (6400 calls)", configuration: pipelined) { benchmark in
         let client = Fixture.shared.inprocClient
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<64 {
-                group.addTask { for _ in 0..<100 { blackHole(try await client.call(echo, payload)) } }
-            }
-            try await group.waitForAll()
-        }
+        try await pipelined(client, echo)
     }
 
     Benchmark.teardown = {
