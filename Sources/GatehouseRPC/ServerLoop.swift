@@ -191,10 +191,12 @@ final class ServerLoop {
                 details: ["supported": "\(rpcProtocolVersion)"]))
             return
         }
+        let timeout = header.timeoutMs == 0 ? core.configuration.defaultTimeout : .milliseconds(header.timeoutMs)
+        let deadline = received + timeout
         if core.configuration.handlerExecutor == .ioThread, let handler = core.router.syncHandler(for: header.method) {
             // Answered here and now: no task, no job, the reply goes out in this wake-up.
             let context = RPCContext(
-                requestID: header.requestID, method: header.method, deadline: received + .milliseconds(max(header.timeoutMs, 1)),
+                requestID: header.requestID, method: header.method, deadline: deadline,
                 traceParent: header.traceParent, logger: core.logger)
             var replyHeader = ReplyHeader(requestID: header.requestID, error: nil)
             var replyBody: [UInt8] = []
@@ -217,8 +219,6 @@ final class ServerLoop {
             return
         }
         core.inFlight.add(1, ordering: .relaxed)
-        let timeout = header.timeoutMs == 0 ? core.configuration.defaultTimeout : .milliseconds(header.timeoutMs)
-        let deadline = received + timeout
         let context = RPCContext(
             requestID: header.requestID, method: header.method, deadline: deadline,
             traceParent: header.traceParent, logger: core.logger)
