@@ -5,8 +5,8 @@ import NIOPosix
 import Synchronization
 
 /// A minimal HTTP/1.1 client for measuring: keep-alive connections on SwiftNIO, one request in
-/// flight per connection, each request written as one prepared buffer and each response parsed
-/// by NIO's `HTTPResponseDecoder` (llhttp).
+/// flight per connection, each request written as a prepared head and body through NIO's
+/// `HTTPRequestEncoder` and each response parsed by its `HTTPResponseDecoder` (llhttp).
 ///
 /// Why not AsyncHTTPClient for the measured phase: on this 2-core machine the load generator
 /// shares the cores with the server it measures, and AsyncHTTPClient spent about 250 µs of CPU
