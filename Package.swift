@@ -128,6 +128,7 @@ let package = Package(
         .target(
             name: "SQLiteSupport",
             dependencies: [
+                "GatehouseProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityCore
 import IdentityService
+import Synchronization
 
 /// How fast this machine hashes passwords with the configured Argon2id parameters: the ceiling
 /// for sign-ups and sign-ins (`gatehouse hash-benchmark`). Operators use it to choose
@@ -61,27 +62,23 @@ public struct HashBenchmark: Sendable {
         let parameters = self.parameters
         let parallelEnd = ContinuousClock.now + .milliseconds(Int(seconds * 1000))
         let parallelStart = ContinuousClock.now
-        let counts = UnsafeMutableBufferPointer<Int>.allocate(capacity: threads)
-        counts.initialize(repeating: 0)
-        defer { counts.deallocate() }
-        let failures = UnsafeMutableBufferPointer<Bool>.allocate(capacity: threads)
-        failures.initialize(repeating: false)
-        defer { failures.deallocate() }
-        nonisolated(unsafe) let sharedCounts = counts
-        nonisolated(unsafe) let sharedFailures = failures
-        DispatchQueue.concurrentPerform(iterations: threads) { index in
+        let tally = Mutex((hashes: 0, failed: false))
+        DispatchQueue.concurrentPerform(iterations: threads) { _ in
+            var done = 0
             repeat {
                 guard (try? PasswordHashing.argon2idHash(password, parameters: parameters)) != nil else {
-                    sharedFailures[index] = true
+                    tally.withLock { $0.failed = true }
                     return
                 }
-                sharedCounts[index] += 1
+                done += 1
             } while ContinuousClock.now < parallelEnd
+            tally.withLock { $0.hashes += done }
         }
-        if failures.contains(true) { throw HashBenchmarkError.hashFailed }
+        let (hashes, failed) = tally.withLock { ($0.hashes, $0.failed) }
+        if failed { throw HashBenchmarkError.hashFailed }
         let elapsed = Self.seconds(ContinuousClock.now - parallelStart)
         return Result(
-            parameters: parameters, threads: threads, singleThreadMs: single, parallelPerSecond: Double(counts.reduce(0, +)) / elapsed)
+            parameters: parameters, threads: threads, singleThreadMs: single, parallelPerSecond: Double(hashes) / elapsed)
     }
 
     static func seconds(_ d: Duration) -> Double {

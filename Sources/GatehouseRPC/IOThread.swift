@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseProtocol
 import Synchronization
 import ZeroMQ
 
@@ -22,7 +23,7 @@ final class IOThread<Command: Sendable>: Sendable {
     func start(name: String, _ body: sending @escaping () -> Void) {
         let transfer = Transfer(body)
         let thread = Thread { [self] in
-            Self.nameCurrentThread(name)
+            ThreadName.set(name)
             transfer.take()()
             let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
                 state.done = true
@@ -34,14 +35,6 @@ final class IOThread<Command: Sendable>: Sendable {
         thread.name = name
         thread.stackSize = 1 << 20
         thread.start()
-    }
-
-    /// Names the calling thread (at most 15 bytes) for `top -H`, `perf` and debuggers, on the
-    /// pthread itself: on Linux Foundation's `Thread.name` did not always reach it.
-    static func nameCurrentThread(_ name: String) {
-        #if os(Linux)
-        try? String(decoding: name.utf8.prefix(15), as: UTF8.self).write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-        #endif
     }
 
     /// A thread name from an endpoint's last part: `inproc://token` → `prefix token`,

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseProtocol
 import IdentityCore
 
 /// A fixed set of threads for CPU- and memory-heavy work (password hashing), fed by a bounded
@@ -23,7 +24,7 @@ public final class HashPool: Sendable {
         for index in 0..<self.workers {
             let state = self.state
             let thread = Thread {
-                HashPool.nameCurrentThread("idhash-\(index)")  // Linux thread names hold 15 bytes
+                ThreadName.set("idhash-\(index)")
                 state.workerLoop()
             }
             thread.stackSize = 1 << 20
@@ -33,27 +34,8 @@ public final class HashPool: Sendable {
 
     deinit { state.stop() }
 
-    /// Names the calling thread for `top -H`, `perf` and debuggers. Set on the pthread itself:
-    /// Foundation's `Thread.current.name` setter did not always reach it on Linux (a worker kept
-    /// the name it inherited from the dispatch thread that created it).
-    static func nameCurrentThread(_ name: String) {
-        #if os(Linux)
-        // The calling thread's `comm` (what pthread_setname_np writes; not exported to Swift).
-        try? String(name.utf8.prefix(15))!.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-        #else
-        Thread.current.name = name
-        #endif
-    }
-
     /// The calling thread's name (from the pthread on Linux).
-    public static func currentThreadName() -> String {
-        #if os(Linux)
-        let comm = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
-        return comm.trimmingCharacters(in: .newlines)
-        #else
-        return Thread.current.name ?? ""
-        #endif
-    }
+    public static func currentThreadName() -> String { ThreadName.current }
 
     /// Runs `work` on a worker thread and returns its result. Throws `IdentityError.overloaded`
     /// without waiting when the queue is full or the pool is shut down.

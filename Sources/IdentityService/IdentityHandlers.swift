@@ -138,8 +138,8 @@ public struct IdentityHandlers: Sendable {
 
     public func getUser(_ request: UserIDRequest) async throws -> User {
         let id = try Self.validID(request.userID)
-        guard let user = try await store.user(id: id) else { throw IdentityError.userNotFound }
-        return User(user)
+        let found = try await store.user(id: id)
+        return try Self.getUser(request) { _ in found }
     }
 
 
@@ -183,10 +183,8 @@ public struct IdentityHandlers: Sendable {
 
     /// The claims the token service needs at refresh; `exists = false` for an unknown user.
     public func claimsForSession(_ request: ClaimsForSessionRequest) async throws -> UserClaims {
-        guard UserID.isWellFormed(request.userID), let user = try await store.user(id: UserID(request.userID)) else {
-            return UserClaims(exists: false)
-        }
-        return user.claims
+        let found = UserID.isWellFormed(request.userID) ? try await store.user(id: UserID(request.userID)) : nil
+        return try Self.claimsForSession(request) { _ in found }
     }
 
     public func passwordStrength(_ request: PasswordStrengthRequest) -> PasswordStrengthResponse {

@@ -20,7 +20,7 @@ import Synchronization
 /// that fails or is closed by the server is dropped, never reused.
 final class LeanHTTPClient: Sendable {
     struct Failure: Error, CustomStringConvertible {
-        enum Kind: String { case timeout, connectionClosed = "connection_closed", bodyTooLarge = "body_too_large", protocolError = "other" }
+        enum Kind: String { case timeout, connectionClosed = "connection_closed", bodyTooLarge = "body_too_large" }
         var kind: Kind
         var description: String
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseProtocol
 import GRDBSQLite
 import Synchronization
 
@@ -130,7 +131,7 @@ public final class WALCheckpointer: Sendable {
         let connection = Connection(handle: handle)
         let shared = self.shared
         let thread = Thread {
-            Self.nameCurrentThread("wal-checkpoint")
+            ThreadName.set("wal-checkpoint")
             shared.run(connection)
             connection.close()
             shared.finished.signal()
@@ -156,13 +157,6 @@ public final class WALCheckpointer: Sendable {
         guard first else { return }
         shared.wake.signal()
         shared.finished.wait()
-    }
-
-    /// Names the calling thread for `top -H` and `perf`.
-    static func nameCurrentThread(_ name: String) {
-        #if os(Linux)
-        try? name.write(toFile: "/proc/thread-self/comm", atomically: false, encoding: .utf8)
-        #endif
     }
 
     /// The raw connection, used by the checkpoint thread only.

@@ -192,28 +192,3 @@ extension AccessClaims {
         return w.finish()
     }
 }
-
-/// jwt-kit's JSON encoder for our tokens: access-token payloads through `AccessClaims.jsonBytes()`,
-/// anything else (the JOSE header) through jwt-kit's default `JSONEncoder`.
-struct ClaimsJSONEncoder: JWTJSONEncoder {
-    let fallback: any JWTJSONEncoder = .defaultForJWT
-
-    func encode<T: Encodable>(_ value: T) throws -> Data {
-        if let claims = value as? AccessClaims { return Data(try claims.jsonBytes()) }
-        if let header = value as? JWTHeader, let json = Self.simpleHeader(header) { return Data(json) }
-        return try fallback.encode(value)
-    }
-
-    /// The header we mint (`alg`, `typ`, `kid`, all strings), written directly; nil for any
-    /// other header, which goes through `JSONEncoder`.
-    static func simpleHeader(_ header: JWTHeader) -> [UInt8]? {
-        var w = JSONObjectWriter()
-        for name in ["alg", "typ", "kid"] {
-            guard let field = header.fields[name] else { continue }
-            guard let text = field.asString else { return nil }
-            w.string(name, text)
-        }
-        guard header.fields.keys.allSatisfy({ ["alg", "typ", "kid"].contains($0) }) else { return nil }
-        return w.finish()
-    }
-}

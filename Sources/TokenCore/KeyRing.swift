@@ -19,7 +19,7 @@ public final class KeyRing: Sendable {
     }
 
     /// Verifies (every published key). Signing does not go through jwt-kit: see `sign`.
-    private let collection = JWTKeyCollection(defaultJWTSerializer: DefaultJWTSerializer(jsonEncoder: ClaimsJSONEncoder()))
+    private let collection = JWTKeyCollection()
     private let state = Mutex<(active: String, entries: [String: Entry], signer: JWSSigner?)>(("", [:], nil))
 
     public init() {}

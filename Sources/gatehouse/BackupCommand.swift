@@ -12,7 +12,8 @@ private func dataDirectory(_ options: [String]) throws -> URL {
     }
 }
 
-private func fail(_ command: String, _ message: String) -> ExitCode {
+/// Prints `gatehouse COMMAND: error: MESSAGE` and gives the exit code 1.
+func fail(_ command: String, _ message: String) -> ExitCode {
     FileHandle.standardError.write(Data("gatehouse \(command): error: \(message)\n".utf8))
     return ExitCode(1)
 }
@@ -64,37 +65,6 @@ struct RestoreCommand: ParsableCommand {
             }
         } catch {
             throw fail("restore", "\(error)")
-        }
-    }
-}
-
-struct HashBenchmarkCommand: ParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "hash-benchmark",
-        abstract: "Measure Argon2id with the configured parameters: one thread, then every hashing worker at once.",
-        discussion: """
-            The second figure is the ceiling for sign-ups and sign-ins on this machine. Reads \
-            GATEHOUSE_ARGON2_MEMORY_KIB, _ITERATIONS, _PARALLELISM and GATEHOUSE_HASH_WORKERS like the \
-            identity service. Runs for about twice --seconds.
-            """)
-    @Option(help: "Seconds for each of the two phases.") var seconds: Double = 5
-    @Flag(help: "Print one JSON object.") var json = false
-    @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --argon2-memory-kib 19456.") var options: [String] = []
-
-    func run() throws {
-        guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
-        let settings: IdentityRoleSettings
-        do {
-            settings = try IdentityRoleSettings(config: try Config(arguments: options))
-        } catch let error as ConfigError {
-            throw ValidationError(error.message)
-        }
-        let benchmark = HashBenchmark(parameters: settings.service.argon2, threads: settings.service.hashWorkers, seconds: seconds)
-        do {
-            let result = try benchmark.run()
-            print(json ? result.json : result.text)
-        } catch {
-            throw fail("hash-benchmark", "\(error)")
         }
     }
 }

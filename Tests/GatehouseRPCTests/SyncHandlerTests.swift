@@ -18,10 +18,7 @@ struct SyncHandlerTests {
         router.registerSync(syncEcho) { ping, context in Pong(text: "\(context.method):\(ping.text)") }
         router.registerSync(syncFail) { ping, _ in throw RPCError("email_exists", "taken", details: ["field": ping.text]) }
         router.registerSync(syncCrash) { _, _ in throw SomeInternalError() }
-        router.registerSync(whereAmI) { _, _ in
-            let name = (try? String(contentsOfFile: "/proc/thread-self/comm", encoding: .utf8)) ?? ""
-            return Pong(text: name.trimmingCharacters(in: .newlines))
-        }
+        router.registerSync(whereAmI) { _, _ in Pong(text: ThreadName.current) }
         return router
     }
 
