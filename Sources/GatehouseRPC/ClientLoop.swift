@@ -38,6 +38,7 @@ final class ClientLoop {
                 switch command {
                 case .wake: break
                 case .stop: running = false
+                case .job(let job): job.runSynchronously(on: client.executor.asUnownedTaskExecutor())
                 }
             }
             commands.removeAll(keepingCapacity: true)
@@ -61,6 +62,10 @@ final class ClientLoop {
         for continuation in abandoned {
             continuation.resume(throwing: RPCError(.unavailable, "the client was closed"))
         }
+        // Jobs queued before the queue closed (callers resumed just now among them) run on the
+        // global executor from here on, like any enqueued later.
+        client.io.close(into: &commands)
+        for case .job(let job) in commands { globalConcurrentExecutor.enqueue(job) }
     }
 }
 

@@ -10,7 +10,12 @@ import ZeroMQ
 /// enqueues under a lock and wakes the thread's poller through a `PollSignal`.
 final class IOThread<Command: Sendable>: Sendable {
     let signal: PollSignal
-    private let queue = Mutex<[Command]>([])
+    private let queue = Mutex<Queue>(Queue())
+    private struct Queue {
+        var commands: [Command] = []
+        /// Set by `close(into:)`: the loop has ended and takes no more commands.
+        var closed = false
+    }
     private let signalled = Atomic<Bool>(false)
     private let finished = Mutex<(done: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
@@ -46,9 +51,29 @@ final class IOThread<Command: Sendable>: Sendable {
 
     /// Hands `command` to the thread and wakes it. Safe from any thread or task.
     func submit(_ command: Command) {
-        queue.withLock { $0.append(command) }
-        if !signalled.exchange(true, ordering: .sequentiallyConsistent) {
+        _ = submitIfOpen(command)
+    }
+
+    /// Hands `command` to the thread unless its loop has ended (`close(into:)`); returns whether
+    /// it was queued. A command queued here is seen by the loop or by `close(into:)`, never lost.
+    func submitIfOpen(_ command: Command) -> Bool {
+        let queued = queue.withLock { queue -> Bool in
+            if queue.closed { return false }
+            queue.commands.append(command)
+            return true
+        }
+        if queued && !signalled.exchange(true, ordering: .sequentiallyConsistent) {
             signal.signal()
+        }
+        return queued
+    }
+
+    /// On the I/O thread, as its loop ends: refuses further commands and takes those still queued.
+    func close(into buffer: inout [Command]) {
+        buffer.removeAll(keepingCapacity: true)
+        queue.withLock { queue in
+            queue.closed = true
+            swap(&queue.commands, &buffer)
         }
     }
 
@@ -60,7 +85,7 @@ final class IOThread<Command: Sendable>: Sendable {
         signal.clear()
         signalled.store(false, ordering: .sequentiallyConsistent)
         buffer.removeAll(keepingCapacity: true)
-        queue.withLock { swap(&$0, &buffer) }
+        queue.withLock { swap(&$0.commands, &buffer) }
     }
 
     // MARK: Sleeping only when there is nothing to do
@@ -82,7 +107,7 @@ final class IOThread<Command: Sendable>: Sendable {
     /// On the I/O thread: takes every queued command without touching the wake-up state.
     func take(into buffer: inout [Command]) {
         buffer.removeAll(keepingCapacity: true)
-        queue.withLock { swap(&$0, &buffer) }
+        queue.withLock { swap(&$0.commands, &buffer) }
     }
 
     /// On the I/O thread, before it polls: returns `true` when it may sleep. From the moment the
@@ -90,7 +115,7 @@ final class IOThread<Command: Sendable>: Sendable {
     /// still wakes the poll; one queued before it is seen here and the thread stays awake.
     func prepareToSleep() -> Bool {
         signalled.store(false, ordering: .sequentiallyConsistent)
-        if queue.withLock({ !$0.isEmpty }) {
+        if queue.withLock({ !$0.commands.isEmpty }) {
             signalled.store(true, ordering: .sequentiallyConsistent)
             return false
         }

@@ -39,6 +39,21 @@ public final class RPCClient: RPCCaller, Sendable {
         /// waiting, or started a call with an earlier deadline).
         case wake
         case stop
+        /// A task job to run on the I/O thread (`executor`).
+        case job(UnownedJob)
+    }
+
+    /// Runs tasks on the client's I/O thread (see `RPCClient.executor`). Once the thread has
+    /// ended, jobs go to the global executor instead, so a task is never stranded.
+    final class LoopExecutor: TaskExecutor {
+        let io: IOThread<Command>
+        init(io: IOThread<Command>) { self.io = io }
+        func enqueue(_ job: consuming ExecutorJob) {
+            let unowned = UnownedJob(job)
+            if !io.submitIfOpen(.job(unowned)) {
+                globalConcurrentExecutor.enqueue(unowned)
+            }
+        }
     }
 
     /// What the client and its I/O thread share. The thread holds this, not the client, so
@@ -49,11 +64,14 @@ public final class RPCClient: RPCCaller, Sendable {
         let io: IOThread<Command>
         let socket: ClientSocket
         let nextID = Atomic<UInt64>(1)
+        let executor: LoopExecutor
 
         init(configuration: Configuration, logger: Logger, socket: sending Socket) throws {
             self.configuration = configuration
             self.logger = logger
-            self.io = try IOThread()
+            let io = try IOThread<Command>()
+            self.io = io
+            self.executor = LoopExecutor(io: io)
             self.socket = try ClientSocket(socket)
         }
 
@@ -70,6 +88,15 @@ public final class RPCClient: RPCCaller, Sendable {
     public var configuration: Configuration { core.configuration }
     var logger: Logger { core.logger }
     var io: IOThread<Command> { core.io }
+
+    /// An executor that runs tasks on this client's I/O thread. A caller running there
+    /// (`withTaskExecutorPreference(client.executor) { ... }`) sends its request and is resumed
+    /// by its reply on that same thread, in the wake-up that received the reply: a call then
+    /// crosses two threads (to the server and back), as a bare libzmq request does, where a
+    /// caller on the cooperative pool crosses three (the reply is received on the I/O thread,
+    /// which then wakes a pool thread). Code run there must not block or compute for long: it
+    /// holds up every reply of this client. After `close()`, jobs run on the global executor.
+    public var executor: any TaskExecutor { core.executor }
 
     /// Connects to `configuration.endpoint` (in the background) and starts the I/O thread.
     public init(configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {

@@ -92,35 +92,73 @@ final class RawDealer {
     }
 }
 
-/// 6,400 calls of `method`, 64 in flight at all times.
-func pipelined(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>) async throws {
+/// 6,400 calls of `method`, 64 in flight at all times; the callers run on `executor` (nil: the
+/// cooperative pool).
+func pipelinedCalls(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, on executor: (any TaskExecutor)? = nil) async throws {
     try await withThrowingTaskGroup(of: Void.self) { group in
         for _ in 0..<64 {
-            group.addTask { for _ in 0..<100 { blackHole(try await client.call(method, payload)) } }
+            group.addTask(executorPreference: executor) { for _ in 0..<100 { blackHole(try await client.call(method, payload)) } }
         }
         try await group.waitForAll()
     }
 }
 
+/// Each call's round trip, in nanoseconds: one value per call, so p50 and p99 are per call
+/// whichever thread the caller runs on (a sample is 1,000 calls).
+let roundTrip = BenchmarkMetric.custom("round trip (ns)", polarity: .prefersSmaller, useScalingFactor: false)
+
+/// Times `body` and records it as one round trip.
+@inline(__always)
+func timed(_ benchmark: Benchmark, _ body: () throws -> Void) rethrows {
+    let start = ContinuousClock.now
+    try body()
+    benchmark.measurement(roundTrip, nanoseconds(since: start))
+}
+
+func nanoseconds(since start: ContinuousClock.Instant) -> Int {
+    let elapsed = ContinuousClock.now - start
+    return Int(elapsed.components.seconds) * 1_000_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000)
+}
+
+/// `count` calls of `method`, one after another, each timed.
+func roundTrips(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, _ benchmark: Benchmark) async throws {
+    for _ in 0..<count {
+        let start = ContinuousClock.now
+        blackHole(try await client.call(method, payload))
+        benchmark.measurement(roundTrip, nanoseconds(since: start))
+    }
+}
+
+/// The same from one task on the client's executor: the caller sends from the client's I/O
+/// thread and is resumed there by the reply (`RPCClient.executor`).
+func roundTripsOnExecutor(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, _ benchmark: Benchmark) async throws {
+    nonisolated(unsafe) let benchmark = benchmark  // used by one task at a time: this one, then the caller after `value`
+    try await Task(executorPreference: client.executor) {
+        try await roundTrips(client, method, count, benchmark)
+    }.value
+}
+
 let benchmarks: @Sendable () -> Void = {
+    // A sample is 1,000 round trips; the allocation count is per call (scaled).
     let latency = Benchmark.Configuration(
-        metrics: [.wallClock, .mallocCountTotal], timeUnits: .microseconds,
-        warmupIterations: 1000, maxDuration: .seconds(5), maxIterations: 50_000)
+        metrics: [roundTrip, .mallocCountTotal], timeUnits: .microseconds,
+        warmupIterations: 3, scalingFactor: .kilo, maxDuration: .seconds(5), maxIterations: 60)
 
     Benchmark("raw libzmq round trip inproc (floor)", configuration: latency) { benchmark in
         let dealer = Fixture.shared.rawInprocDealer
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { try dealer.roundTrip() }
+        for _ in benchmark.scaledIterations { try timed(benchmark) { try dealer.roundTrip() } }
     }
 
-    Benchmark("RPC round trip inproc", configuration: latency) { benchmark in
-        let client = Fixture.shared.inprocClient
-        for _ in benchmark.scaledIterations { blackHole(try await client.call(echo, payload)) }
-    }
+    for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
+        Benchmark("RPC round trip inproc\(name)", configuration: latency) { benchmark in
+            let client = Fixture.shared.inprocClient
+            try await roundTrips(client, method, benchmark.scaledIterations.count, benchmark)
+        }
 
-    Benchmark("RPC round trip inproc, synchronous handler", configuration: latency) { benchmark in
-        let client = Fixture.shared.inprocClient
-        for _ in benchmark.scaledIterations { blackHole(try await client.call(echoSync, payload)) }
+        Benchmark("RPC round trip inproc\(name), caller on the client's executor", configuration: latency) { benchmark in
+            let client = Fixture.shared.inprocClient
+            try await roundTripsOnExecutor(client, method, benchmark.scaledIterations.count, benchmark)
+        }
     }
 
     Benchmark("raw libzmq round trip tcp, 2 processes (floor)", configuration: latency) { benchmark in
@@ -129,23 +167,25 @@ let benchmarks: @Sendable () -> Void = {
         let dealer = Fixture.shared.rawTCPDealer!
         try dealer.roundTrip()
         benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { try dealer.roundTrip() }
+        for _ in benchmark.scaledIterations { try timed(benchmark) { try dealer.roundTrip() } }
     }
 
-    Benchmark("RPC round trip tcp, 2 processes", configuration: latency) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        let client = Fixture.shared.tcpClient!
-        _ = try await client.call(echo, payload, timeout: .seconds(5))
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(try await client.call(echo, payload)) }
-    }
+    for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
+        Benchmark("RPC round trip tcp, 2 processes\(name)", configuration: latency) { benchmark in
+            try Fixture.shared.startEchoProcess()
+            let client = Fixture.shared.tcpClient!
+            _ = try await client.call(method, payload, timeout: .seconds(5))
+            benchmark.startMeasurement()
+            try await roundTrips(client, method, benchmark.scaledIterations.count, benchmark)
+        }
 
-    Benchmark("RPC round trip tcp, 2 processes, synchronous handler", configuration: latency) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        let client = Fixture.shared.tcpClient!
-        _ = try await client.call(echoSync, payload, timeout: .seconds(5))
-        benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { blackHole(try await client.call(echoSync, payload)) }
+        Benchmark("RPC round trip tcp, 2 processes\(name), caller on the client's executor", configuration: latency) { benchmark in
+            try Fixture.shared.startEchoProcess()
+            let client = Fixture.shared.tcpClient!
+            _ = try await client.call(method, payload, timeout: .seconds(5))
+            benchmark.startMeasurement()
+            try await roundTripsOnExecutor(client, method, benchmark.scaledIterations.count, benchmark)
+        }
     }
 
     // Throughput: each iteration is 6,400 calls, 64 in flight at all times.
@@ -158,7 +198,7 @@ let benchmarks: @Sendable () -> Void = {
         let client = Fixture.shared.tcpClient!
         _ = try await client.call(echo, payload, timeout: .seconds(5))
         benchmark.startMeasurement()
-        try await pipelined(client, echo)
+        try await pipelinedCalls(client, echo)
     }
 
     Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
@@ -166,20 +206,47 @@ let benchmarks: @Sendable () -> Void = {
         let client = Fixture.shared.tcpClient!
         _ = try await client.call(echoSync, payload, timeout: .seconds(5))
         benchmark.startMeasurement()
-        try await pipelined(client, echoSync)
+        try await pipelinedCalls(client, echoSync)
+    }
+
+    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
+        try Fixture.shared.startEchoProcess()
+        let client = Fixture.shared.tcpClient!
+        _ = try await client.call(echo, payload, timeout: .seconds(5))
+        benchmark.startMeasurement()
+        try await pipelinedCalls(client, echo, on: client.executor)
+    }
+
+    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, synchronous handler, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
+        try Fixture.shared.startEchoProcess()
+        let client = Fixture.shared.tcpClient!
+        _ = try await client.call(echoSync, payload, timeout: .seconds(5))
+        benchmark.startMeasurement()
+        try await pipelinedCalls(client, echoSync, on: client.executor)
+    }
+
+    Benchmark("RPC pipelined, 64 in flight, inproc, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
+        let client = Fixture.shared.inprocClient
+        try await pipelinedCalls(client, echo, on: client.executor)
+    }
+
+    Benchmark("RPC pipelined, 64 in flight, inproc, synchronous handler, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
+        let client = Fixture.shared.inprocClient
+        try await pipelinedCalls(client, echoSync, on: client.executor)
     }
 
     Benchmark("RPC pipelined, 64 in flight, inproc, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
         let client = Fixture.shared.inprocClient
-        try await pipelined(client, echoSync)
+        try await pipelinedCalls(client, echoSync)
     }
 
     Benchmark("RPC pipelined, 64 in flight, inproc (6400 calls)", configuration: pipelined) { benchmark in
         let client = Fixture.shared.inprocClient
-        try await pipelined(client, echo)
+        try await pipelinedCalls(client, echo)
     }
 
     Benchmark.teardown = {
         Fixture.shared.echoProcess?.terminate()
     }
 }
+
