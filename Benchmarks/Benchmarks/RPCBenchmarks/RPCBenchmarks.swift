@@ -77,6 +77,16 @@ final class Fixture: @unchecked Sendable {
         echoProcess = process
         tcpClient = try RPCClient(configuration: .init(endpoint: rpcEndpoint))
     }
+
+    /// Starts the echo process if needed and returns the raw tcp dealer, warmed up.
+    func rawTCP() throws -> RawDealer {
+        try startEchoProcess()
+        if let rawTCPDealer { return rawTCPDealer }
+        let dealer = try RawDealer(endpoint: rawTCPEndpoint)
+        try dealer.roundTrip()
+        rawTCPDealer = dealer
+        return dealer
+    }
 }
 
 /// One raw DEALER round trip per call (the floor).
@@ -106,13 +116,16 @@ func pipelinedCalls(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMe
 /// Each call's round trip, in nanoseconds: one value per call, so p50 and p99 are per call
 /// whichever thread the caller runs on (a sample is 1,000 calls).
 let roundTrip = BenchmarkMetric.custom("round trip (ns)", polarity: .prefersSmaller, useScalingFactor: false)
+/// The raw libzmq round trip made right after each RPC call, from the same thread: the floor,
+/// measured interleaved so the machine's drifting speed affects both alike.
+let floorTrip = BenchmarkMetric.custom("floor round trip (ns)", polarity: .prefersSmaller, useScalingFactor: false)
 
-/// Times `body` and records it as one round trip.
+/// Times `body` and records it as `metric`.
 @inline(__always)
-func timed(_ benchmark: Benchmark, _ body: () throws -> Void) rethrows {
+func timed(_ benchmark: Benchmark, _ metric: BenchmarkMetric, _ body: () throws -> Void) rethrows {
     let start = ContinuousClock.now
     try body()
-    benchmark.measurement(roundTrip, nanoseconds(since: start))
+    benchmark.measurement(metric, nanoseconds(since: start))
 }
 
 func nanoseconds(since start: ContinuousClock.Instant) -> Int {
@@ -120,71 +133,81 @@ func nanoseconds(since start: ContinuousClock.Instant) -> Int {
     return Int(elapsed.components.seconds) * 1_000_000_000 + Int(elapsed.components.attoseconds / 1_000_000_000)
 }
 
-/// `count` calls of `method`, one after another, each timed.
-func roundTrips(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, _ benchmark: Benchmark) async throws {
+/// `count` calls of `method`, one after another, each timed and followed by a timed raw round
+/// trip on `floor`.
+func roundTrips(
+    _ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, floor: RawDealer, _ benchmark: Benchmark
+) async throws {
     for _ in 0..<count {
         let start = ContinuousClock.now
         blackHole(try await client.call(method, payload))
         benchmark.measurement(roundTrip, nanoseconds(since: start))
+        try timed(benchmark, floorTrip) { try floor.roundTrip() }
     }
 }
 
 /// The same from one task on the client's executor: the caller sends from the client's I/O
 /// thread and is resumed there by the reply (`RPCClient.executor`).
-func roundTripsOnExecutor(_ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, _ benchmark: Benchmark) async throws {
-    nonisolated(unsafe) let benchmark = benchmark  // used by one task at a time: this one, then the caller after `value`
+func roundTripsOnExecutor(
+    _ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, floor: RawDealer, _ benchmark: Benchmark
+) async throws {
+    // Used by one task at a time: this one, then the caller once `value` returns.
+    nonisolated(unsafe) let benchmark = benchmark
+    nonisolated(unsafe) let floor = floor
     try await Task(executorPreference: client.executor) {
-        try await roundTrips(client, method, count, benchmark)
+        try await roundTrips(client, method, count, floor: floor, benchmark)
     }.value
 }
 
 let benchmarks: @Sendable () -> Void = {
-    // A sample is 1,000 round trips; the allocation count is per call (scaled).
+    // A sample is 1,000 round trips. The RPC benchmarks interleave each call with a raw libzmq
+    // round trip (the floor) from the same thread, so their allocation counts include the
+    // floor's (7 inproc, 2 tcp: see the floor benchmarks).
     let latency = Benchmark.Configuration(
-        metrics: [roundTrip, .mallocCountTotal], timeUnits: .microseconds,
+        metrics: [roundTrip, floorTrip, .mallocCountTotal], timeUnits: .microseconds,
         warmupIterations: 3, scalingFactor: .kilo, maxDuration: .seconds(5), maxIterations: 60)
+    let floorOnly = Benchmark.Configuration(
+        metrics: [floorTrip, .mallocCountTotal], timeUnits: .microseconds,
+        warmupIterations: 3, scalingFactor: .kilo, maxDuration: .seconds(3), maxIterations: 30)
 
-    Benchmark("raw libzmq round trip inproc (floor)", configuration: latency) { benchmark in
+    Benchmark("raw libzmq round trip inproc (floor)", configuration: floorOnly) { benchmark in
         let dealer = Fixture.shared.rawInprocDealer
-        for _ in benchmark.scaledIterations { try timed(benchmark) { try dealer.roundTrip() } }
+        for _ in benchmark.scaledIterations { try timed(benchmark, floorTrip) { try dealer.roundTrip() } }
     }
 
     for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
         Benchmark("RPC round trip inproc\(name)", configuration: latency) { benchmark in
-            let client = Fixture.shared.inprocClient
-            try await roundTrips(client, method, benchmark.scaledIterations.count, benchmark)
+            let fixture = Fixture.shared
+            try await roundTrips(fixture.inprocClient, method, benchmark.scaledIterations.count, floor: fixture.rawInprocDealer, benchmark)
         }
 
         Benchmark("RPC round trip inproc\(name), caller on the client's executor", configuration: latency) { benchmark in
-            let client = Fixture.shared.inprocClient
-            try await roundTripsOnExecutor(client, method, benchmark.scaledIterations.count, benchmark)
+            let fixture = Fixture.shared
+            try await roundTripsOnExecutor(fixture.inprocClient, method, benchmark.scaledIterations.count, floor: fixture.rawInprocDealer, benchmark)
         }
     }
 
-    Benchmark("raw libzmq round trip tcp, 2 processes (floor)", configuration: latency) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        if Fixture.shared.rawTCPDealer == nil { Fixture.shared.rawTCPDealer = try RawDealer(endpoint: Fixture.shared.rawTCPEndpoint) }
-        let dealer = Fixture.shared.rawTCPDealer!
-        try dealer.roundTrip()
+    Benchmark("raw libzmq round trip tcp, 2 processes (floor)", configuration: floorOnly) { benchmark in
+        let dealer = try Fixture.shared.rawTCP()
         benchmark.startMeasurement()
-        for _ in benchmark.scaledIterations { try timed(benchmark) { try dealer.roundTrip() } }
+        for _ in benchmark.scaledIterations { try timed(benchmark, floorTrip) { try dealer.roundTrip() } }
     }
 
     for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
         Benchmark("RPC round trip tcp, 2 processes\(name)", configuration: latency) { benchmark in
-            try Fixture.shared.startEchoProcess()
+            let dealer = try Fixture.shared.rawTCP()
             let client = Fixture.shared.tcpClient!
             _ = try await client.call(method, payload, timeout: .seconds(5))
             benchmark.startMeasurement()
-            try await roundTrips(client, method, benchmark.scaledIterations.count, benchmark)
+            try await roundTrips(client, method, benchmark.scaledIterations.count, floor: dealer, benchmark)
         }
 
         Benchmark("RPC round trip tcp, 2 processes\(name), caller on the client's executor", configuration: latency) { benchmark in
-            try Fixture.shared.startEchoProcess()
+            let dealer = try Fixture.shared.rawTCP()
             let client = Fixture.shared.tcpClient!
             _ = try await client.call(method, payload, timeout: .seconds(5))
             benchmark.startMeasurement()
-            try await roundTripsOnExecutor(client, method, benchmark.scaledIterations.count, benchmark)
+            try await roundTripsOnExecutor(client, method, benchmark.scaledIterations.count, floor: dealer, benchmark)
         }
     }
 
