@@ -67,15 +67,12 @@ public struct IdentityRole: Sendable {
         let publisher = try EventPublisher(endpoints: [settings.eventsBind], curve: curve?.server, logger: logger)
         var tokenConfiguration = RPCClient.Configuration(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout)
         tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
-        // The token client shares the RPC server's I/O thread: a sign-up or sign-in handler
-        // waiting on `issueSession` is resumed by the reply without a thread hop.
-        let thread = try RPCThread()
-        let tokenClient = try RPCClient(configuration: tokenConfiguration, sharing: thread, logger: logger)
+        let tokenClient = try RPCClient(configuration: tokenConfiguration, logger: logger)
         let service = try await IdentityService.start(
             configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), logger: logger)
         var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
         serverConfiguration.curve = curve?.server
-        let server = try RPCServer(router: service.router, configuration: serverConfiguration, thread: thread, logger: logger)
+        let server = try RPCServer(router: service.router, configuration: serverConfiguration, logger: logger)
         let bound = try server.start()
         logger.info("identity service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", "))\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
         return IdentityRole(server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound[0])

@@ -90,16 +90,13 @@ public struct TokenRole: Sendable {
         let publisher = try EventPublisher(endpoints: [settings.eventsBind], curve: curve?.server, logger: logger)
         var identityConfiguration = RPCClient.Configuration(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout)
         identityConfiguration.curve = curve?.client(of: curve?.identityServerKey)
-        // The identity client shares the RPC server's I/O thread: a refresh handler waiting on
-        // `claimsForSession` is resumed by the reply without a thread hop.
-        let thread = try RPCThread()
-        let identityClient = try RPCClient(configuration: identityConfiguration, sharing: thread, logger: logger)
+        let identityClient = try RPCClient(configuration: identityConfiguration, logger: logger)
         let service = try await TokenService.start(
             configuration: settings.service, identity: identityClient,
             publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, logger: logger)
         var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
         serverConfiguration.curve = curve?.server
-        let server = try RPCServer(router: service.router(), configuration: serverConfiguration, thread: thread, logger: logger)
+        let server = try RPCServer(router: service.router(), configuration: serverConfiguration, logger: logger)
         let bound = try server.start()
         logger.info("token service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", ")); signing key \(service.keys.activeKid)\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
         return TokenRole(server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound[0])

@@ -2,36 +2,29 @@ import GatehouseProtocol
 import Logging
 import ZeroMQ
 
-/// The I/O work of an `RPCClient`: receives replies, resumes the waiting callers, retries
-/// requests the socket could not take at once, fails calls past their deadline, and runs jobs
-/// of tasks on the client's executor. Callers send their requests themselves when the socket
-/// takes them without waiting; the socket is shared with them only through `ClientSocket`'s lock.
-///
-/// It runs on a thread of its own (`run()`), or as part of a server's loop when the client
-/// shares that server's thread (`RPCClient(configuration:sharing:)`): the host calls `turn()`
-/// whenever it wakes, and `finish()` once.
-final class ClientLoop: @unchecked Sendable {
-    // @unchecked: handed to its thread (or host loop) once and used only there afterwards.
-    let client: RPCClient.Core
+/// The I/O thread of an `RPCClient`: receives replies, resumes the waiting callers, retries
+/// requests the socket could not take at once, and fails calls past their deadline. Callers
+/// send their requests themselves when the socket takes them without waiting; the socket is
+/// shared with them only through `ClientSocket`'s lock.
+final class ClientLoop {
+    private let client: RPCClient.Core
+    private let poller = Poller()
     private var commands: [RPCClient.Command] = []
     private var completions: [Completion] = []
-    /// More replies are waiting, or queued requests can be sent: do not sleep.
-    private(set) var moreToDo = true
-    /// When to wake at the latest (the earliest deadline of a waiting call).
-    private(set) var wakeAt: ContinuousClock.Instant?
-    /// False once `.stop` was seen or the socket failed.
-    private(set) var running = true
 
     init(client: RPCClient.Core) {
         self.client = client
     }
 
     func run() {
-        let poller = Poller()
         poller.add(fileDescriptor: client.socket.fileDescriptor, events: .readable)
         let signalIndex = poller.add(fileDescriptor: client.io.signal.fileDescriptor, events: .readable)
+        let endpoint = client.configuration.endpoint
+        var running = true
+        var wakeAt: ContinuousClock.Instant?
+        var moreToRead = true
         while running {
-            if !moreToDo && client.io.prepareToSleep() {
+            if !moreToRead && client.io.prepareToSleep() {
                 do {
                     _ = try poller.poll(timeoutMilliseconds: pollTimeout(until: wakeAt))
                 } catch {
@@ -40,45 +33,31 @@ final class ClientLoop: @unchecked Sendable {
                 }
                 client.io.wokeUp(signalled: poller.readyEvents(at: signalIndex).contains(.readable))
             }
-            turn()
-        }
-        finish()
-    }
-
-    /// One turn: queued commands (jobs run here), then the socket, then the callers whose
-    /// calls completed.
-    func turn() {
-        client.io.take(into: &commands)
-        for command in commands {
-            switch command {
-            case .wake: break
-            case .stop: running = false
-            case .job(let job): job.runSynchronously(on: client.executor.asUnownedTaskExecutor())
+            client.io.take(into: &commands)
+            for command in commands {
+                switch command {
+                case .wake: break
+                case .stop: running = false
+                case .job(let job): job.runSynchronously(on: client.executor.asUnownedTaskExecutor())
+                }
             }
-        }
-        commands.removeAll(keepingCapacity: true)
-        guard running else { return }
-        let now = ContinuousClock.now
-        do {
-            let outcome = try client.socket.withLock { channel in
-                try channel.service(now: now, endpoint: client.configuration.endpoint, completions: &completions)
+            commands.removeAll(keepingCapacity: true)
+            let now = ContinuousClock.now
+            do {
+                let outcome = try client.socket.withLock { channel in
+                    try channel.service(now: now, endpoint: endpoint, completions: &completions)
+                }
+                (moreToRead, wakeAt) = (outcome.moreToRead, outcome.wakeAt)
+                if outcome.malformedReplies > 0 {
+                    client.logger.warning("rpc client dropped \(outcome.malformedReplies) malformed replies")
+                }
+            } catch {
+                client.logger.error("rpc client socket failed: \(error)")
+                running = false
             }
-            (moreToDo, wakeAt) = (outcome.moreToRead, outcome.wakeAt)
-            if outcome.malformedReplies > 0 {
-                client.logger.warning("rpc client dropped \(outcome.malformedReplies) malformed replies")
-            }
-        } catch {
-            client.logger.error("rpc client socket failed: \(error)")
-            running = false
+            for completion in completions { completion.resume() }
+            completions.removeAll(keepingCapacity: true)
         }
-        for completion in completions { completion.resume() }
-        completions.removeAll(keepingCapacity: true)
-    }
-
-    /// Closes the socket and fails the calls still waiting. After this, jobs of tasks on the
-    /// client's executor run on the global executor.
-    func finish() {
-        running = false
         let abandoned = client.socket.withLock { $0.close() }
         for continuation in abandoned {
             continuation.resume(throwing: RPCError(.unavailable, "the client was closed"))
@@ -87,7 +66,6 @@ final class ClientLoop: @unchecked Sendable {
         // global executor from here on, like any enqueued later.
         client.io.close(into: &commands)
         for case .job(let job) in commands { globalConcurrentExecutor.enqueue(job) }
-        commands.removeAll()
     }
 }
 

@@ -30,7 +30,12 @@ final class IOThread<Command: Sendable>: Sendable {
         let thread = Thread { [self] in
             ThreadName.set(name)
             transfer.take()()
-            markFinished()
+            let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
+                state.done = true
+                defer { state.waiters = [] }
+                return state.waiters
+            }
+            for waiter in waiters { waiter.resume() }
         }
         thread.name = name
         thread.stackSize = 1 << 20
@@ -115,17 +120,6 @@ final class IOThread<Command: Sendable>: Sendable {
             return false
         }
         return true
-    }
-
-    /// Marks the loop as ended and wakes `join()`ers: called when the thread's body returns, or
-    /// by the loop that hosted this queue (a client sharing a server's thread).
-    func markFinished() {
-        let waiters = finished.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.done = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// Waits until the thread's body has returned.

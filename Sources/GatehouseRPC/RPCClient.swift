@@ -96,21 +96,10 @@ public final class RPCClient: RPCCaller, Sendable {
     /// caller on the cooperative pool crosses three (the reply is received on the I/O thread,
     /// which then wakes a pool thread). Code run there must not block or compute for long: it
     /// holds up every reply of this client. After `close()`, jobs run on the global executor.
-    public var executor: any TaskExecutor { sharedExecutor ?? core.executor }
+    public var executor: any TaskExecutor { core.executor }
 
     /// Connects to `configuration.endpoint` (in the background) and starts the I/O thread.
-    public convenience init(configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {
-        try self.init(configuration: configuration, sharing: nil, context: context, logger: logger)
-    }
-
-    /// Connects to `configuration.endpoint`; with `thread`, the client's socket is served by the
-    /// loop of the server on that thread instead of a thread of its own (see `RPCThread`): a
-    /// handler of that server calling through this client is resumed without a thread hop. Such
-    /// a client stops with its server. `executor` is then the server's.
-    public init(
-        configuration: Configuration, sharing thread: RPCThread?, context: ZMQContext = .shared,
-        logger: Logger = Logger(label: "gatehouse.rpc.client")
-    ) throws {
+    public init(configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {
         // Make the socket here so configuration errors surface to the caller, then move it
         // into the core's `ClientSocket`, the only way to reach it from then on.
         let socket = try context.socket(.dealer)
@@ -123,20 +112,8 @@ public final class RPCClient: RPCCaller, Sendable {
         try socket.connect(configuration.endpoint)
         self.core = try Core(configuration: configuration, logger: logger, socket: socket)
         let loop = ClientLoop(client: core)
-        if let thread {
-            sharedExecutor = thread.executor
-            guard thread.io.submitIfOpen(.host(loop)) else {
-                loop.finish()
-                throw RPCError(.unavailable, "the server of this RPCThread has stopped")
-            }
-        } else {
-            sharedExecutor = nil
-            io.start(name: IOThread<Command>.threadName("rpcc", endpoint: configuration.endpoint)) { loop.run() }
-        }
+        io.start(name: IOThread<Command>.threadName("rpcc", endpoint: configuration.endpoint)) { loop.run() }
     }
-
-    /// The executor of the server whose thread this client shares, if it does.
-    private let sharedExecutor: RPCServer.LoopExecutor?
 
     deinit {
         io.submit(.stop)

@@ -51,8 +51,6 @@ public final class RPCServer: Service, Sendable {
         case reply(identity: [UInt8], header: [UInt8], body: [UInt8])
         case job(UnownedJob)
         case stop
-        /// A client sharing this thread: its socket is served by this loop from now on.
-        case host(ClientLoop)
     }
 
     /// Runs tasks on the server's I/O thread: jobs are queued as commands and run by the loop.
@@ -60,12 +58,7 @@ public final class RPCServer: Service, Sendable {
         let io: IOThread<Command>
         init(io: IOThread<Command>) { self.io = io }
         func enqueue(_ job: consuming ExecutorJob) {
-            // Once the loop has ended (a task still running there when the server stopped, or
-            // resumed by a hosted client's last failures), its jobs run on the global executor.
-            let unowned = UnownedJob(job)
-            if !io.submitIfOpen(.job(unowned)) {
-                globalConcurrentExecutor.enqueue(unowned)
-            }
+            io.submit(.job(UnownedJob(job)))
         }
     }
 
@@ -78,12 +71,13 @@ public final class RPCServer: Service, Sendable {
         let stopping = Atomic<Bool>(false)
         let executor: LoopExecutor
 
-        init(router: RPCRouter, configuration: Configuration, logger: Logger, thread: RPCThread) {
+        init(router: RPCRouter, configuration: Configuration, logger: Logger) throws {
             self.router = router
             self.configuration = configuration
             self.logger = logger
-            self.io = thread.io
-            self.executor = thread.executor
+            let io = try IOThread<Command>()
+            self.io = io
+            self.executor = LoopExecutor(io: io)
         }
 
         /// A handler task finished.
@@ -97,17 +91,8 @@ public final class RPCServer: Service, Sendable {
     private let context: ZMQContext
     private let started = Mutex<[String]?>(nil)
 
-    /// A server on a thread of its own, or on `thread`, which clients made with
-    /// `RPCClient(configuration:sharing:)` share (a thread serves one server).
-    public init(
-        router: RPCRouter, configuration: Configuration, thread: RPCThread? = nil, context: ZMQContext = .shared,
-        logger: Logger = Logger(label: "gatehouse.rpc.server")
-    ) throws {
-        let thread = try thread ?? RPCThread()
-        guard thread.claimed.compareExchange(expected: false, desired: true, ordering: .relaxed).exchanged else {
-            throw RPCError(.invalidArgument, "this RPCThread already serves another server")
-        }
-        self.core = Core(router: router, configuration: configuration, logger: logger, thread: thread)
+    public init(router: RPCRouter, configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.server")) throws {
+        self.core = try Core(router: router, configuration: configuration, logger: logger)
         self.context = context
     }
 
@@ -161,26 +146,6 @@ public final class RPCServer: Service, Sendable {
     /// Waits until the server's socket is closed.
     public func waitUntilStopped() async {
         await core.io.join()
-    }
-}
-
-/// The I/O thread of one `RPCServer`, which `RPCClient`s can share.
-///
-/// A handler that calls another service through a client of its own thread is resumed by the
-/// reply in the same loop that received it: no thread is woken for it. Without sharing, the reply
-/// arrives on the client's thread, which must wake the server's thread to resume the handler.
-/// Make the thread, then the clients (`RPCClient(configuration:sharing:)`), then the server
-/// (`RPCServer(router:configuration:thread:)`); start the server, since its loop serves the
-/// clients too. The clients stop with the server: calls after it has stopped fail `unavailable`.
-public final class RPCThread: Sendable {
-    let io: IOThread<RPCServer.Command>
-    let executor: RPCServer.LoopExecutor
-    let claimed = Atomic<Bool>(false)
-
-    public init() throws {
-        let io = try IOThread<RPCServer.Command>()
-        self.io = io
-        self.executor = RPCServer.LoopExecutor(io: io)
     }
 }
 

@@ -11,8 +11,6 @@ final class ServerLoop {
     private let poller = Poller()
     private var commands: [RPCServer.Command] = []
     private let zapDomain: String?
-    /// Clients sharing this thread, with their poll items (socket descriptor, wake-up signal).
-    private var hosted: [(loop: ClientLoop, socketIndex: Int, signalIndex: Int)] = []
 
     init(core: RPCServer.Core, socket: Socket, zapDomain: String?) {
         self.core = core
@@ -27,26 +25,20 @@ final class ServerLoop {
         var drainDeadline: ContinuousClock.Instant?
         while true {
             // Sleep only when nothing is queued: jobs and replies the loop queued to itself (a
-            // handler that ran here) are handled in the same wake-up, without a signal. With
-            // hosted clients, only when none of them has work either.
-            if prepareToSleep() {
+            // handler that ran here) are handled in the same wake-up, without a signal.
+            if core.io.prepareToSleep() {
                 do {
-                    _ = try poller.poll(timeoutMilliseconds: pollTimeout(until: earliestWake(drainDeadline)))
+                    _ = try poller.poll(timeoutMilliseconds: pollTimeout(until: drainDeadline))
                 } catch {
                     core.logger.error("rpc server poll failed: \(error)")
                     break
                 }
                 core.io.wokeUp(signalled: poller.readyEvents(at: signalIndex).contains(.readable))
-                for client in hosted {
-                    client.loop.client.io.wokeUp(signalled: poller.readyEvents(at: client.signalIndex).contains(.readable))
-                }
             }
             // Read every ready request first (each starts its handler task), then run the
             // handlers and send the replies they produce, so a burst is answered as a batch.
             if accepting { receiveRequests() }
-            let stopAsked = runCommands(accepting: accepting)
-            serveHostedClients()
-            if stopAsked {
+            if runCommands(accepting: accepting) {
                 accepting = false
                 drainDeadline = .now + core.configuration.drainTimeout
                 poller.setEvents([], at: socketIndex)
@@ -62,26 +54,6 @@ final class ServerLoop {
         }
         // Replies queued by the last handlers.
         _ = runCommands(accepting: false)
-        // Hosted clients stop with the server; clients that asked to be hosted too late get
-        // the same end.
-        for client in hosted {
-            client.loop.finish()
-            client.loop.client.io.markFinished()
-        }
-        hosted.removeAll()
-        core.io.close(into: &commands)
-        for command in commands {
-            switch command {
-            case .host(let loop):
-                loop.finish()
-                loop.client.io.markFinished()
-            case .job(let job):
-                globalConcurrentExecutor.enqueue(job)
-            case .reply, .stop:
-                break
-            }
-        }
-        commands.removeAll()
         // Over tcp, replies queued just before zmq_close were sometimes never delivered despite
         // the 1 s linger (seen in the ServiceGroup drain test, ~1 in 3 runs). Until the cause is
         // found, give libzmq's I/O thread a moment to hand them to the kernel.
@@ -106,66 +78,11 @@ final class ServerLoop {
                     job.runSynchronously(on: core.executor.asUnownedTaskExecutor())
                 case .stop:
                     if accepting { stopAsked = true }
-                case .host(let loop):
-                    let socketIndex = poller.add(fileDescriptor: loop.client.socket.fileDescriptor, events: .readable)
-                    let signalIndex = poller.add(fileDescriptor: loop.client.io.signal.fileDescriptor, events: .readable)
-                    hosted.append((loop, socketIndex, signalIndex))
                 }
             }
         }
         commands.removeAll(keepingCapacity: true)
         return stopAsked
-    }
-
-    /// Whether the loop may sleep: nothing queued for the server or any hosted client, and no
-    /// hosted client with replies still to read. Every queue is asked (each then signals its
-    /// producers' next command); when the answer is no, those that said yes are marked awake
-    /// again (a signal raised meanwhile costs one spare turn, never a lost command).
-    private func prepareToSleep() -> Bool {
-        var maySleep = core.io.prepareToSleep()
-        var asked = maySleep ? 1 : 0
-        if maySleep {
-            for client in hosted {
-                if client.loop.moreToDo || !client.loop.client.io.prepareToSleep() {
-                    maySleep = false
-                    break
-                }
-                asked += 1
-            }
-        }
-        if !maySleep && asked > 0 {
-            core.io.wokeUp(signalled: false)
-            for client in hosted.prefix(asked - 1) { client.loop.client.io.wokeUp(signalled: false) }
-        }
-        return maySleep
-    }
-
-    /// The earliest of `deadline` and the hosted clients' next deadlines.
-    private func earliestWake(_ deadline: ContinuousClock.Instant?) -> ContinuousClock.Instant? {
-        var earliest = deadline
-        for client in hosted {
-            if let at = client.loop.wakeAt, earliest.map({ at < $0 }) ?? true { earliest = at }
-        }
-        return earliest
-    }
-
-    /// Gives each hosted client its turn; forgets those that stopped.
-    private func serveHostedClients() {
-        guard !hosted.isEmpty else { return }
-        var index = 0
-        while index < hosted.count {
-            let client = hosted[index]
-            client.loop.turn()
-            if client.loop.running {
-                index += 1
-            } else {
-                client.loop.finish()
-                client.loop.client.io.markFinished()
-                poller.ignoreFileDescriptor(at: client.socketIndex)
-                poller.ignoreFileDescriptor(at: client.signalIndex)
-                hosted.remove(at: index)
-            }
-        }
     }
 
     /// Sends one reply (identity, header, body) without waiting; a full peer queue drops it.

@@ -39,15 +39,6 @@ public final class Poller {
         return items.count - 1
     }
 
-    /// Stops watching the file-descriptor item at `index` (its descriptor may be closed and
-    /// reused afterwards: the item is kept, with descriptor -1, which poll ignores).
-    public func ignoreFileDescriptor(at index: Int) {
-        precondition(items[index].socket == nil, "item \(index) is a socket")
-        items[index].fd = -1
-        items[index].events = 0
-        items[index].revents = 0
-    }
-
     /// Changes what item `index` waits for (for example, add `.writable` while a send is blocked).
     public func setEvents(_ events: PollEvents, at index: Int) {
         items[index].events = events.rawValue

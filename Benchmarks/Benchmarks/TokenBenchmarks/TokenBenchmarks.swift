@@ -49,9 +49,7 @@ final class RefreshFixture: @unchecked Sendable {
     /// The current refresh token of each of the 64 chains.
     let chains: Mutex<[String]>
 
-    /// `sharedThread`: the identity client shares the token server's I/O thread, as in the
-    /// token role since stop 11; otherwise it has a thread of its own.
-    init(durability: TokenStore.Durability, sharedThread: Bool) async throws {
+    init(durability: TokenStore.Durability) async throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var identityRouter = RPCRouter()
@@ -62,13 +60,11 @@ final class RefreshFixture: @unchecked Sendable {
         }
         identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
         let identityEndpoint = try identityServer.start()[0]
-        let thread = try RPCThread()
-        let identity = try RPCClient(
-            configuration: .init(endpoint: identityEndpoint, defaultTimeout: .seconds(10)), sharing: sharedThread ? thread : nil)
+        let identity = try RPCClient(configuration: .init(endpoint: identityEndpoint, defaultTimeout: .seconds(10)))
         var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
         config.durability = durability
         service = try await TokenService.start(configuration: config, identity: identity)
-        tokenServer = try RPCServer(router: service.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]), thread: thread)
+        tokenServer = try RPCServer(router: service.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
         let tokenEndpoint = try tokenServer.start()[0]
         client = try RPCClient(configuration: .init(endpoint: tokenEndpoint, defaultTimeout: .seconds(10)))
         var tokens: [String] = []
@@ -95,10 +91,10 @@ final class Fixtures: @unchecked Sendable {
         return made
     }
 
-    func refresh(_ durability: TokenStore.Durability, sharedThread: Bool) async throws -> RefreshFixture {
-        let name = "\(durability) \(sharedThread)"
+    func refresh(_ durability: TokenStore.Durability) async throws -> RefreshFixture {
+        let name = "\(durability)"
         if let existing = lock.withLock({ refreshFixtures[name] }) { return existing }
-        let made = try await RefreshFixture(durability: durability, sharedThread: sharedThread)
+        let made = try await RefreshFixture(durability: durability)
         lock.withLock { refreshFixtures[name] = made }
         return made
     }
@@ -130,13 +126,10 @@ let benchmarks: @Sendable () -> Void = {
     let throughput = Benchmark.Configuration(
         metrics: [.wallClock], timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 20)
 
-    // As the token role runs (the identity client on the server's thread), and once with the
-    // identity client on a thread of its own, for comparison.
-    for (durability, sharedThread) in [(TokenStore.Durability.processCrash, true), (.processCrash, false), (.powerLoss, true)] {
-        let label = (durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)")
-            + (sharedThread ? "" : ", identity client on its own thread")
+    for durability in [TokenStore.Durability.processCrash, .powerLoss] {
+        let label = durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)"
         Benchmark("token refresh over RPC, 64 in flight (6400 refreshes), \(label)", configuration: throughput) { benchmark in
-            let fixture = try await Fixtures.shared.refresh(durability, sharedThread: sharedThread)
+            let fixture = try await Fixtures.shared.refresh(durability)
             benchmark.startMeasurement()
             try await withThrowingTaskGroup(of: [Duration].self) { group in
                 for chain in 0..<RefreshFixture.inFlight {
