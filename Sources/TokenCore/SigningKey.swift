@@ -101,7 +101,6 @@ public enum SigningKeyError: Error, Equatable {
     case noActiveKey
 }
 
-/// Unpadded base64url (RFC 4648 §5).
 /// Unpadded base64url (RFC 4648 §5), written directly: Foundation's base64 plus three
 /// `replacingOccurrences` calls cost several microseconds per token on Linux.
 public enum Base64URL {
@@ -114,30 +113,43 @@ public enum Base64URL {
 
     /// Appends the encoding of `data` to `out` (ASCII bytes).
     public static func append(_ data: some DataProtocol, to out: inout [UInt8]) {
-        let bytes = Array(data)
+        if let done: Void = data.withContiguousStorageIfAvailable({ append($0, to: &out) }) { return done }
+        Array(data).withUnsafeBufferPointer { append($0, to: &out) }
+    }
+
+    /// Writes into `out`'s storage once, grown to the encoded size (appending byte by byte
+    /// checked uniqueness and capacity for every byte: 1.6 % of the token server's thread).
+    static func append(_ bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         let count = bytes.count
-        out.reserveCapacity(out.count + (count * 4 + 2) / 3)
-        alphabet.withUnsafeBufferPointer { a in
-            var i = 0
-            while i + 3 <= count {
-                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
-                out.append(a[Int(v >> 18)])
-                out.append(a[Int((v >> 12) & 63)])
-                out.append(a[Int((v >> 6) & 63)])
-                out.append(a[Int(v & 63)])
-                i += 3
-            }
-            switch count - i {
-            case 1:
-                let v = UInt32(bytes[i]) << 16
-                out.append(a[Int(v >> 18)])
-                out.append(a[Int((v >> 12) & 63)])
-            case 2:
-                let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
-                out.append(a[Int(v >> 18)])
-                out.append(a[Int((v >> 12) & 63)])
-                out.append(a[Int((v >> 6) & 63)])
-            default: break
+        let tail = count % 3
+        let encodedCount = count / 3 * 4 + (tail == 0 ? 0 : tail + 1)
+        guard encodedCount > 0 else { return }
+        var j = out.count
+        out.append(contentsOf: repeatElement(0, count: encodedCount))
+        out.withUnsafeMutableBufferPointer { o in
+            alphabet.withUnsafeBufferPointer { a in
+                var i = 0
+                while i + 3 <= count {
+                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8 | UInt32(bytes[i + 2])
+                    o[j] = a[Int(v >> 18)]
+                    o[j + 1] = a[Int((v >> 12) & 63)]
+                    o[j + 2] = a[Int((v >> 6) & 63)]
+                    o[j + 3] = a[Int(v & 63)]
+                    i += 3
+                    j += 4
+                }
+                switch tail {
+                case 1:
+                    let v = UInt32(bytes[i]) << 16
+                    o[j] = a[Int(v >> 18)]
+                    o[j + 1] = a[Int((v >> 12) & 63)]
+                case 2:
+                    let v = UInt32(bytes[i]) << 16 | UInt32(bytes[i + 1]) << 8
+                    o[j] = a[Int(v >> 18)]
+                    o[j + 1] = a[Int((v >> 12) & 63)]
+                    o[j + 2] = a[Int((v >> 6) & 63)]
+                default: break
+                }
             }
         }
     }

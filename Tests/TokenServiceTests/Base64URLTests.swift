@@ -31,4 +31,30 @@ struct Base64URLTests {
         #expect(Base64URL.decode("QUI") == Data([0x41, 0x42]))
         #expect(Base64URL.decode("") == Data())
     }
+
+    @Test("appends to what is in the buffer; contiguous and non-contiguous inputs alike")
+    func appendsAndTakesAnyCollection() {
+        var generator = SystemRandomNumberGenerator()
+        for length in 0..<70 {
+            let bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let expected = Self.reference(Data(bytes))
+            #expect(Base64URL.encode(bytes) == expected)
+            // DispatchData in two regions is not contiguous: the copying path.
+            #expect(Base64URL.encode(DispatchData.twoRegions(bytes)) == expected)
+            var out = Array("prefix.".utf8)
+            Base64URL.append(bytes, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == "prefix." + expected)
+        }
+    }
+}
+
+extension DispatchData {
+    /// `bytes` in two regions, so the collection is not contiguous.
+    static func twoRegions(_ bytes: [UInt8]) -> DispatchData {
+        var data = DispatchData.empty
+        let half = bytes.count / 2
+        bytes[..<half].withUnsafeBytes { data.append($0) }
+        bytes[half...].withUnsafeBytes { data.append($0) }
+        return data
+    }
 }

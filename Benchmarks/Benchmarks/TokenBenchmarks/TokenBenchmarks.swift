@@ -38,6 +38,33 @@ final class SigningFixture: Sendable {
 
 /// Per-call refresh latencies by durability, summarised at teardown (the benchmark's own metric is per batch).
 let latencies = Mutex<[String: [Duration]]>([:])
+/// Wall time of each 6,400-refresh round, by set-up (the interleaved benchmark).
+let roundTimes = Mutex<[String: [Duration]]>([:])
+
+/// 6,400 refreshes, 64 chains in flight at all times; returns each call's latency.
+func refreshes(_ fixture: RefreshFixture) async throws -> [Duration] {
+    try await withThrowingTaskGroup(of: [Duration].self) { group in
+        for chain in 0..<RefreshFixture.inFlight {
+            group.addTask {
+                var measured: [Duration] = []
+                measured.reserveCapacity(100)
+                var token = fixture.chains.withLock { $0[chain] }
+                let clock = ContinuousClock()
+                for _ in 0..<100 {
+                    let start = clock.now
+                    let next = try await fixture.client.call(TokenAPI.refresh, RefreshRequest(refreshToken: token))
+                    measured.append(clock.now - start)
+                    token = next.refreshToken
+                }
+                fixture.chains.withLock { $0[chain] = token }
+                return measured
+            }
+        }
+        var all: [Duration] = []
+        for try await measured in group { all += measured }
+        return all
+    }
+}
 
 final class RefreshFixture: @unchecked Sendable {
     static let inFlight = 64
@@ -49,7 +76,15 @@ final class RefreshFixture: @unchecked Sendable {
     /// The current refresh token of each of the 64 chains.
     let chains: Mutex<[String]>
 
-    init(durability: TokenStore.Durability) async throws {
+    /// Where the refresh handlers run.
+    enum Setup: String, CaseIterable, Sendable {
+        /// On the token server's I/O thread (the default, as the token role runs).
+        case ioThread = "handlers on the server's I/O thread"
+        /// Handlers on Swift's cooperative pool (`handlerExecutor = .globalPool`).
+        case globalPool = "handlers on the cooperative pool"
+    }
+
+    init(durability: TokenStore.Durability, setup: Setup) async throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var identityRouter = RPCRouter()
@@ -64,7 +99,9 @@ final class RefreshFixture: @unchecked Sendable {
         var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
         config.durability = durability
         service = try await TokenService.start(configuration: config, identity: identity)
-        tokenServer = try RPCServer(router: service.router(), configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+        var tokenConfiguration = RPCServer.Configuration(endpoints: ["tcp://127.0.0.1:0"])
+        if setup == .globalPool { tokenConfiguration.handlerExecutor = .globalPool }
+        tokenServer = try RPCServer(router: service.router(), configuration: tokenConfiguration)
         let tokenEndpoint = try tokenServer.start()[0]
         client = try RPCClient(configuration: .init(endpoint: tokenEndpoint, defaultTimeout: .seconds(10)))
         var tokens: [String] = []
@@ -91,10 +128,10 @@ final class Fixtures: @unchecked Sendable {
         return made
     }
 
-    func refresh(_ durability: TokenStore.Durability) async throws -> RefreshFixture {
-        let name = "\(durability)"
+    func refresh(_ durability: TokenStore.Durability, _ setup: RefreshFixture.Setup) async throws -> RefreshFixture {
+        let name = "\(durability) \(setup)"
         if let existing = lock.withLock({ refreshFixtures[name] }) { return existing }
-        let made = try await RefreshFixture(durability: durability)
+        let made = try await RefreshFixture(durability: durability, setup: setup)
         lock.withLock { refreshFixtures[name] = made }
         return made
     }
@@ -129,29 +166,26 @@ let benchmarks: @Sendable () -> Void = {
     for durability in [TokenStore.Durability.processCrash, .powerLoss] {
         let label = durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)"
         Benchmark("token refresh over RPC, 64 in flight (6400 refreshes), \(label)", configuration: throughput) { benchmark in
-            let fixture = try await Fixtures.shared.refresh(durability)
+            let fixture = try await Fixtures.shared.refresh(durability, .ioThread)
             benchmark.startMeasurement()
-            try await withThrowingTaskGroup(of: [Duration].self) { group in
-                for chain in 0..<RefreshFixture.inFlight {
-                    group.addTask {
-                        var measured: [Duration] = []
-                        measured.reserveCapacity(100)
-                        var token = fixture.chains.withLock { $0[chain] }
-                        let clock = ContinuousClock()
-                        for _ in 0..<100 {
-                            let start = clock.now
-                            let next = try await fixture.client.call(TokenAPI.refresh, RefreshRequest(refreshToken: token))
-                            measured.append(clock.now - start)
-                            token = next.refreshToken
-                        }
-                        fixture.chains.withLock { $0[chain] = token }
-                        return measured
-                    }
-                }
-                var all: [Duration] = []
-                for try await measured in group { all += measured }
-                latencies.withLock { $0[label, default: []] += all }
-            }
+            let measured = try await refreshes(fixture)
+            latencies.withLock { $0[label, default: []] += measured }
+        }
+    }
+
+    // The set-ups of `RefreshFixture.Setup`, one round of 6,400 refreshes each per
+    // iteration, in turn, so the VM's drifting speed affects them alike. The wall clock is the
+    // sum; each set-up's own time per round is printed at the end.
+    Benchmark("token refresh A/B: handler executors interleaved, process-crash (2 x 6400 refreshes)", configuration: throughput) { benchmark in
+        var fixtures: [(RefreshFixture.Setup, RefreshFixture)] = []
+        for setup in RefreshFixture.Setup.allCases { fixtures.append((setup, try await Fixtures.shared.refresh(.processCrash, setup))) }
+        benchmark.startMeasurement()
+        for (setup, fixture) in fixtures {
+            let start = ContinuousClock.now
+            let measured = try await refreshes(fixture)
+            let elapsed = ContinuousClock.now - start
+            latencies.withLock { $0["interleaved, " + setup.rawValue, default: []] += measured }
+            roundTimes.withLock { $0[setup.rawValue, default: []].append(elapsed) }
         }
     }
 
@@ -166,6 +200,12 @@ let benchmarks: @Sendable () -> Void = {
             summary += String(
                 format: "token refresh per-call latency, \(label), over %d calls (incl. warm-up): p50 %.2f ms, p90 %.2f ms, p99 %.2f ms, max %.2f ms\n",
                 sorted.count, pct(0.50), pct(0.90), pct(0.99), pct(1.0))
+        }
+        for (setup, rounds) in roundTimes.withLock({ $0 }).sorted(by: { $0.key < $1.key }) where !rounds.isEmpty {
+            let ms = rounds.map { Double($0.components.seconds) * 1000 + Double($0.components.attoseconds) / 1e15 }.sorted()
+            summary += String(
+                format: "token refresh rounds, \(setup): %d rounds, median %.0f ms (%.0f/s), min %.0f ms, max %.0f ms\n",
+                ms.count, ms[ms.count / 2], 6400 / ms[ms.count / 2] * 1000, ms[0], ms[ms.count - 1])
         }
         if !summary.isEmpty {
             FileHandle.standardError.write(Data(summary.utf8))
