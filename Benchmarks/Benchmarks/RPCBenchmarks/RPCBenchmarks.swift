@@ -136,7 +136,7 @@ func nanoseconds(since start: ContinuousClock.Instant) -> Int {
 /// `count` calls of `method`, one after another, each timed and followed by a timed raw round
 /// trip on `floor`.
 func roundTrips(
-    _ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, floor: RawDealer, _ benchmark: Benchmark
+    _ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, _ floor: RawDealer, _ benchmark: Benchmark
 ) async throws {
     for _ in 0..<count {
         let start = ContinuousClock.now
@@ -149,13 +149,13 @@ func roundTrips(
 /// The same from one task on the client's executor: the caller sends from the client's I/O
 /// thread and is resumed there by the reply (`RPCClient.executor`).
 func roundTripsOnExecutor(
-    _ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, floor: RawDealer, _ benchmark: Benchmark
+    _ client: RPCClient, _ method: RPCMethod<EchoMessage, EchoMessage>, _ count: Int, _ floor: RawDealer, _ benchmark: Benchmark
 ) async throws {
     // Used by one task at a time: this one, then the caller once `value` returns.
     nonisolated(unsafe) let benchmark = benchmark
     nonisolated(unsafe) let floor = floor
     try await Task(executorPreference: client.executor) {
-        try await roundTrips(client, method, count, floor: floor, benchmark)
+        try await roundTrips(client, method, count, floor, benchmark)
     }.value
 }
 
@@ -176,14 +176,12 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
-        Benchmark("RPC round trip inproc\(name)", configuration: latency) { benchmark in
-            let fixture = Fixture.shared
-            try await roundTrips(fixture.inprocClient, method, benchmark.scaledIterations.count, floor: fixture.rawInprocDealer, benchmark)
-        }
-
-        Benchmark("RPC round trip inproc\(name), caller on the client's executor", configuration: latency) { benchmark in
-            let fixture = Fixture.shared
-            try await roundTripsOnExecutor(fixture.inprocClient, method, benchmark.scaledIterations.count, floor: fixture.rawInprocDealer, benchmark)
+        for onExecutor in [false, true] {
+            Benchmark("RPC round trip inproc\(name)\(onExecutor ? ", caller on the client's executor" : "")", configuration: latency) { benchmark in
+                let fixture = Fixture.shared
+                let run = onExecutor ? roundTripsOnExecutor : roundTrips
+                try await run(fixture.inprocClient, method, benchmark.scaledIterations.count, fixture.rawInprocDealer, benchmark)
+            }
         }
     }
 
@@ -194,20 +192,15 @@ let benchmarks: @Sendable () -> Void = {
     }
 
     for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
-        Benchmark("RPC round trip tcp, 2 processes\(name)", configuration: latency) { benchmark in
-            let dealer = try Fixture.shared.rawTCP()
-            let client = Fixture.shared.tcpClient!
-            _ = try await client.call(method, payload, timeout: .seconds(5))
-            benchmark.startMeasurement()
-            try await roundTrips(client, method, benchmark.scaledIterations.count, floor: dealer, benchmark)
-        }
-
-        Benchmark("RPC round trip tcp, 2 processes\(name), caller on the client's executor", configuration: latency) { benchmark in
-            let dealer = try Fixture.shared.rawTCP()
-            let client = Fixture.shared.tcpClient!
-            _ = try await client.call(method, payload, timeout: .seconds(5))
-            benchmark.startMeasurement()
-            try await roundTripsOnExecutor(client, method, benchmark.scaledIterations.count, floor: dealer, benchmark)
+        for onExecutor in [false, true] {
+            Benchmark("RPC round trip tcp, 2 processes\(name)\(onExecutor ? ", caller on the client's executor" : "")", configuration: latency) { benchmark in
+                let dealer = try Fixture.shared.rawTCP()
+                let client = Fixture.shared.tcpClient!
+                _ = try await client.call(method, payload, timeout: .seconds(5))
+                benchmark.startMeasurement()
+                let run = onExecutor ? roundTripsOnExecutor : roundTrips
+                try await run(client, method, benchmark.scaledIterations.count, dealer, benchmark)
+            }
         }
     }
 
@@ -216,56 +209,25 @@ let benchmarks: @Sendable () -> Void = {
         metrics: [.wallClock, .throughput], timeUnits: .milliseconds,
         warmupIterations: 2, maxDuration: .seconds(10), maxIterations: 30)
 
-    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes (6400 calls)", configuration: pipelined) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        let client = Fixture.shared.tcpClient!
-        _ = try await client.call(echo, payload, timeout: .seconds(5))
-        benchmark.startMeasurement()
-        try await pipelinedCalls(client, echo)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        let client = Fixture.shared.tcpClient!
-        _ = try await client.call(echoSync, payload, timeout: .seconds(5))
-        benchmark.startMeasurement()
-        try await pipelinedCalls(client, echoSync)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        let client = Fixture.shared.tcpClient!
-        _ = try await client.call(echo, payload, timeout: .seconds(5))
-        benchmark.startMeasurement()
-        try await pipelinedCalls(client, echo, on: client.executor)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, tcp 2 processes, synchronous handler, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
-        try Fixture.shared.startEchoProcess()
-        let client = Fixture.shared.tcpClient!
-        _ = try await client.call(echoSync, payload, timeout: .seconds(5))
-        benchmark.startMeasurement()
-        try await pipelinedCalls(client, echoSync, on: client.executor)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, inproc, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
-        let client = Fixture.shared.inprocClient
-        try await pipelinedCalls(client, echo, on: client.executor)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, inproc, synchronous handler, callers on the client's executor (6400 calls)", configuration: pipelined) { benchmark in
-        let client = Fixture.shared.inprocClient
-        try await pipelinedCalls(client, echoSync, on: client.executor)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, inproc, synchronous handler (6400 calls)", configuration: pipelined) { benchmark in
-        let client = Fixture.shared.inprocClient
-        try await pipelinedCalls(client, echoSync)
-    }
-
-    Benchmark("RPC pipelined, 64 in flight, inproc (6400 calls)", configuration: pipelined) { benchmark in
-        let client = Fixture.shared.inprocClient
-        try await pipelinedCalls(client, echo)
+    for tcp in [true, false] {
+        for (name, method) in [("", echo), (", synchronous handler", echoSync)] {
+            for onExecutor in [false, true] {
+                let title = "RPC pipelined, 64 in flight, \(tcp ? "tcp 2 processes" : "inproc")\(name)"
+                    + (onExecutor ? ", callers on the client's executor" : "") + " (6400 calls)"
+                Benchmark(title, configuration: pipelined) { benchmark in
+                    let client: RPCClient
+                    if tcp {
+                        try Fixture.shared.startEchoProcess()
+                        client = Fixture.shared.tcpClient!
+                        _ = try await client.call(method, payload, timeout: .seconds(5))
+                    } else {
+                        client = Fixture.shared.inprocClient
+                    }
+                    benchmark.startMeasurement()
+                    try await pipelinedCalls(client, method, on: onExecutor ? client.executor : nil)
+                }
+            }
+        }
     }
 
     Benchmark.teardown = {
