@@ -10,8 +10,7 @@ import Testing
     @Test func commitsDoNotCheckpointAndTheCheckpointerKeepsTheWALSmall() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         #expect(try await store.pragma("wal_autocheckpoint") == "0")
         #expect(try await store.pragma("journal_mode") == "wal")
         // 1,500 single-row transactions: well past the 1,000 pages an automatic checkpoint waits for.
@@ -30,8 +29,7 @@ import Testing
     @Test func stoppingIsIdempotentAndTheStoreStillWorks() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         store.checkpointer.stop()
         store.checkpointer.stop()
         try await store.insert(try makeUser("after-stop@example.com"))
@@ -41,8 +39,7 @@ import Testing
     @Test func aGrowingWALIsStartedOver() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         store.checkpointer.stop()
         let checkpointer = try WALCheckpointer(path: dir.databasePath, interval: .milliseconds(5), restartFrames: 50)
         for i in 0..<1_500 {

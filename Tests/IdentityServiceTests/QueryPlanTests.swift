@@ -12,8 +12,7 @@ import Testing
         defer { dir.cleanup() }
         // A real file, migrated by the store itself, with some rows and fresh statistics so the
         // planner is not choosing on an empty table.
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         for i in 0..<200 { try await store.insert(try makeUser("plan\(i)@example.com")) }
         let found = try await store.user(normalizedEmail: "plan7@example.com")
         #expect(found?.emailNormalized == "plan7@example.com")

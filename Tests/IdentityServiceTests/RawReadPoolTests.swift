@@ -11,8 +11,7 @@ import Testing
     @Test func readsSeeCommittedWritesWhileOthersWrite() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         // Writers and readers at once: every user read back right after its insert committed.
         try await withThrowingTaskGroup(of: Void.self) { group in
             for writer in 0..<4 {

@@ -12,6 +12,13 @@ struct TempDirectory {
     }
     var databasePath: String { url.appendingPathComponent("users.sqlite").path }
     func cleanup() { try? FileManager.default.removeItem(at: url) }
+
+    /// A store on `databasePath`, opened and migrated.
+    func migratedStore() async throws -> SQLiteUserStore {
+        let store = try await SQLiteUserStore.open(path: databasePath)
+        try await store.migrate()
+        return store
+    }
 }
 
 /// The store implementations the contract suite runs against.
@@ -25,8 +32,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             return (InMemoryUserStore(), {})
         case .sqlite:
             let dir = try TempDirectory()
-            let store = try await SQLiteUserStore.open(path: dir.databasePath)
-            try await store.migrate()
+            let store = try await dir.migratedStore()
             return (store, { dir.cleanup() })
         }
     }

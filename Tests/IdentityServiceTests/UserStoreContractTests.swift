@@ -148,8 +148,7 @@ import Testing
     @Test func walForeignKeysAndSynchronousNormal() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         #expect(try await store.pragma("journal_mode") == "wal")
         #expect(try await store.pragma("foreign_keys") == "1")
         #expect(try await store.pragma("synchronous") == "1")
@@ -160,8 +159,7 @@ import Testing
     @Test func migrationsAreNumberedAndIdempotent() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         try await store.migrate()
         #expect(try await store.appliedMigrations() == ["0001-users-and-identities"])
     }
@@ -183,8 +181,7 @@ import Testing
         defer { dir.cleanup() }
         let user = try makeUser("ivy@example.com")
         do {
-            let store = try await SQLiteUserStore.open(path: dir.databasePath)
-            try await store.migrate()
+            let store = try await dir.migratedStore()
             try await store.insert(user)
         }
         let reopened = try await SQLiteUserStore.open(path: dir.databasePath)
@@ -195,8 +192,7 @@ import Testing
     @Test func concurrentSignUpsForOneEmailLeaveOneUser() async throws {
         let dir = try TempDirectory()
         defer { dir.cleanup() }
-        let store = try await SQLiteUserStore.open(path: dir.databasePath)
-        try await store.migrate()
+        let store = try await dir.migratedStore()
         let results = await withTaskGroup(of: Bool.self) { group in
             for i in 0..<20 {
                 group.addTask {
