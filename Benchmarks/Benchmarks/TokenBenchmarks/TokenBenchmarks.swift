@@ -1,7 +1,8 @@
 // Token service: JWT sign/verify per algorithm through `KeyRing`/`TokenVerifier`, and refresh
 // throughput through RPC.
 //
-// Refresh: a `TokenService` on a real SQLite file served by an `RPCServer` on tcp loopback; its
+// Refresh: a `TokenService` on a real SQLite file served by an `RPCServer` on tcp loopback (or,
+// in the `inproc` variants, over `inproc://` as `gatehouse serve` connects its roles); its
 // identity dependency is an `RPCClient` to a second `RPCServer` (a fake identity answering
 // `identity.claimsForSession`), so every refresh is one RPC in, one SQLite write transaction,
 // one RPC out, and an ES256 signature. 64 sessions refresh concurrently, each along its own chain.
@@ -76,12 +77,19 @@ final class RefreshFixture: @unchecked Sendable {
     /// The current refresh token of each of the 64 chains.
     let chains: Mutex<[String]>
 
-    /// Where the refresh handlers run.
+    /// How the services are connected and where the refresh handlers run.
     enum Setup: String, CaseIterable, Sendable {
-        /// On the token server's I/O thread (the default, as the token role runs).
-        case ioThread = "handlers on the server's I/O thread"
+        /// Over tcp loopback, handlers on the token server's I/O thread (the default, as the
+        /// token role runs in its own container).
+        case ioThread = "tcp, handlers on the server's I/O thread"
         /// Handlers on Swift's cooperative pool (`handlerExecutor = .globalPool`).
-        case globalPool = "handlers on the cooperative pool"
+        case globalPool = "tcp, handlers on the cooperative pool"
+        /// Over `inproc://`, as `gatehouse serve` connects its roles in one process.
+        case inproc = "inproc, handlers on the server's I/O thread"
+
+        func endpoint(_ name: String) -> String {
+            self == .inproc ? "inproc://token-bench-\(name)-\(UUID().uuidString)" : "tcp://127.0.0.1:0"
+        }
     }
 
     init(durability: TokenStore.Durability, setup: Setup) async throws {
@@ -93,13 +101,13 @@ final class RefreshFixture: @unchecked Sendable {
         identityRouter.registerSync(ServiceContracts.claimsForSession) { request, _ in
             UserClaims(email: "\(request.userID)@example.com", emailVerified: true)
         }
-        identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+        identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: [setup.endpoint("identity")]))
         let identityEndpoint = try identityServer.start()[0]
         let identity = try RPCClient(configuration: .init(endpoint: identityEndpoint, defaultTimeout: .seconds(10)))
         var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
         config.durability = durability
         service = try await TokenService.start(configuration: config, identity: identity)
-        var tokenConfiguration = RPCServer.Configuration(endpoints: ["tcp://127.0.0.1:0"])
+        var tokenConfiguration = RPCServer.Configuration(endpoints: [setup.endpoint("token")])
         if setup == .globalPool { tokenConfiguration.handlerExecutor = .globalPool }
         tokenServer = try RPCServer(router: service.router(), configuration: tokenConfiguration)
         let tokenEndpoint = try tokenServer.start()[0]
@@ -163,20 +171,23 @@ let benchmarks: @Sendable () -> Void = {
     let throughput = Benchmark.Configuration(
         metrics: [.wallClock], timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 20)
 
-    for durability in [TokenStore.Durability.processCrash, .powerLoss] {
-        let label = durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)"
-        Benchmark("token refresh over RPC, 64 in flight (6400 refreshes), \(label)", configuration: throughput) { benchmark in
-            let fixture = try await Fixtures.shared.refresh(durability, .ioThread)
-            benchmark.startMeasurement()
-            let measured = try await refreshes(fixture)
-            latencies.withLock { $0[label, default: []] += measured }
+    for setup in [RefreshFixture.Setup.ioThread, .inproc] {
+        for durability in [TokenStore.Durability.processCrash, .powerLoss] {
+            let label = (durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)")
+                + (setup == .inproc ? ", inproc" : "")
+            Benchmark("token refresh over RPC, 64 in flight (6400 refreshes), \(label)", configuration: throughput) { benchmark in
+                let fixture = try await Fixtures.shared.refresh(durability, setup)
+                benchmark.startMeasurement()
+                let measured = try await refreshes(fixture)
+                latencies.withLock { $0[label, default: []] += measured }
+            }
         }
     }
 
     // The set-ups of `RefreshFixture.Setup`, one round of 6,400 refreshes each per
     // iteration, in turn, so the VM's drifting speed affects them alike. The wall clock is the
     // sum; each set-up's own time per round is printed at the end.
-    Benchmark("token refresh A/B: handler executors interleaved, process-crash (2 x 6400 refreshes)", configuration: throughput) { benchmark in
+    Benchmark("token refresh A/B: set-ups interleaved, process-crash (6400 refreshes each)", configuration: throughput) { benchmark in
         var fixtures: [(RefreshFixture.Setup, RefreshFixture)] = []
         for setup in RefreshFixture.Setup.allCases { fixtures.append((setup, try await Fixtures.shared.refresh(.processCrash, setup))) }
         benchmark.startMeasurement()
