@@ -229,7 +229,12 @@ let package = Package(
         ),
         .testTarget(
             name: "GatehouseAppTests",
-            dependencies: ["GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "TokenService", "TokenCore",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),

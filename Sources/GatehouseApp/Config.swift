@@ -47,6 +47,8 @@ public enum ConfigTable {
     public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token", help: "Access-token lifetime in seconds.")
     public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
     public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, token", help: "Session idle timeout in seconds (30 days).")
+    public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")
+    public static let sweepInterval = ConfigKey(env: "GATEHOUSE_SWEEP_INTERVAL", defaultValue: "600", secret: false, roles: "serve, token", help: "Seconds between sweeps of ended sessions and old refresh tokens; 0 turns the sweep off.")
     public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
     public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "process-crash", secret: false, roles: "serve, identity, token", help: "`process-crash`: an acknowledged write survives a crash of the process (SQLite WAL, synchronous=NORMAL); `power-loss`: also a power cut or OS crash (synchronous=FULL, an fsync per commit; concurrent token writes share one).")
     public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding a 32-byte key (raw, hex or base64) that encrypts signing keys at rest.")
@@ -61,7 +63,7 @@ public enum ConfigTable {
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustForwardedFor, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
-        accessTokenTTL, sessionTTL, sessionIdleTTL, refreshGrace, durability, keyEncryptionKeyFile,
+        accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
     ]
 }

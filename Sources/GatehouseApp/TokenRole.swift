@@ -3,6 +3,7 @@ import Foundation
 import GatehouseProtocol
 import GatehouseRPC
 import Logging
+import ServiceLifecycle
 import TokenCore
 import TokenService
 
@@ -15,6 +16,8 @@ public struct TokenRoleSettings: Sendable {
     public var rpcTimeout: Duration
     /// CURVE keys or the plain-text policy of the role's links.
     public var links: LinkSecurity
+    /// Seconds between sweeps of ended sessions and old refresh tokens (0: never).
+    public var sweepInterval: Int
 
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, identityURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
@@ -25,6 +28,8 @@ public struct TokenRoleSettings: Sendable {
         service.sessionTTL = TimeInterval(try config.int(ConfigTable.sessionTTL, in: 300...31_536_000))
         service.idleTimeout = TimeInterval(try config.int(ConfigTable.sessionIdleTTL, in: 300...31_536_000))
         service.refreshGrace = TimeInterval(try config.int(ConfigTable.refreshGrace, in: 0...300))
+        service.sessionRetention = TimeInterval(try config.int(ConfigTable.sessionRetention, in: 3_600...31_536_000))
+        sweepInterval = try config.int(ConfigTable.sweepInterval, in: 0...86_400)
         let algorithm = try config.required(ConfigTable.signingAlgorithm)
         guard let alg = SigningAlgorithm.allCases.first(where: { $0.rawValue.lowercased() == algorithm.lowercased() }) else {
             throw ConfigError(message: "GATEHOUSE_SIGNING_ALGORITHM (--signing-algorithm) must be ES256, EdDSA or RS256, not '\(algorithm)'")
@@ -81,6 +86,8 @@ public struct TokenRole: Sendable {
     public let publisher: EventPublisher
     public let identityClient: RPCClient
     public let rpcEndpoint: String
+    /// Sweeps ended sessions and old refresh tokens; run it in the role's service group.
+    public let sweeper: TokenSweeper
 
     public static func start(_ settings: TokenRoleSettings, logger: Logger) async throws -> TokenRole {
         let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
@@ -99,6 +106,35 @@ public struct TokenRole: Sendable {
         let server = try RPCServer(router: service.router(), configuration: serverConfiguration, logger: logger)
         let bound = try server.start()
         logger.info("token service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", ")); signing key \(service.keys.activeKid)\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
-        return TokenRole(server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound[0])
+        return TokenRole(
+            server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound[0],
+            sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger))
+    }
+}
+
+/// Runs `TokenService.sweep()` every `interval` until graceful shutdown: the first pass a minute
+/// after start (not in the start-up path), then one per interval. A failed pass is logged and
+/// tried again at the next interval. With no interval it only waits for shutdown.
+public struct TokenSweeper: Service {
+    let service: TokenService
+    let interval: Duration?
+    let logger: Logger
+    var firstDelay: Duration = .seconds(60)
+
+    public func run() async throws {
+        guard let interval else {
+            try? await gracefulShutdown()
+            return
+        }
+        try? await cancelWhenGracefulShutdown {
+            var delay = firstDelay
+            while true {
+                try await Task.sleep(for: delay)
+                delay = interval
+                do { try await service.sweep() } catch is CancellationError { return } catch {
+                    logger.warning("token sweep failed; trying again in \(interval): \(error)")
+                }
+            }
+        }
     }
 }

@@ -16,6 +16,9 @@ public struct TokenConfiguration: Sendable {
     public var idleTimeout: TimeInterval = 30 * 86_400
     /// A rotated refresh token presented again within this window returns the same successor.
     public var refreshGrace: TimeInterval = 10
+    /// How long ended sessions (revoked, expired, idle) are kept before `sweep()` deletes them;
+    /// also how long a superseded refresh token is at least kept for reuse detection.
+    public var sessionRetention: TimeInterval = 7 * 86_400
     public var algorithm: SigningAlgorithm = .es256
     /// Encrypts private keys (and the refresh secret) at rest when set (AES-256-GCM).
     public var encryptionKey: SymmetricKey?
@@ -238,6 +241,18 @@ public final class TokenService: Sendable {
             let (access, ttl) = try mintAccessToken(userID: s.userID, sessionID: s.id, authTime: s.authTime, amr: s.amr, claims: claims)
             return SessionTokens(accessToken: access, refreshToken: successor, expiresIn: ttl, sessionID: s.id)
         }
+    }
+
+    /// Deletes sessions that ended more than `sessionRetention` ago and refresh tokens that can
+    /// no longer be replayed or reused (see `TokenStore.sweep`). Presenting a deleted token
+    /// answers `invalid_refresh_token`.
+    @discardableResult
+    public func sweep() async throws -> TokenStore.SweepCounts {
+        let counts = try await store.sweep(now: now(), retention: configuration.sessionRetention, idleTimeout: configuration.idleTimeout)
+        if counts != TokenStore.SweepCounts() {
+            logger.info("sweep deleted \(counts.sessions) ended sessions and \(counts.refreshTokens) old refresh tokens")
+        }
+        return counts
     }
 
     /// The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character.
