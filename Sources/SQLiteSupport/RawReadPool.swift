@@ -20,11 +20,16 @@ public final class RawReadPool: Sendable {
     public let path: String
     /// Idle connections kept; more may be open at once, the excess closed when returned.
     public let maxIdle: Int
+    /// Bytes of the database file each connection reads through a memory map (0: `pread`). A
+    /// map pays off when reads outnumber commits: in WAL mode SQLite unmaps a connection's whole
+    /// map at the start of any read that finds the WAL changed since its previous one.
+    public let memoryMapSize: Int
     private let idle = Mutex<[Connection]>([])
 
-    public init(path: String, maxIdle: Int = 8) {
+    public init(path: String, maxIdle: Int = 8, memoryMapSize: Int = RawReadPool.mmapSize) {
         self.path = path
         self.maxIdle = maxIdle
+        self.memoryMapSize = memoryMapSize
     }
 
     deinit {
@@ -34,7 +39,7 @@ public final class RawReadPool: Sendable {
     /// Binds `arguments`, steps `sql` once and hands the row, if any, to `row`. SQLite errors
     /// are thrown as GRDB `DatabaseError`s.
     public func read<T>(sql: String, arguments: [RawArgument], _ row: (RawRow) throws -> T) throws -> T? {
-        let connection = try idle.withLock { $0.popLast() } ?? Connection(path: path)
+        let connection = try idle.withLock { $0.popLast() } ?? Connection(path: path, memoryMapSize: memoryMapSize)
         defer {
             let kept = idle.withLock { list -> Bool in
                 guard list.count < maxIdle else { return false }
@@ -53,7 +58,7 @@ public final class RawReadPool: Sendable {
         private var statements: [String: OpaquePointer] = [:]
         private var closed = false
 
-        init(path: String) throws {
+        init(path: String, memoryMapSize: Int) throws {
             var handle: OpaquePointer?
             let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nil)
             guard code == SQLITE_OK, let handle else {
@@ -62,7 +67,7 @@ public final class RawReadPool: Sendable {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message)
             }
             sqlite3_busy_timeout(handle, 5000)
-            sqlite3_exec(handle, "PRAGMA mmap_size = \(RawReadPool.mmapSize)", nil, nil, nil)
+            sqlite3_exec(handle, "PRAGMA mmap_size = \(memoryMapSize)", nil, nil, nil)
             self.handle = handle
         }
 

@@ -25,7 +25,8 @@ public final class WALCheckpointer: Sendable {
         "PRAGMA wal_autocheckpoint = 0", "PRAGMA journal_size_limit = 67108864",
         // Pages of the database file read through a memory map (256 MiB at most) instead of a
         // pread(2) each: the token table outgrows a connection's 2 MiB page cache within minutes
-        // of refreshes, and each miss was a system call on the hot path.
+        // of refreshes, and each miss was a system call on the hot path. (Not for the token
+        // service's look-ups: see `RawReadPool.memoryMapSize`.)
         "PRAGMA mmap_size = \(RawReadPool.mmapSize)",
     ]
 

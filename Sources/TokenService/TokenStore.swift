@@ -19,12 +19,16 @@ public final class TokenStore: Sendable {
     let pool: DatabasePool
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
     let checkpointer: WALCheckpointer
-    /// Connections of its own for the refresh-token look-up (see `RawReadPool`).
+    /// Connections of its own for the refresh-token look-up (see `RawReadPool`), reading with
+    /// `pread` by default (see `TokenConfiguration.pointReadMemoryMap`).
     let pointReads: RawReadPool
     let commits: GroupCommit
     let logger: Logger
 
-    public init(path: String, durability: Durability = .processCrash, logger: Logger = Logger(label: "gatehouse.token.store")) throws {
+    public init(
+        path: String, durability: Durability = .processCrash, pointReadMemoryMap: Int = 0,
+        logger: Logger = Logger(label: "gatehouse.token.store")
+    ) throws {
         var config = Configuration()
         config.foreignKeysEnabled = true
         config.busyMode = .timeout(5)
@@ -36,7 +40,7 @@ public final class TokenStore: Sendable {
         do {
             pool = try DatabasePool(path: path, configuration: config)
             checkpointer = try WALCheckpointer(path: path)
-            pointReads = RawReadPool(path: path)
+            pointReads = RawReadPool(path: path, memoryMapSize: pointReadMemoryMap)
         } catch {
             throw RPCError(.internal, "cannot open the token database at \(path): \(error)")
         }
