@@ -224,7 +224,13 @@ let benchmarks: @Sendable () -> Void = {
         if !summary.isEmpty {
             FileHandle.standardError.write(Data(summary.utf8))
             let path = ProcessInfo.processInfo.environment["GATEHOUSE_BENCH_LATENCY_FILE"] ?? "/tmp/gatehouse-token-refresh-latency.txt"
-            try? summary.write(toFile: path, atomically: true, encoding: .utf8)
+            // Appended: package-benchmark runs each benchmark in a process of its own, and each
+            // one's teardown writes its own lines.
+            if let handle = FileHandle(forWritingAtPath: path) ?? (FileManager.default.createFile(atPath: path, contents: nil) ? FileHandle(forWritingAtPath: path) : nil) {
+                handle.seekToEndOfFile()
+                handle.write(Data(summary.utf8))
+                try? handle.close()
+            }
         }
         for fixture in Fixtures.shared.existingRefresh {
             fixture.tokenServer.stop()
