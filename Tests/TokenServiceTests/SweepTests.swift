@@ -103,6 +103,32 @@ struct SweepTests {
         #expect(await expectCode(.invalidRefreshToken) { try await refresh(h, tokens.refreshToken) })
     }
 
+    @Test("a sweep running beside concurrent refreshes deletes only what is due and fails none of them")
+    func besideRefreshes() async throws {
+        let h = try await Harness.make()
+        for i in 0..<300 {
+            let old = try await h.issue(user: "old-\(i)")
+            _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: old.sessionID, reason: ""))
+        }
+        h.clock.advance(8 * Self.day)
+        var live: [SessionTokens] = []
+        for i in 0..<16 { live.append(try await h.issue(user: "live-\(i)")) }
+        let sweep = Task { try await h.service.store.sweep(now: h.clock.now, retention: 7 * Self.day, idleTimeout: 30 * Self.day, batch: 10) }
+        let finals = try await withThrowingTaskGroup(of: String.self) { group in
+            for start in live {
+                group.addTask {
+                    var token = start.refreshToken
+                    for _ in 0..<20 { token = try await h.service.refresh(RefreshRequest(refreshToken: token)).refreshToken }
+                    return token
+                }
+            }
+            return try await group.reduce(into: [String]()) { $0.append($1) }
+        }
+        #expect(try await sweep.value.sessions == 300)
+        #expect(try await h.service.store.rowCounts().sessions == 16)
+        for token in finals { _ = try await h.service.refresh(RefreshRequest(refreshToken: token)) }
+    }
+
     @Test("a sweep larger than one batch deletes everything due, and leaves what is not")
     func batches() async throws {
         let h = try await Harness.make()
