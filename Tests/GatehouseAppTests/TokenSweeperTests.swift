@@ -18,67 +18,62 @@ final class MovableClock: Sendable {
 
 @Suite("Token sweeper")
 struct TokenSweeperTests {
-    /// A token service on a real SQLite file, with a clock the test moves.
-    static func service(_ clock: MovableClock) async throws -> (TokenService, URL) {
+    /// A token service on a real SQLite file, holding one session revoked 8 days ago (due for a
+    /// sweep under the default 7-day retention).
+    static func serviceWithDueSession() async throws -> (TokenService, URL) {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sweeper-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         let config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: "https://auth.test", audience: "app")
         var identity = RPCRouter()
         identity.register(ServiceContracts.claimsForSession) { _, _ in UserClaims(email: "a@example.com") }
+        let clock = MovableClock()
         let service = try await TokenService.start(
             configuration: config, identity: LocalCaller(router: identity), now: { clock.now })
-        return (service, dir)
-    }
-
-    @Test("in a service group it sweeps on its interval, and graceful shutdown stops it")
-    func sweepsUntilShutdown() async throws {
-        let clock = MovableClock()
-        let (service, dir) = try await Self.service(clock)
-        defer { try? FileManager.default.removeItem(at: dir) }
         let tokens = try await service.issueSession(IssueSessionRequest(
             userID: "user-1", claims: UserClaims(email: "a@example.com"), amr: ["pwd"], authTime: clock.now,
             client: ClientInfo(userAgent: "tests", ip: "127.0.0.1")))
         _ = try await service.revokeSession(RevokeSessionRequest(sessionID: tokens.sessionID, reason: ""))
         clock.advance(8 * 86_400)
-        var sweeper = TokenSweeper(service: service, interval: .milliseconds(50), logger: Logger(label: "test"))
-        sweeper.firstDelay = Duration.milliseconds(10)
+        return (service, dir)
+    }
+
+    /// Runs `sweeper` in a service group while `body` runs, then shuts the group down gracefully
+    /// and waits for it to finish.
+    static func run(_ sweeper: TokenSweeper, while body: @Sendable () async throws -> Void) async throws {
         try await testGracefulShutdown { trigger in
             let group = ServiceGroup(configuration: .init(services: [sweeper], logger: Logger(label: "test")))
             try await withThrowingTaskGroup(of: Void.self) { tasks in
                 tasks.addTask { try await group.run() }
-                var swept = false
-                for _ in 0..<200 where !swept {
-                    try await Task.sleep(for: .milliseconds(10))
-                    swept = try await service.store.rowCounts().sessions == 0
-                }
-                #expect(swept)
+                try await body()
                 trigger.triggerGracefulShutdown()
                 try await tasks.waitForAll()
             }
+        }
+    }
+
+    @Test("in a service group it sweeps on its interval, and graceful shutdown stops it")
+    func sweepsUntilShutdown() async throws {
+        let (service, dir) = try await Self.serviceWithDueSession()
+        defer { try? FileManager.default.removeItem(at: dir) }
+        var sweeper = TokenSweeper(service: service, interval: .milliseconds(50), logger: Logger(label: "test"))
+        sweeper.firstDelay = Duration.milliseconds(10)
+        try await Self.run(sweeper) {
+            var swept = false
+            for _ in 0..<200 where !swept {
+                try await Task.sleep(for: .milliseconds(10))
+                swept = try await service.store.rowCounts().sessions == 0
+            }
+            #expect(swept)
         }
     }
 
     @Test("with the sweep turned off it deletes nothing and still stops on shutdown")
     func turnedOff() async throws {
-        let clock = MovableClock()
-        let (service, dir) = try await Self.service(clock)
+        let (service, dir) = try await Self.serviceWithDueSession()
         defer { try? FileManager.default.removeItem(at: dir) }
-        let tokens = try await service.issueSession(IssueSessionRequest(
-            userID: "user-1", claims: UserClaims(email: "a@example.com"), amr: ["pwd"], authTime: clock.now,
-            client: ClientInfo(userAgent: "tests", ip: "127.0.0.1")))
-        _ = try await service.revokeSession(RevokeSessionRequest(sessionID: tokens.sessionID, reason: ""))
-        clock.advance(8 * 86_400)
         var sweeper = TokenSweeper(service: service, interval: nil, logger: Logger(label: "test"))
         sweeper.firstDelay = Duration.milliseconds(1)
-        try await testGracefulShutdown { trigger in
-            let group = ServiceGroup(configuration: .init(services: [sweeper], logger: Logger(label: "test")))
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await group.run() }
-                try await Task.sleep(for: .milliseconds(100))
-                trigger.triggerGracefulShutdown()
-                try await tasks.waitForAll()
-            }
-        }
+        try await Self.run(sweeper) { try await Task.sleep(for: .milliseconds(100)) }
         #expect(try await service.store.rowCounts().sessions == 1)
     }
 

@@ -14,12 +14,32 @@ struct SweepTests {
         try await h.service.refresh(RefreshRequest(refreshToken: token))
     }
 
+    /// `due` sessions signed out 8 days ago (past the retention), then `live` fresh ones, returned.
+    func dueAndLive(_ h: Harness, due: Int, live: Int) async throws -> [SessionTokens] {
+        for i in 0..<due { _ = try await issueRevoked(h, user: "old-\(i)") }
+        h.clock.advance(8 * Self.day)
+        var sessions: [SessionTokens] = []
+        for i in 0..<live { sessions.append(try await h.issue(user: "live-\(i)")) }
+        return sessions
+    }
+
+    /// `TokenStore.sweep` with the default retention and idle timeout, in batches of `batch`.
+    func sweep(_ h: Harness, batch: Int) async throws -> TokenStore.SweepCounts {
+        try await h.service.store.sweep(now: h.clock.now, retention: 7 * Self.day, idleTimeout: 30 * Self.day, batch: batch)
+    }
+
+    /// A session of `user`, signed out at once.
+    func issueRevoked(_ h: Harness, user: String) async throws -> SessionTokens {
+        let tokens = try await h.issue(user: user)
+        _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: tokens.sessionID, reason: ""))
+        return tokens
+    }
+
     @Test("revoked, expired and idle sessions go once they ended more than the retention ago; live ones stay")
     func endedSessions() async throws {
         let h = try await Harness.make()
         let live = try await h.issue(user: "live")
-        let revokedLongAgo = try await h.issue(user: "revoked-long-ago")
-        _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: revokedLongAgo.sessionID, reason: ""))
+        let revokedLongAgo = try await issueRevoked(h, user: "revoked-long-ago")
         let idle = try await h.issue(user: "idle")
         h.clock.advance(20 * Self.day)
         var liveTokens = try await refresh(h, live.refreshToken)
@@ -47,9 +67,8 @@ struct SweepTests {
     @Test("a session revoked or gone idle less than the retention ago is kept and still answers with its reason")
     func withinRetention() async throws {
         let h = try await Harness.make()
-        let revoked = try await h.issue(user: "revoked")
+        let revoked = try await issueRevoked(h, user: "revoked")
         let idle = try await h.issue(user: "idle")
-        _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: revoked.sessionID, reason: ""))
         h.clock.advance(6 * Self.day)
         #expect(try await h.service.sweep() == TokenStore.SweepCounts())
         #expect(await expectCode(.sessionRevoked) { try await refresh(h, revoked.refreshToken) })
@@ -106,14 +125,8 @@ struct SweepTests {
     @Test("a sweep running beside concurrent refreshes deletes only what is due and fails none of them")
     func besideRefreshes() async throws {
         let h = try await Harness.make()
-        for i in 0..<300 {
-            let old = try await h.issue(user: "old-\(i)")
-            _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: old.sessionID, reason: ""))
-        }
-        h.clock.advance(8 * Self.day)
-        var live: [SessionTokens] = []
-        for i in 0..<16 { live.append(try await h.issue(user: "live-\(i)")) }
-        let sweep = Task { try await h.service.store.sweep(now: h.clock.now, retention: 7 * Self.day, idleTimeout: 30 * Self.day, batch: 10) }
+        let live = try await dueAndLive(h, due: 300, live: 16)
+        let sweeping = Task { try await sweep(h, batch: 10) }
         let finals = try await withThrowingTaskGroup(of: String.self) { group in
             for start in live {
                 group.addTask {
@@ -124,7 +137,7 @@ struct SweepTests {
             }
             return try await group.reduce(into: [String]()) { $0.append($1) }
         }
-        #expect(try await sweep.value.sessions == 300)
+        #expect(try await sweeping.value.sessions == 300)
         #expect(try await h.service.store.rowCounts().sessions == 16)
         for token in finals { _ = try await h.service.refresh(RefreshRequest(refreshToken: token)) }
     }
@@ -132,19 +145,14 @@ struct SweepTests {
     @Test("a sweep larger than one batch deletes everything due, and leaves what is not")
     func batches() async throws {
         let h = try await Harness.make()
-        var ended: [SessionTokens] = []
-        for i in 0..<25 { ended.append(try await h.issue(user: "old-\(i)")) }
-        for tokens in ended { _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: tokens.sessionID, reason: "")) }
-        h.clock.advance(8 * Self.day)
-        var kept: [SessionTokens] = []
-        for i in 0..<7 { kept.append(try await h.issue(user: "new-\(i)")) }
-        let counts = try await h.service.store.sweep(now: h.clock.now, retention: 7 * Self.day, idleTimeout: 30 * Self.day, batch: 4)
+        let kept = try await dueAndLive(h, due: 25, live: 7)
+        let counts = try await sweep(h, batch: 4)
         #expect(counts.sessions == 25)
         #expect(try await h.service.store.rowCounts().sessions == 7)
         for tokens in kept { _ = try await refresh(h, tokens.refreshToken) }
         // 38 days on, every token of the first 25 sessions is past idle + retention.
         h.clock.advance(30 * Self.day)
-        let later = try await h.service.store.sweep(now: h.clock.now, retention: 7 * Self.day, idleTimeout: 30 * Self.day, batch: 4)
+        let later = try await sweep(h, batch: 4)
         #expect(later.refreshTokens == 25)
         #expect(try await h.service.store.rowCounts() == (7, 14))
     }
