@@ -3,7 +3,6 @@ import Foundation
 import GatehouseProtocol
 import Logging
 import ProtoCodec
-import SQLiteSupport
 import TokenCore
 
 /// Token-service settings.
