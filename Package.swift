@@ -184,9 +184,11 @@ let package = Package(
         ),
 
         // MARK: Load generator
+        .systemLibrary(name: "CEpoll"),
         .target(
             name: "LoadGenerator",
             dependencies: [
+                "CEpoll",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -87,6 +87,10 @@ public struct MixWeights: Sendable, Equatable, Codable {
 /// Everything a run needs. The CLI fills it from flags; tests build it directly.
 /// Which HTTP client sends the load.
 public enum HTTPEngine: String, Sendable, CaseIterable {
+    /// Keep-alive connections on non-blocking sockets, each virtual user a task on the event-loop
+    /// thread that owns its connection (`LoopHTTPClient`): the least CPU per request.
+    case loop
+    /// Keep-alive connections on SwiftNIO (`LeanHTTPClient`).
     case nio
     case asyncHTTPClient = "async-http-client"
 }
@@ -127,9 +131,12 @@ public struct LoadConfiguration: Sendable {
     /// Seconds a virtual user waits after a 503 or 429 before its next request, as a client that
     /// honours `Retry-After` does; 0 (the default) retries at once. The wait is not measured.
     public var busyBackoff: Double = 0
-    /// The HTTP client: `nio` (the default; lean, see `LeanHTTPClient`) or `asyncHTTPClient`.
-    /// `https://` targets always use AsyncHTTPClient.
-    public var engine: HTTPEngine = .nio
+    /// The HTTP client: `loop` (the default, see `LoopHTTPClient`), `nio` (`LeanHTTPClient`) or
+    /// `asyncHTTPClient`. `https://` targets always use AsyncHTTPClient.
+    public var engine: HTTPEngine = .loop
+    /// Event-loop threads of the `loop` engine; virtual users are spread over them.
+    public var threads = 1
+    public static let maxThreads = 64
 
     public init(
         url: String = "http://127.0.0.1:8080",
@@ -183,6 +190,9 @@ public struct LoadConfiguration: Sendable {
     public func validate() throws {
         guard (1...Self.maxConcurrency).contains(concurrency) else {
             throw LoadError.invalidConfiguration("--concurrency must be in 1...\(Self.maxConcurrency)")
+        }
+        guard (1...Self.maxThreads).contains(threads) else {
+            throw LoadError.invalidConfiguration("--threads must be in 1...\(Self.maxThreads)")
         }
         guard busyBackoff >= 0, busyBackoff <= 60 else {
             throw LoadError.invalidConfiguration("--busy-backoff must be in 0...60 seconds")

@@ -39,10 +39,12 @@ public struct LoadRunner: Sendable {
         }
         let engine: Engine
         switch config.engine {
+        case .loop where target.baseURL.lowercased().hasPrefix("http://"):
+            engine = .loop(try LoopHTTPClient.make(target: target, threads: config.threads, timeout: config.timeout, maxBody: Run.maxBody))
         case .nio where target.baseURL.lowercased().hasPrefix("http://"):
             engine = .lean(try LeanHTTPClient.make(
                 target: target, group: MultiThreadedEventLoopGroup.singleton, timeout: config.timeout, maxBody: Run.maxBody))
-        case .nio, .asyncHTTPClient:
+        case .loop, .nio, .asyncHTTPClient:
             engine = .asyncHTTPClient(HTTPClient(eventLoopGroup: MultiThreadedEventLoopGroup.singleton, configuration: clientConfig))
         }
         do {
@@ -60,12 +62,21 @@ public struct LoadRunner: Sendable {
 enum Engine: Sendable {
     case asyncHTTPClient(HTTPClient)
     case lean(LeanHTTPClient)
+    case loop(LoopHTTPClient)
 
     func shutdown() async {
         switch self {
         case .asyncHTTPClient(let client): try? await client.shutdown()
         case .lean(let client): await client.shutdown()
+        case .loop(let client): await client.shutdown()
         }
+    }
+
+    /// Where virtual user `index` runs: on its loop thread with the `loop` engine (its requests
+    /// then cross no thread), on Swift's pool otherwise.
+    func executor(for index: Int) -> (any TaskExecutor)? {
+        if case .loop(let client) = self { return client.executor(for: index) }
+        return nil
     }
 }
 
@@ -120,7 +131,7 @@ final class Run: Sendable {
             for index in 0..<config.concurrency {
                 let state = VirtualUser(index: index, session: users.sessions.isEmpty ? nil : users.sessions[index % users.sessions.count],
                                         sessionObtained: setupStart)
-                group.addTask {
+                group.addTask(executorPreference: engine.executor(for: index)) {
                     await self.virtualUser(state, measureStart: measureStart, measureEnd: measureEnd, clock: clock)
                 }
             }
@@ -183,8 +194,8 @@ final class Run: Sendable {
         guard count > 0 else { return [] }
         let next = Counter()
         return try await withThrowingTaskGroup(of: [(Int, T)].self) { group in
-            for _ in 0..<min(config.concurrency, count) {
-                group.addTask {
+            for worker in 0..<min(config.concurrency, count) {
+                group.addTask(executorPreference: self.engine.executor(for: worker)) {
                     var done: [(Int, T)] = []
                     while true {
                         let n = next.next()
@@ -369,7 +380,7 @@ final class Run: Sendable {
 
     struct Exchange {
         var status: Int
-        var body: Data
+        var body: [UInt8]
     }
 
     static let maxBody = 1 << 20
@@ -378,13 +389,23 @@ final class Run: Sendable {
     func send(_ method: HTTPMethod, _ path: String, json: KeyValuePairs<String, String>? = nil, bearer: String? = nil) async -> Result<Exchange, TransportFailure> {
         let body = json.map(Self.jsonObject)
         switch engine {
+        case .loop(let client):
+            var headers: [(String, String)] = [("Accept", "application/json")]
+            if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+            if body != nil { headers.append(("Content-Type", "application/json")) }
+            do {
+                let response = try await client.execute(method: method.rawValue, path: path, headers: headers, body: body)
+                return .success(Exchange(status: response.status, body: response.body))
+            } catch {
+                return .failure(TransportFailure(error))
+            }
         case .lean(let client):
             var headers: [(String, String)] = [("Accept", "application/json")]
             if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
             if body != nil { headers.append(("Content-Type", "application/json")) }
             do {
                 let response = try await client.execute(method: method.rawValue, path: path, headers: headers, body: body)
-                return .success(Exchange(status: response.status, body: Data(response.body.readableBytesView)))
+                return .success(Exchange(status: response.status, body: Array(response.body.readableBytesView)))
             } catch {
                 return .failure(TransportFailure(error))
             }
@@ -400,7 +421,7 @@ final class Run: Sendable {
             do {
                 let response = try await client.execute(request, timeout: .milliseconds(Int64(config.timeout * 1000)))
                 let buffer = try await response.body.collect(upTo: Self.maxBody)
-                return .success(Exchange(status: Int(response.status.code), body: Data(buffer.readableBytesView)))
+                return .success(Exchange(status: Int(response.status.code), body: Array(buffer.readableBytesView)))
             } catch {
                 return .failure(TransportFailure(error))
             }
@@ -438,7 +459,7 @@ final class Run: Sendable {
     }
 
     func check<T: Sendable>(_ exchange: Result<Exchange, TransportFailure>, expect status: Int,
-                  _ body: (Data) -> ResponseChecks.Outcome<T>) -> Step<T> {
+                  _ body: ([UInt8]) -> ResponseChecks.Outcome<T>) -> Step<T> {
         switch exchange {
         case .failure(let failure):
             return Step(outcome: .transport(kind: failure.kind, detail: failure.detail))
@@ -550,6 +571,8 @@ struct TransportFailure: Error {
                 kind = "other"
             }
         } else if let failure = error as? LeanHTTPClient.Failure {
+            kind = failure.kind.rawValue
+        } else if let failure = error as? LoopHTTPClient.Failure {
             kind = failure.kind.rawValue
         } else if error is NIOTooManyBytesError {
             kind = "body_too_large"

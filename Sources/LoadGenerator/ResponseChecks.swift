@@ -1,40 +1,5 @@
 import Foundation
 
-/// A user id as the server sends it: a string (or, leniently, an integer).
-struct WireID: Decodable {
-    var value: String
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let text = try? container.decode(String.self) {
-            value = text
-        } else {
-            value = String(try container.decode(Int64.self))
-        }
-    }
-}
-
-struct WireUser: Decodable {
-    var id: WireID?
-    var email: String?
-}
-
-struct WireSession: Decodable {
-    var accessToken: String?
-    var refreshToken: String?
-    var tokenType: String?
-    var expiresIn: Double?
-}
-
-struct WireAuthBody: Decodable {
-    var user: WireUser?
-    var session: WireSession?
-}
-
-struct WireRefreshBody: Decodable {
-    var session: WireSession?
-}
-
 /// A session as the generator keeps it.
 public struct SessionTokens: Sendable, Equatable {
     public var accessToken: String
@@ -58,16 +23,23 @@ public enum ResponseChecks {
         case bad(String)
     }
 
-    private static let decoder = JSONDecoder()
+    /// A user id as the server sends it: a string (or, leniently, an integer).
+    static func id(_ value: JSONValue?) -> String? {
+        switch value {
+        case .string(let text)?: return text
+        case .number(let number)? where number == number.rounded() && abs(number) < 1e15: return String(Int64(number))
+        default: return nil
+        }
+    }
 
-    static func checkSession(_ session: WireSession?, presentedRefreshToken: String? = nil) -> Outcome<SessionTokens> {
-        guard let session else { return .bad("session missing") }
-        guard let access = session.accessToken, !access.isEmpty else { return .bad("session.accessToken missing or empty") }
-        guard let refresh = session.refreshToken, !refresh.isEmpty else { return .bad("session.refreshToken missing or empty") }
-        guard let type = session.tokenType, type.caseInsensitiveCompare("Bearer") == .orderedSame else {
+    static func checkSession(_ session: JSONValue?, presentedRefreshToken: String? = nil) -> Outcome<SessionTokens> {
+        guard let session, case .object = session else { return .bad("session missing") }
+        guard let access = session["accessToken"]?.string, !access.isEmpty else { return .bad("session.accessToken missing or empty") }
+        guard let refresh = session["refreshToken"]?.string, !refresh.isEmpty else { return .bad("session.refreshToken missing or empty") }
+        guard let type = session["tokenType"]?.string, type.utf8.count == 6, type.lowercased() == "bearer" else {
             return .bad("session.tokenType is not \"Bearer\"")
         }
-        guard let expiresIn = session.expiresIn, expiresIn > 0 else { return .bad("session.expiresIn missing or not positive") }
+        guard let expiresIn = session["expiresIn"]?.number, expiresIn > 0 else { return .bad("session.expiresIn missing or not positive") }
         if let presentedRefreshToken, refresh == presentedRefreshToken {
             return .bad("session.refreshToken was not rotated (same as the presented one)")
         }
@@ -75,29 +47,29 @@ public enum ResponseChecks {
     }
 
     /// Body of `POST /v1/accounts` (201) and `POST /v1/sessions` (200): `{user, session}`.
-    public static func checkAuth(_ body: Data, email: String) -> Outcome<SetupUser> {
-        guard let decoded = try? decoder.decode(WireAuthBody.self, from: body) else { return .bad("not a JSON object {user, session}") }
-        guard let user = decoded.user else { return .bad("user missing") }
-        guard let id = user.id?.value, !id.isEmpty else { return .bad("user.id missing or empty") }
-        guard let gotEmail = user.email, gotEmail.caseInsensitiveCompare(email) == .orderedSame else {
+    public static func checkAuth(_ body: [UInt8], email: String) -> Outcome<SetupUser> {
+        guard let decoded = try? JSONValue.parse(body), case .object = decoded else { return .bad("not a JSON object {user, session}") }
+        guard let user = decoded["user"], case .object = user else { return .bad("user missing") }
+        guard let id = id(user["id"]), !id.isEmpty else { return .bad("user.id missing or empty") }
+        guard let gotEmail = user["email"]?.string, gotEmail.lowercased() == email.lowercased() else {
             return .bad("user.email is not the email sent")
         }
-        switch checkSession(decoded.session) {
+        switch checkSession(decoded["session"]) {
         case .bad(let reason): return .bad(reason)
         case .ok(let session): return .ok(SetupUser(id: id, email: email, session: session))
         }
     }
 
     /// Body of `POST /v1/sessions/refresh` (200): `{session}` with a rotated refresh token.
-    public static func checkRefresh(_ body: Data, presented: String) -> Outcome<SessionTokens> {
-        guard let decoded = try? decoder.decode(WireRefreshBody.self, from: body) else { return .bad("not a JSON object {session}") }
-        return checkSession(decoded.session, presentedRefreshToken: presented)
+    public static func checkRefresh(_ body: [UInt8], presented: String) -> Outcome<SessionTokens> {
+        guard let decoded = try? JSONValue.parse(body), case .object = decoded else { return .bad("not a JSON object {session}") }
+        return checkSession(decoded["session"], presentedRefreshToken: presented)
     }
 
     /// Body of `GET /v1/me` (200): a user whose `id` is the expected one (when known).
-    public static func checkMe(_ body: Data, expectedID: String?) -> Outcome<String> {
-        guard let user = try? decoder.decode(WireUser.self, from: body) else { return .bad("not a JSON user object") }
-        guard let id = user.id?.value, !id.isEmpty else { return .bad("id missing or empty") }
+    public static func checkMe(_ body: [UInt8], expectedID: String?) -> Outcome<String> {
+        guard let user = try? JSONValue.parse(body), case .object = user else { return .bad("not a JSON user object") }
+        guard let id = id(user["id"]), !id.isEmpty else { return .bad("id missing or empty") }
         if let expectedID, id != expectedID { return .bad("id is not the token's user") }
         return .ok(id)
     }

@@ -58,8 +58,11 @@ struct GatehouseLoad: AsyncParsableCommand {
     @Flag(help: "Allow a target that is not loopback (only load-test servers you own).")
     var allowRemote = false
 
-    @Option(help: "HTTP client: nio (lean keep-alive connections; plain http) or async-http-client (also https). https targets always use async-http-client.")
-    var engine: String = HTTPEngine.nio.rawValue
+    @Option(help: "HTTP client: loop (virtual users on the client's own event-loop threads; plain http; the least CPU), nio (SwiftNIO connections; plain http) or async-http-client (also https). https targets always use async-http-client.")
+    var engine: String = HTTPEngine.loop.rawValue
+
+    @Option(help: "Event-loop threads of the loop engine (virtual users are spread over them).")
+    var threads: Int = 1
 
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
@@ -81,6 +84,7 @@ struct GatehouseLoad: AsyncParsableCommand {
                 throw LoadError.invalidConfiguration("--engine must be one of \(HTTPEngine.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             built.engine = chosen
+            built.threads = threads
             try built.validate()
             configuration = built
         } catch let error as LoadError {

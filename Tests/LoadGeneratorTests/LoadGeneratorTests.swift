@@ -198,9 +198,12 @@ struct ErrorTests {
         #expect(result.sessionRecoveries >= 9)
     }
 
-    @Test func connectionRefusedIsCountedByKind() async throws {
+    @Test(arguments: HTTPEngine.allCases)
+    func connectionRefusedIsCountedByKind(engine: HTTPEngine) async throws {
         // Port 1 on loopback: nothing listens there.
-        let result = try await LoadRunner(small("http://127.0.0.1:1", .rawGet, requests: 8, concurrency: 2)).run()
+        var config = small("http://127.0.0.1:1", .rawGet, requests: 8, concurrency: 2)
+        config.engine = engine
+        let result = try await LoadRunner(config).run()
         #expect(result.totalRequests == 8)
         #expect(result.successfulRequests == 0)
         #expect(result.errorsByKind["connect"] == 8, "\(result.errorsByKind) \(result.errorSamples)")
@@ -347,29 +350,29 @@ struct ResponseCheckTests {
     let good = #"{"user":{"id":"u1","email":"a@example.com"},"session":{"accessToken":"a","refreshToken":"r","tokenType":"Bearer","expiresIn":900}}"#
 
     @Test func authBody() {
-        guard case .ok(let user) = ResponseChecks.checkAuth(Data(good.utf8), email: "a@example.com") else {
+        guard case .ok(let user) = ResponseChecks.checkAuth(Array(good.utf8), email: "a@example.com") else {
             Issue.record("good body refused")
             return
         }
         #expect(user.id == "u1")
         #expect(user.session == SessionTokens(accessToken: "a", refreshToken: "r", expiresIn: 900))
-        guard case .bad = ResponseChecks.checkAuth(Data(good.utf8), email: "b@example.com") else {
+        guard case .bad = ResponseChecks.checkAuth(Array(good.utf8), email: "b@example.com") else {
             Issue.record("wrong email accepted")
             return
         }
         let noRefresh = #"{"user":{"id":"u1","email":"a@example.com"},"session":{"accessToken":"a","tokenType":"Bearer","expiresIn":900}}"#
-        guard case .bad = ResponseChecks.checkAuth(Data(noRefresh.utf8), email: "a@example.com") else {
+        guard case .bad = ResponseChecks.checkAuth(Array(noRefresh.utf8), email: "a@example.com") else {
             Issue.record("missing refresh token accepted")
             return
         }
-        guard case .bad = ResponseChecks.checkAuth(Data("not json".utf8), email: "a@example.com") else {
+        guard case .bad = ResponseChecks.checkAuth(Array("not json".utf8), email: "a@example.com") else {
             Issue.record("non-JSON accepted")
             return
         }
     }
 
     @Test func refreshBody() {
-        let body = Data(#"{"session":{"accessToken":"a","refreshToken":"r2","tokenType":"Bearer","expiresIn":900}}"#.utf8)
+        let body = Array(#"{"session":{"accessToken":"a","refreshToken":"r2","tokenType":"Bearer","expiresIn":900}}"#.utf8)
         guard case .ok = ResponseChecks.checkRefresh(body, presented: "r1") else {
             Issue.record("rotated refresh refused")
             return
@@ -381,15 +384,15 @@ struct ResponseCheckTests {
     }
 
     @Test func meBody() {
-        guard case .ok = ResponseChecks.checkMe(Data(#"{"id":"u1"}"#.utf8), expectedID: "u1") else {
+        guard case .ok = ResponseChecks.checkMe(Array(#"{"id":"u1"}"#.utf8), expectedID: "u1") else {
             Issue.record("good me refused")
             return
         }
-        guard case .bad = ResponseChecks.checkMe(Data(#"{"id":"u2"}"#.utf8), expectedID: "u1") else {
+        guard case .bad = ResponseChecks.checkMe(Array(#"{"id":"u2"}"#.utf8), expectedID: "u1") else {
             Issue.record("someone else's user accepted")
             return
         }
-        guard case .bad = ResponseChecks.checkMe(Data(#"{"email":"x"}"#.utf8), expectedID: nil) else {
+        guard case .bad = ResponseChecks.checkMe(Array(#"{"email":"x"}"#.utf8), expectedID: nil) else {
             Issue.record("me without id accepted")
             return
         }
@@ -398,8 +401,8 @@ struct ResponseCheckTests {
 
 @Suite("HTTP engines")
 struct EngineTests {
-    @Test(arguments: [HTTPEngine.nio, .asyncHTTPClient])
-    func refreshRunsOnEitherEngine(engine: HTTPEngine) async throws {
+    @Test(arguments: HTTPEngine.allCases)
+    func refreshRunsOnEveryEngine(engine: HTTPEngine) async throws {
         let fake = FakeGateway()
         var config = small("", .refresh, requests: 200, concurrency: 8, setupUsers: 4)
         config.engine = engine
@@ -438,7 +441,8 @@ struct EngineTests {
         }
     }
 
-    @Test func aServerThatNeverAnswersIsATimeout() async throws {
+    @Test(arguments: [HTTPEngine.loop, .nio])
+    func aServerThatNeverAnswersIsATimeout(engine: HTTPEngine) async throws {
         // Accepts connections and reads requests, never answers.
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in channel.eventLoop.makeSucceededVoidFuture() }
@@ -447,15 +451,18 @@ struct EngineTests {
         let port = server.localAddress!.port!
         var config = small("http://127.0.0.1:\(port)", .rawGet, requests: 4, concurrency: 2)
         config.timeout = 0.3
+        config.engine = engine
         let result = try await LoadRunner(config).run()
         #expect(result.totalRequests == 4)
         #expect(result.errorsByKind["timeout"] == 4, "\(result.errorsByKind) \(result.errorSamples)")
     }
 
-    @Test func bodiesOverTheLimitAreRefused() async throws {
+    @Test(arguments: [HTTPEngine.loop, .nio])
+    func bodiesOverTheLimitAreRefused(engine: HTTPEngine) async throws {
         let fake = FakeGateway()
         var config = small("", .rawGet, requests: 2, concurrency: 1)
         config.path = "/big"
+        config.engine = engine
         let result = try await fake.serve { url in
             config.url = url
             return try await LoadRunner(config).run()
