@@ -41,7 +41,7 @@ public enum ConfigTable {
     public static let argon2Iterations = ConfigKey(env: "GATEHOUSE_ARGON2_ITERATIONS", defaultValue: "2", secret: false, roles: "serve, identity", help: "Argon2id time cost.")
     public static let argon2Parallelism = ConfigKey(env: "GATEHOUSE_ARGON2_PARALLELISM", defaultValue: "1", secret: false, roles: "serve, identity", help: "Argon2id lanes.")
     public static let hashWorkers = ConfigKey(env: "GATEHOUSE_HASH_WORKERS", defaultValue: nil, secret: false, roles: "serve, identity", help: "Password-hashing threads (default: the number of cores).")
-    public static let hashQueue = ConfigKey(env: "GATEHOUSE_HASH_QUEUE", defaultValue: "64", secret: false, roles: "serve, identity", help: "Hash jobs allowed to wait; past it, sign-ups and sign-ins get `overloaded`.")
+    public static let hashQueue = ConfigKey(env: "GATEHOUSE_HASH_QUEUE", defaultValue: "64", secret: false, roles: "serve, identity", help: "Hash jobs allowed to wait; past it, or when a hash could not be done before the call's deadline, sign-ups and sign-ins get `overloaded`.")
     public static let passwordMinLength = ConfigKey(env: "GATEHOUSE_PASSWORD_MIN_LENGTH", defaultValue: "8", secret: false, roles: "serve, identity", help: "Shortest password accepted (8 to 64).")
     public static let signingAlgorithm = ConfigKey(env: "GATEHOUSE_SIGNING_ALGORITHM", defaultValue: "ES256", secret: false, roles: "serve, token", help: "ES256, EdDSA or RS256 for new signing keys.")
     public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token", help: "Access-token lifetime in seconds.")

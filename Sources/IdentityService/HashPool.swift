@@ -9,6 +9,13 @@ import IdentityCore
 /// occupies a thread of Swift's cooperative pool. A burst queues; once `queueLimit` jobs are
 /// waiting, `run` fails at once with `IdentityError.overloaded` instead of piling up memory
 /// (each Argon2 job holds `m` KiB while it runs, so memory is bounded by `workers × m`).
+///
+/// A job may carry its caller's deadline. Work finished after it is wasted (the caller has
+/// already been told the service is unavailable), and under a storm of clients that retry at once
+/// such waste took nearly all of the pool: 4.6 successful sign-ins/s of ~70 possible. So a job
+/// that cannot finish in time is refused at once (its expected wait, from the jobs ahead of it
+/// and a moving average of job times, ends past the deadline), and a queued job whose deadline
+/// can no longer be met when a worker reaches it is skipped; both fail with `overloaded`.
 public final class HashPool: Sendable {
     /// The number of worker threads.
     public let workers: Int
@@ -20,7 +27,7 @@ public final class HashPool: Sendable {
     public init(workers: Int = ProcessInfo.processInfo.activeProcessorCount, queueLimit: Int = 64) {
         self.workers = max(1, workers)
         self.queueLimit = max(0, queueLimit)
-        self.state = State(queueLimit: self.queueLimit)
+        self.state = State(queueLimit: self.queueLimit, workers: self.workers)
         for index in 0..<self.workers {
             let state = self.state
             let thread = Thread {
@@ -38,16 +45,28 @@ public final class HashPool: Sendable {
     public static func currentThreadName() -> String { ThreadName.current }
 
     /// Runs `work` on a worker thread and returns its result. Throws `IdentityError.overloaded`
-    /// without waiting when the queue is full or the pool is shut down.
-    public func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+    /// without waiting when the queue is full, the pool is shut down, or the job would not finish
+    /// before `deadline`; and after waiting, when a worker reaches it too late to finish in time.
+    public func run<T: Sendable>(deadline: ContinuousClock.Instant? = nil, _ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
-            let accepted = state.enqueue {
-                let result = Result { try work() }
-                // Resumed after the pool's counters are updated, so a caller sees them current.
-                return { continuation.resume(with: result) }
-            }
+            let accepted = state.enqueue(Job(
+                deadline: deadline,
+                run: {
+                    let result = Result { try work() }
+                    // Resumed after the pool's counters are updated, so a caller sees them current.
+                    return { continuation.resume(with: result) }
+                },
+                expire: { continuation.resume(throwing: IdentityError.overloaded) }))
             if !accepted { continuation.resume(throwing: IdentityError.overloaded) }
         }
+    }
+
+    /// A queued job: `run` does the work and returns what completes its caller; `expire` fails
+    /// the caller when the job is skipped.
+    struct Job: Sendable {
+        var deadline: ContinuousClock.Instant?
+        var run: @Sendable () -> (@Sendable () -> Void)
+        var expire: @Sendable () -> Void
     }
 
     /// The pool's counters, read together.
@@ -58,8 +77,11 @@ public final class HashPool: Sendable {
         public var running: Int
         /// Jobs finished since the pool started.
         public var completed: Int
-        /// Jobs refused (`overloaded`) since the pool started.
+        /// Jobs refused (`overloaded`) since the pool started: queue full, deadline out of
+        /// reach when queued, or skipped when reached too late.
         public var rejected: Int
+        /// Moving average of a job's time on a worker (zero until one has run).
+        public var averageJob: Duration
     }
 
     /// The pool's counters, read under one lock.
@@ -83,17 +105,21 @@ public final class HashPool: Sendable {
         private var completed = 0
         private var rejected = 0
         private var stopped = false
+        /// Moving average of a job's duration in nanoseconds (0: none has run yet).
+        private var averageNanos: Double = 0
         private let queueLimit: Int
+        private let workers: Int
 
-        /// Does the work and returns what completes its caller.
-        typealias Job = @Sendable () -> (@Sendable () -> Void)
+        init(queueLimit: Int, workers: Int) {
+            self.queueLimit = queueLimit
+            self.workers = workers
+        }
 
-        init(queueLimit: Int) { self.queueLimit = queueLimit }
-
-        func enqueue(_ job: @escaping Job) -> Bool {
+        func enqueue(_ job: Job) -> Bool {
             condition.lock()
             defer { condition.unlock() }
-            guard !stopped, jobs.count - head < queueLimit else {
+            guard !stopped, jobs.count - head < queueLimit, !Self.tooLate(job, waitingAhead: jobs.count - head, running: running,
+                                                                         workers: workers, averageNanos: averageNanos) else {
                 rejected += 1
                 return false
             }
@@ -102,10 +128,21 @@ public final class HashPool: Sendable {
             return true
         }
 
+        /// Whether a job with `waitingAhead` jobs before it (and `running` jobs on the workers,
+        /// on average half done) would end past its deadline.
+        static func tooLate(_ job: Job, waitingAhead: Int, running: Int, workers: Int, averageNanos: Double,
+                            now: ContinuousClock.Instant = .now) -> Bool {
+            guard let deadline = job.deadline else { return false }
+            let rounds = (Double(waitingAhead) + Double(running) / 2) / Double(workers) + 1
+            return now + .nanoseconds(Int64(rounds * averageNanos)) > deadline
+        }
+
         func snapshot() -> Snapshot {
             condition.lock()
             defer { condition.unlock() }
-            return Snapshot(queued: jobs.count - head, running: running, completed: completed, rejected: rejected)
+            return Snapshot(
+                queued: jobs.count - head, running: running, completed: completed, rejected: rejected,
+                averageJob: .nanoseconds(Int64(averageNanos)))
         }
 
         func stop() {
@@ -129,12 +166,23 @@ public final class HashPool: Sendable {
                     jobs.removeFirst(head)
                     head = 0
                 }
+                // Reached too late to finish in time: skip it rather than work for nobody.
+                if Self.tooLate(job, waitingAhead: 0, running: 0, workers: 1, averageNanos: averageNanos) {
+                    rejected += 1
+                    condition.unlock()
+                    job.expire()
+                    continue
+                }
                 running += 1
                 condition.unlock()
-                let finish = job()
+                let start = ContinuousClock.now
+                let finish = job.run()
+                let elapsed = ContinuousClock.now - start
+                let nanos = Double(elapsed.components.seconds) * 1e9 + Double(elapsed.components.attoseconds) / 1e9
                 condition.lock()
                 running -= 1
                 completed += 1
+                averageNanos = averageNanos == 0 ? nanos : averageNanos * 0.8 + nanos * 0.2
                 condition.unlock()
                 finish()
             }

@@ -39,8 +39,8 @@ public struct IdentityHandlers: Sendable {
     /// A router serving every identity method.
     public func router() -> RPCRouter {
         var router = RPCRouter()
-        router.register(IdentityAPI.signUp) { request, _ in try await signUp(request) }
-        router.register(IdentityAPI.signIn) { request, _ in try await signIn(request) }
+        router.register(IdentityAPI.signUp) { request, context in try await signUp(request, deadline: context.deadline) }
+        router.register(IdentityAPI.signIn) { request, context in try await signIn(request, deadline: context.deadline) }
         router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
@@ -80,15 +80,23 @@ public struct IdentityHandlers: Sendable {
             hashQueueLimit: Int32(hasher.pool.queueLimit), hashCompleted: Int64(pool.completed), hashRejected: Int64(pool.rejected))
     }
 
-    /// Creates a user, then asks the token service for a session.
-    public func signUp(_ request: SignUpRequest) async throws -> AuthResponse {
+    /// When the password hash must be done for a call that must answer by `deadline`: a tenth of
+    /// the time left (at most 100 ms) stays for what follows it (a write and the session).
+    static func hashDeadline(_ deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
+        guard let deadline else { return nil }
+        return deadline - min(.milliseconds(100), (deadline - now) / 10)
+    }
+
+    /// Creates a user, then asks the token service for a session. With a `deadline` (the RPC
+    /// caller's), a hash that could not be done in time is refused as `overloaded` at once.
+    public func signUp(_ request: SignUpRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
         let password = try policy.validate(request.password, email: email.normalized)
         // Cheap early answer for a taken email (the insert still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
-        let hash = try await hasher.hash(password)
+        let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = now()
         let user = UserRecord(
             id: .random(), email: email, displayName: displayName, passwordHash: hash, createdAt: at,
@@ -101,7 +109,8 @@ public struct IdentityHandlers: Sendable {
 
     /// Verifies email and password, upgrades an outdated hash, then asks for a session.
     /// An unknown email costs one hash too, so timing does not reveal whether it exists.
-    public func signIn(_ request: SignInRequest) async throws -> AuthResponse {
+    public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        let hashDeadline = Self.hashDeadline(deadline)
         let email = try EmailAddress(request.email)
         try Self.checkClient(request.client)
         if request.password.isEmpty || policy.isObviouslyTooLong(request.password) {
@@ -110,13 +119,13 @@ public struct IdentityHandlers: Sendable {
         let password = PasswordPolicy.normalize(request.password)
         guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
         guard let user = try await store.user(normalizedEmail: email.normalized), let stored = user.passwordHash else {
-            _ = try await hasher.verifyDummy(password)
+            _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
             throw IdentityError.invalidCredentials
         }
-        var matched = try await hasher.verify(password, against: stored)
+        var matched = try await hasher.verify(password, against: stored, deadline: hashDeadline)
         if !matched, password != request.password, !stored.hasPrefix("$argon2id$") {
             // An imported hash may have been made from the password as typed, before NFKC.
-            matched = try await hasher.verify(request.password, against: stored)
+            matched = try await hasher.verify(request.password, against: stored, deadline: hashDeadline)
         }
         guard matched else { throw IdentityError.invalidCredentials }
         guard !user.disabled else { throw IdentityError.userDisabled }
@@ -124,7 +133,7 @@ public struct IdentityHandlers: Sendable {
         var upgraded: String?
         if hasher.needsRehash(stored) {
             do {
-                upgraded = try await hasher.hash(password)
+                upgraded = try await hasher.hash(password, deadline: hashDeadline)
             } catch IdentityError.overloaded {
                 upgraded = nil  // upgrade at a later sign-in
             }

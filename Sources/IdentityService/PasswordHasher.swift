@@ -17,21 +17,23 @@ public struct PasswordHasher: Sendable {
         self.dummyHash = PasswordHashing.dummyHash(parameters: parameters)
     }
 
-    /// A new Argon2id PHC string for `password`. Throws `overloaded` when the queue is full.
-    public func hash(_ password: String) async throws -> String {
+    /// A new Argon2id PHC string for `password`. Throws `overloaded` when the queue is full or
+    /// the hash could not be done by `deadline` (see `HashPool`).
+    public func hash(_ password: String, deadline: ContinuousClock.Instant? = nil) async throws -> String {
         let bytes = Array(password.utf8), parameters = parameters
-        return try await pool.run { try PasswordHashing.argon2idHash(bytes, parameters: parameters) }
+        return try await pool.run(deadline: deadline) { try PasswordHashing.argon2idHash(bytes, parameters: parameters) }
     }
 
-    /// Whether `password` matches `encoded`. Throws `overloaded` when the queue is full.
-    public func verify(_ password: String, against encoded: String) async throws -> Bool {
+    /// Whether `password` matches `encoded`. Throws `overloaded` when the queue is full or the
+    /// check could not be done by `deadline`.
+    public func verify(_ password: String, against encoded: String, deadline: ContinuousClock.Instant? = nil) async throws -> Bool {
         let bytes = Array(password.utf8), limits = limits
-        return try await pool.run { PasswordHashing.verify(bytes, against: encoded, limits: limits) }
+        return try await pool.run(deadline: deadline) { PasswordHashing.verify(bytes, against: encoded, limits: limits) }
     }
 
     /// Spends one verification's worth of work and returns false: for unknown emails.
-    public func verifyDummy(_ password: String) async throws -> Bool {
-        _ = try await verify(password, against: dummyHash)
+    public func verifyDummy(_ password: String, deadline: ContinuousClock.Instant? = nil) async throws -> Bool {
+        _ = try await verify(password, against: dummyHash, deadline: deadline)
         return false
     }
 

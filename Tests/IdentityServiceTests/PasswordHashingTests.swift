@@ -1,6 +1,6 @@
 import Foundation
 import IdentityCore
-import IdentityService
+@testable import IdentityService
 import Testing
 
 @Suite struct PasswordHashingTests {
@@ -110,6 +110,61 @@ import Testing
             return try await group.reduce(0, +)
         }
         #expect(sum == (0..<50).reduce(0, +))
+    }
+
+    @Test func aJobThatCannotMeetItsDeadlineIsRefusedAtOnce() async throws {
+        let pool = HashPool(workers: 1, queueLimit: 100)
+        defer { pool.shutdown() }
+        // Teach the pool a job takes about 50 ms.
+        for _ in 0..<3 { _ = try await pool.run { usleep(50_000); return 0 } }
+        #expect(pool.snapshot.averageJob > .milliseconds(40))
+        // 20 ms is not enough for a 50 ms job: refused without running, and without waiting.
+        let start = ContinuousClock.now
+        await expectCode(.overloaded) { try await pool.run(deadline: .now + .milliseconds(20)) { Issue.record("ran"); return 1 } }
+        #expect(ContinuousClock.now - start < .milliseconds(20))
+        // Plenty of time: runs.
+        #expect(try await pool.run(deadline: .now + .seconds(5)) { 2 } == 2)
+        #expect(pool.snapshot.rejected == 1)
+        // No deadline: never refused for time.
+        #expect(try await pool.run { 3 } == 3)
+    }
+
+    @Test func underABurstEveryJobThatRunsFinishesBeforeItsDeadline() async throws {
+        // One worker, ~20 ms jobs, 40 callers who each give up after 150 ms: about 7 can be
+        // served in time. The rest must be refused (at once, or when reached too late), never
+        // run for a caller who has gone.
+        let pool = HashPool(workers: 1, queueLimit: 100)
+        defer { pool.shutdown() }
+        for _ in 0..<3 { _ = try await pool.run { usleep(20_000); return 0 } }
+        // Each caller: (served, whether its job ended past its deadline).
+        let outcomes = await withTaskGroup(of: (Bool, Bool).self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    let deadline = ContinuousClock.now + .milliseconds(150)
+                    do {
+                        let late = try await pool.run(deadline: deadline) {
+                            usleep(20_000)
+                            return ContinuousClock.now > deadline
+                        }
+                        return (true, late)
+                    } catch {
+                        return (false, false)
+                    }
+                }
+            }
+            return await group.reduce(into: [(Bool, Bool)]()) { $0.append($1) }
+        }
+        let served = outcomes.filter(\.0).count
+        #expect(served >= 2 && served <= 10, "served \(served)")
+        #expect(outcomes.filter(\.1).count <= 2)
+        #expect(pool.snapshot.rejected == 40 - served)
+    }
+
+    @Test func handlersPassTheirDeadlineToTheHash() async throws {
+        #expect(IdentityHandlers.hashDeadline(nil) == nil)
+        let now = ContinuousClock.now
+        #expect(IdentityHandlers.hashDeadline(now + .seconds(2), now: now) == now + .seconds(2) - .milliseconds(100))
+        #expect(IdentityHandlers.hashDeadline(now + .milliseconds(300), now: now) == now + .milliseconds(270))
     }
 
     @Test func hasherVerifiesThroughThePool() async throws {
