@@ -24,18 +24,23 @@ public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
     public init(_ raw: String) throws {
         // Bound the work before anything else: a megabyte of input is rejected at once.
         guard raw.utf8.count <= 4 * Self.maxOctets else { throw IdentityError.invalidEmail(reason: "too long") }
-        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        // Printable ASCII (nearly every address) needs no trimming, no Unicode property look-ups
+        // and no NFKC pass (NFKC leaves ASCII as it is): only the checks below.
+        let printableASCII = raw.utf8.allSatisfy { $0 >= 0x21 && $0 <= 0x7E }
+        let trimmed = printableASCII ? raw : raw.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw IdentityError.invalidEmail(reason: "empty") }
         guard trimmed.utf8.count <= Self.maxOctets else { throw IdentityError.invalidEmail(reason: "longer than 254 octets") }
-        for scalar in trimmed.unicodeScalars {
-            if scalar.value < 0x21 || scalar.value == 0x7F || scalar == "\u{FFFD}"
-                || scalar.properties.generalCategory == .control
-                || scalar.properties.generalCategory == .format
-                || scalar.properties.isWhitespace
-                || scalar.properties.generalCategory == .lineSeparator
-                || scalar.properties.generalCategory == .paragraphSeparator
-            {
-                throw IdentityError.invalidEmail(reason: "contains a space or control character")
+        if !printableASCII {
+            for scalar in trimmed.unicodeScalars {
+                if scalar.value < 0x21 || scalar.value == 0x7F || scalar == "\u{FFFD}"
+                    || scalar.properties.generalCategory == .control
+                    || scalar.properties.generalCategory == .format
+                    || scalar.properties.isWhitespace
+                    || scalar.properties.generalCategory == .lineSeparator
+                    || scalar.properties.generalCategory == .paragraphSeparator
+                {
+                    throw IdentityError.invalidEmail(reason: "contains a space or control character")
+                }
             }
         }
         guard let at = trimmed.lastIndex(of: "@") else { throw IdentityError.invalidEmail(reason: "missing @") }
@@ -44,8 +49,8 @@ public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         try Self.checkLocalPart(local)
         try Self.checkDomain(domain)
 
-        let normalizedLocal = local.precomposedStringWithCompatibilityMapping.lowercased()
-        let normalizedDomain = domain.precomposedStringWithCompatibilityMapping.lowercased()
+        let normalizedLocal = printableASCII ? local.lowercased() : local.precomposedStringWithCompatibilityMapping.lowercased()
+        let normalizedDomain = printableASCII ? domain.lowercased() : domain.precomposedStringWithCompatibilityMapping.lowercased()
         let normalized = normalizedLocal + "@" + normalizedDomain
         // NFKC can change lengths; the stored form must obey the limits too.
         guard normalizedLocal.utf8.count <= Self.maxLocalPartOctets, normalized.utf8.count <= Self.maxOctets else {

@@ -9,13 +9,33 @@ public struct UserID: RawRepresentable, Sendable, Hashable, Codable, CustomStrin
     public var description: String { rawValue }
 
     /// A new random id from `generator`.
+    /// Two 64-bit draws (the system generator makes a `getrandom` call per draw; a draw per
+    /// byte made 16), written as base64url directly.
     public static func random<G: RandomNumberGenerator>(using generator: inout G) -> UserID {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for i in bytes.indices { bytes[i] = generator.next() }
-        let b64 = Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-        return UserID(b64)
+        let high = generator.next() as UInt64, low = generator.next() as UInt64
+        let alphabet: StaticString = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+        let text = String(unsafeUninitializedCapacity: 22) { out in
+            let digits = alphabet.utf8Start
+            var written = 0
+            // 128 bits as 21 six-bit groups and a last group of two bits, most significant first.
+            for group in 0..<22 {
+                let bit = group * 6  // from the top of the 128-bit value
+                var value: UInt64
+                if bit + 6 <= 64 {
+                    value = high >> UInt64(58 - bit)
+                } else if bit < 64 {
+                    value = (high << UInt64(bit - 58)) | (low >> UInt64(122 - bit))
+                } else if bit + 6 <= 128 {
+                    value = low >> UInt64(122 - bit)
+                } else {
+                    value = low << 4  // the last 2 bits, padded with zeros
+                }
+                out[written] = digits[Int(value & 0x3F)]
+                written += 1
+            }
+            return written
+        }
+        return UserID(text)
     }
 
     /// A new random id from the system's generator.

@@ -1,3 +1,4 @@
+import Foundation
 import IdentityCore
 import Testing
 
@@ -57,6 +58,23 @@ import Testing
             seen.insert(id)
         }
         #expect(seen.count == 1000)
+    }
+
+    /// A fixed sequence of draws, to pin the encoding.
+    struct Sequence: RandomNumberGenerator {
+        var values: [UInt64]
+        mutating func next() -> UInt64 { values.removeFirst() }
+    }
+
+    @Test func randomIDsAreTheBase64URLOfTwoDraws() {
+        for (high, low) in [(UInt64(0), UInt64(0)), (.max, .max), (0x0123_4567_89AB_CDEF, 0xFEDC_BA98_7654_3210), (1 << 63, 1)] {
+            var generator = Sequence(values: [high, low])
+            let id = UserID.random(using: &generator).rawValue
+            let bytes = withUnsafeBytes(of: high.bigEndian) { Array($0) } + withUnsafeBytes(of: low.bigEndian) { Array($0) }
+            let expected = Data(bytes).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            #expect(id == expected)
+        }
     }
 
     @Test func wellFormedRejectsMetacharacters() {
