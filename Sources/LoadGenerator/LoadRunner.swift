@@ -388,11 +388,11 @@ final class Run: Sendable {
     /// One HTTP exchange, or a classified transport failure.
     func send(_ method: HTTPMethod, _ path: String, json: KeyValuePairs<String, String>? = nil, bearer: String? = nil) async -> Result<Exchange, TransportFailure> {
         let body = json.map(Self.jsonObject)
+        var headers: [(String, String)] = [("Accept", "application/json")]
+        if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
+        if body != nil { headers.append(("Content-Type", "application/json")) }
         switch engine {
         case .loop(let client):
-            var headers: [(String, String)] = [("Accept", "application/json")]
-            if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
-            if body != nil { headers.append(("Content-Type", "application/json")) }
             do {
                 let response = try await client.execute(method: method.rawValue, path: path, headers: headers, body: body)
                 return .success(Exchange(status: response.status, body: response.body))
@@ -400,9 +400,6 @@ final class Run: Sendable {
                 return .failure(TransportFailure(error))
             }
         case .lean(let client):
-            var headers: [(String, String)] = [("Accept", "application/json")]
-            if let bearer { headers.append(("Authorization", "Bearer \(bearer)")) }
-            if body != nil { headers.append(("Content-Type", "application/json")) }
             do {
                 let response = try await client.execute(method: method.rawValue, path: path, headers: headers, body: body)
                 return .success(Exchange(status: response.status, body: Array(response.body.readableBytesView)))
@@ -412,12 +409,8 @@ final class Run: Sendable {
         case .asyncHTTPClient(let client):
             var request = HTTPClientRequest(url: target.url(path))
             request.method = method
-            request.headers.add(name: "accept", value: "application/json")
-            if let bearer { request.headers.add(name: "authorization", value: "Bearer \(bearer)") }
-            if let body {
-                request.headers.add(name: "content-type", value: "application/json")
-                request.body = .bytes(ByteBuffer(bytes: body))
-            }
+            for (name, value) in headers { request.headers.add(name: name, value: value) }
+            if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
             do {
                 let response = try await client.execute(request, timeout: .milliseconds(Int64(config.timeout * 1000)))
                 let buffer = try await response.body.collect(upTo: Self.maxBody)

@@ -130,7 +130,6 @@ struct SocketAddress: Sendable {
 
     /// A numeric IPv4 or IPv6 address (no lookup).
     init?(numeric host: String, port: UInt16) {
-        var storage = sockaddr_storage()
         let text = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         var v4 = in_addr()
         var v6 = in6_addr()
@@ -139,48 +138,33 @@ struct SocketAddress: Sendable {
             address.sin_family = sa_family_t(AF_INET)
             address.sin_port = port.bigEndian
             address.sin_addr = v4
-            withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) } }
-            self.storage = storage
-            self.length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            self.init(address)
         } else if inet_pton(AF_INET6, text, &v6) == 1 {
             var address = sockaddr_in6()
             address.sin6_family = sa_family_t(AF_INET6)
             address.sin6_port = port.bigEndian
             address.sin6_addr = v6
-            withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) } }
-            self.storage = storage
-            self.length = socklen_t(MemoryLayout<sockaddr_in6>.size)
+            self.init(address)
         } else {
             return nil
         }
     }
 
+    /// `address` (a `sockaddr_in` or `sockaddr_in6`) in a `sockaddr_storage`.
+    private init<Address>(_ address: Address) {
+        var storage = sockaddr_storage()
+        withUnsafeMutableBytes(of: &storage) { raw in withUnsafeBytes(of: address) { raw.copyMemory(from: $0) } }
+        self.storage = storage
+        self.length = socklen_t(MemoryLayout<Address>.size)
+    }
+
     /// The first address `host` resolves to (only for `--allow-remote` targets, which the guard
     /// did not resolve).
     static func resolve(host: String, port: UInt16) throws -> SocketAddress {
-        var hints = addrinfo()
-        hints.ai_family = AF_UNSPEC
-        #if canImport(Darwin)
-        hints.ai_socktype = SOCK_STREAM
-        #else
-        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-        #endif
-        var result: UnsafeMutablePointer<addrinfo>?
-        let code = getaddrinfo(host, String(port), &hints, &result)
-        defer { if let result { freeaddrinfo(result) } }
-        guard code == 0, let first = result, let address = first.pointee.ai_addr else {
-            throw LoadError.invalidURL("cannot resolve '\(host)': \(String(cString: gai_strerror(code)))")
+        guard let first = try? TargetGuard.resolve(host).first, let address = SocketAddress(numeric: first.text, port: port) else {
+            throw LoadError.invalidURL("cannot resolve '\(host)'")
         }
-        var storage = sockaddr_storage()
-        withUnsafeMutableBytes(of: &storage) { raw in
-            raw.copyMemory(from: UnsafeRawBufferPointer(start: address, count: Int(first.pointee.ai_addrlen)))
-        }
-        return SocketAddress(storage: storage, length: first.pointee.ai_addrlen)
-    }
-
-    private init(storage: sockaddr_storage, length: socklen_t) {
-        self.storage = storage
-        self.length = length
+        return address
     }
 }
 
