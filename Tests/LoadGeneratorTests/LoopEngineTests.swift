@@ -105,6 +105,48 @@ struct HTTPResponseParserTests {
         }
     }
 
+    @Test func mutatedResponsesNeverTrapAndParseAlikeInAnyPieces() {
+        // Random byte mutations of valid responses, fed whole and in random pieces: never a
+        // trap, and the same outcome either way (the parser's resumption is exact).
+        let samples = [
+            "HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: keep-alive\r\n\r\n{\"ok\":true}\n",
+            "HTTP/1.1 201 Created\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n1;x=y\r\n!\r\n0\r\nT: 1\r\n\r\n",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 503 Busy\r\nRetry-After: 1\r\n\r\nlater",
+        ].map { Array($0.utf8) }
+        let alphabet = Array("0123456789abcdefABCDEF \r\n:;-HTTP/.".utf8) + [0, 0xFF]
+        var generator = SystemRandomNumberGenerator()
+        var outcomes = Set<String>()
+        for _ in 0..<4000 {
+            var bytes = samples.randomElement(using: &generator)!
+            for _ in 0..<Int.random(in: 0...3, using: &generator) {
+                bytes[Int.random(in: 0..<bytes.count, using: &generator)] = alphabet.randomElement(using: &generator)!
+            }
+            let closed = Bool.random(using: &generator)
+            var whole = HTTPResponseParser(maxBody: 64)
+            let once = bytes.withUnsafeBufferPointer { whole.parse($0, closed: closed) }
+            var pieces = HTTPResponseParser(maxBody: 64)
+            var end = 0
+            var last = HTTPResponseParser.Outcome.needMore
+            while end < bytes.count {
+                end = min(bytes.count, end + Int.random(in: 1...16, using: &generator))
+                last = bytes.withUnsafeBufferPointer { pieces.parse(UnsafeBufferPointer(rebasing: $0[0..<end]), closed: closed && end == bytes.count) }
+                if case .needMore = last { continue }
+                break
+            }
+            // A piece that ends exactly at a complete response may complete it before the rest
+            // of the bytes (the mutations can shorten a body); then both must agree on what it was.
+            if case .complete(let early) = last, end < bytes.count {
+                var check = HTTPResponseParser(maxBody: 64)
+                let prefix = Array(bytes[0..<early.consumed])
+                #expect(prefix.withUnsafeBufferPointer { check.parse($0, closed: false) } == last)
+                continue
+            }
+            #expect(once == last, "\(String(decoding: bytes, as: UTF8.self).debugDescription)")
+            outcomes.insert("\(once)".prefix(12).description)
+        }
+        #expect(outcomes.count >= 3)  // complete, failed and needMore all seen
+    }
+
     @Test func limits() {
         #expect(parse("HTTP/1.1 200 OK\r\nContent-Length: 11\r\n\r\n", maxBody: 10) == .failed(.bodyTooLarge))
         #expect(parse("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nB\r\n", maxBody: 10) == .failed(.bodyTooLarge))
