@@ -84,7 +84,7 @@ public struct IdentityHandlers: Sendable {
     /// the time left (at most 100 ms) stays for what follows it (a write and the session).
     static func hashDeadline(_ deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
         guard let deadline else { return nil }
-        return deadline - min(.milliseconds(100), (deadline - now) / 10)
+        return deadline - max(.zero, min(.milliseconds(100), (deadline - now) / 10))
     }
 
     /// Creates a user, then asks the token service for a session. With a `deadline` (the RPC

@@ -299,6 +299,7 @@ final class EventLoopThread: TaskExecutor, @unchecked Sendable {
         var remoteJobs: [UnownedJob] = []
         var running: [UnownedJob] = []
         var events: [PollEvent] = []
+        var sink = [UInt8](repeating: 0, count: 64)
         let unownedExecutor = asUnownedTaskExecutor()
         while true {
             // Jobs first: tasks resumed by the last replies write their next requests.
@@ -322,7 +323,6 @@ final class EventLoopThread: TaskExecutor, @unchecked Sendable {
             signalled.store(true, ordering: .sequentiallyConsistent)
             for event in events {
                 if event.fd == wakeRead {
-                    var sink = [UInt8](repeating: 0, count: 64)
                     while read(wakeRead, &sink, sink.count) > 0 {}
                     continue
                 }

@@ -165,6 +165,7 @@ import Testing
         let now = ContinuousClock.now
         #expect(IdentityHandlers.hashDeadline(now + .seconds(2), now: now) == now + .seconds(2) - .milliseconds(100))
         #expect(IdentityHandlers.hashDeadline(now + .milliseconds(300), now: now) == now + .milliseconds(270))
+        #expect(IdentityHandlers.hashDeadline(now - .milliseconds(50), now: now) == now - .milliseconds(50))
     }
 
     @Test func hasherVerifiesThroughThePool() async throws {
