@@ -101,15 +101,7 @@ enum JSONValue: Equatable, Sendable {
                 index += 1
                 skipWhitespace()
                 members[key] = try value(depth: depth)
-                skipWhitespace()
-                guard index < bytes.count else { throw fail("unexpected end") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                    continue
-                }
-                guard bytes[index] == UInt8(ascii: "}") else { throw fail("expected ',' or '}'") }
-                index += 1
-                return .object(members)
+                if try !more(closing: UInt8(ascii: "}")) { return .object(members) }
             }
         }
 
@@ -125,16 +117,21 @@ enum JSONValue: Equatable, Sendable {
             while true {
                 skipWhitespace()
                 elements.append(try value(depth: depth))
-                skipWhitespace()
-                guard index < bytes.count else { throw fail("unexpected end") }
-                if bytes[index] == UInt8(ascii: ",") {
-                    index += 1
-                    continue
-                }
-                guard bytes[index] == UInt8(ascii: "]") else { throw fail("expected ',' or ']'") }
-                index += 1
-                return .array(elements)
+                if try !more(closing: UInt8(ascii: "]")) { return .array(elements) }
             }
+        }
+
+        /// After a member or element: true on a `,` (another follows), false on `closing` (the
+        /// object or array ends); both consumed.
+        mutating func more(closing: UInt8) throws(ParseError) -> Bool {
+            skipWhitespace()
+            guard index < bytes.count else { throw fail("unexpected end") }
+            let byte = bytes[index]
+            guard byte == UInt8(ascii: ",") || byte == closing else {
+                throw fail("expected ',' or '\(Character(Unicode.Scalar(closing)))'")
+            }
+            index += 1
+            return byte == UInt8(ascii: ",")
         }
 
         /// A string at `index` (on its opening quote).
