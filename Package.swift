@@ -12,11 +12,13 @@ let package = Package(
     products: [
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         .library(name: "ProtoCodec", targets: ["ProtoCodec"]),
-        .library(name: "GatehouseRPC", targets: ["GatehouseRPC", "GatehouseProtocol"]),
+        .library(name: "GatehouseRPC", targets: ["GatehouseRPC", "RPCRouting", "GatehouseContracts"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
         .executable(name: "gatehouse-echo-server", targets: ["gatehouse-echo-server"]),
         .executable(name: "gatehouse-load", targets: ["gatehouse-load"]),
         // For the Benchmarks package.
+        .library(name: "GatehouseContracts", targets: ["GatehouseContracts"]),
+        .library(name: "GatehouseSupport", targets: ["GatehouseSupport"]),
         .library(name: "IdentityCore", targets: ["IdentityCore"]),
         .library(name: "IdentityService", targets: ["IdentityService"]),
         .library(name: "TokenCore", targets: ["TokenCore"]),
@@ -40,9 +42,14 @@ let package = Package(
     targets: [
         // MARK: Foundation: codec, ZeroMQ, RPC
         .target(name: "ProtoCodec", swiftSettings: swiftSettings),
+        // Every message type, method name and error code of proto/*.proto, and nothing else.
+        .target(name: "GatehouseContracts", swiftSettings: swiftSettings),
+        // Small pure helpers shared by every layer: JSON writer, base64url, thread names, truncation.
+        .target(name: "GatehouseSupport", swiftSettings: swiftSettings),
+        // Typed handlers behind method names, and the caller abstraction (no sockets).
         .target(
-            name: "GatehouseProtocol",
-            dependencies: ["ProtoCodec", .product(name: "Logging", package: "swift-log")],
+            name: "RPCRouting",
+            dependencies: ["ProtoCodec", "GatehouseContracts", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .systemLibrary(
@@ -58,7 +65,7 @@ let package = Package(
         .target(
             name: "GatehouseRPC",
             dependencies: [
-                "ProtoCodec", "GatehouseProtocol", "ZeroMQ",
+                "ProtoCodec", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ZeroMQ",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
@@ -67,7 +74,8 @@ let package = Package(
         .target(
             name: "GatehouseApp",
             dependencies: [
-                "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "IdentityService", "TokenCore", "TokenService", "Gateway", "ZeroMQ",
+                "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
+                "TokenCore", "TokenService", "Gateway", "ZeroMQ",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -91,7 +99,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "GatehouseProtocol",
+                "GatehouseContracts", "GatehouseSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -117,7 +125,6 @@ let package = Package(
         ),
         .target(
             name: "IdentityCore",
-            dependencies: ["GatehouseProtocol"],
             // The blocklist is compiled in (CommonPasswords+List.swift, generated from
             // Resources/common-passwords.txt by scripts/gen-common-passwords), so no resource bundle
             // has to travel with the binary.
@@ -128,7 +135,6 @@ let package = Package(
         .target(
             name: "SQLiteSupport",
             dependencies: [
-                "GatehouseProtocol",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],
@@ -137,7 +143,8 @@ let package = Package(
         .target(
             name: "IdentityService",
             dependencies: [
-                "IdentityCore", "GatehouseProtocol", "ProtoCodec", "CArgon2", "CLegacyHashes", "SQLiteSupport",
+                "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "CArgon2", "CLegacyHashes",
+                "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -146,14 +153,14 @@ let package = Package(
         // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
         .executableTarget(
             name: "identity-crash-writer",
-            dependencies: ["IdentityService", "IdentityCore"],
+            dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
             swiftSettings: swiftSettings
         ),
         // MARK: Token service
         .target(
             name: "TokenCore",
             dependencies: [
-                "GatehouseProtocol",
+                "GatehouseSupport",
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -163,7 +170,7 @@ let package = Package(
         .target(
             name: "TokenService",
             dependencies: [
-                "TokenCore", "GatehouseProtocol", "ProtoCodec", "SQLiteSupport",
+                "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -174,12 +181,12 @@ let package = Package(
         // acknowledged session id and latest refresh token (stops after 60 s).
         .executableTarget(
             name: "token-crash-writer",
-            dependencies: ["TokenService", "TokenCore", "GatehouseProtocol"],
+            dependencies: ["TokenService", "TokenCore", "GatehouseContracts", "RPCRouting"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "gatehouse-echo-server",
-            dependencies: ["GatehouseRPC", "GatehouseProtocol", "ZeroMQ"],
+            dependencies: ["GatehouseRPC", "GatehouseContracts", "RPCRouting", "ZeroMQ"],
             swiftSettings: swiftSettings
         ),
 
@@ -232,22 +239,27 @@ let package = Package(
         .testTarget(
             name: "GatehouseAppTests",
             dependencies: [
-                "GatehouseApp", "GatehouseRPC", "GatehouseProtocol", "IdentityCore", "TokenService", "TokenCore",
+                "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
+                "TokenService", "TokenCore",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
+        // Reads Package.swift and ARCHITECTURE.md: every arrow between our targets must be allowed.
+        .testTarget(name: "ArchitectureTests", swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         // Byte-for-byte interop with Python's protobuf (needs python3 with grpcio-tools and protobuf).
         .testTarget(name: "InteropTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: swiftSettings),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
-                "IdentityService", "IdentityCore", "GatehouseProtocol", "ProtoCodec", "identity-crash-writer", "SQLiteSupport",
+                "IdentityService", "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
+                "identity-crash-writer", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -255,7 +267,7 @@ let package = Package(
         .testTarget(
             name: "GatehouseRPCTests",
             dependencies: [
-                "GatehouseRPC", "GatehouseProtocol", "ProtoCodec", "ZeroMQ",
+                "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "ZeroMQ",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],
@@ -266,7 +278,8 @@ let package = Package(
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
-                "TokenService", "TokenCore", "GatehouseProtocol", "ProtoCodec", "token-crash-writer",
+                "TokenService", "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
+                "token-crash-writer",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -275,7 +288,7 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "GatehouseProtocol",
+                "Gateway", "GatehouseContracts", "GatehouseSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import IdentityCore
 import IdentityService

@@ -1,6 +1,6 @@
 import Crypto
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import Logging
 import ServiceLifecycle

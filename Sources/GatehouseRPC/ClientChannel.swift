@@ -1,4 +1,4 @@
-import GatehouseProtocol
+import GatehouseContracts
 import Synchronization
 import ZeroMQ
 

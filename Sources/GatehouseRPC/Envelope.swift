@@ -1,28 +1,11 @@
-import GatehouseProtocol
+import GatehouseContracts
 import ProtoCodec
 
 /// The protocol version this build speaks. A server answers any other version with
 /// `unsupported_version`. See proto/PROTOCOL.md for how it evolves.
 public let rpcProtocolVersion: UInt32 = 1
 
-/// First frame of a request (`gatehouse.v1.RequestHeader`). The second frame is the body.
-struct RequestHeader: Codable, Sendable, Equatable {
-    var version: UInt32
-    var requestID: UInt64
-    var method: String
-    /// How long the caller waits, in milliseconds from when it sent the request (0: server default).
-    var timeoutMs: UInt32
-    /// W3C trace context, if any.
-    var traceParent: String
-
-    enum CodingKeys: Int, CodingKey {
-        case version = 1
-        case requestID = 2
-        case method = 3
-        case timeoutMs = 4
-        case traceParent = 5
-    }
-
+extension RequestHeader {
     /// Finds field 2 (the request id) in a header that does not decode as a whole, so the server
     /// can still answer `malformed_request`. Returns nil when it cannot be read.
     static func peekRequestID(_ bytes: [UInt8]) -> UInt64? {
@@ -55,18 +38,6 @@ struct RequestHeader: Codable, Sendable, Equatable {
             }
         }
         return nil
-    }
-}
-
-/// First frame of a reply (`gatehouse.v1.ReplyHeader`). The second frame is the body, empty
-/// when `error` is present.
-struct ReplyHeader: Codable, Sendable, Equatable {
-    var requestID: UInt64
-    var error: RPCError?
-
-    enum CodingKeys: Int, CodingKey {
-        case requestID = 1
-        case error = 2
     }
 }
 

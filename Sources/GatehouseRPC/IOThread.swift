@@ -1,7 +1,8 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Synchronization
 import ZeroMQ
+import GatehouseSupport
 
 /// A dedicated thread that owns ZeroMQ sockets, and a queue of commands other threads hand it.
 ///

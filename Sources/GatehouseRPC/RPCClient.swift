@@ -1,9 +1,10 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Logging
 import ProtoCodec
 import Synchronization
 import ZeroMQ
+import RPCRouting
 
 /// Calls a service over ZeroMQ: one DEALER socket on its own I/O thread carries many calls in
 /// flight, replies are matched by request id, and every call has a deadline.

@@ -1,10 +1,11 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Logging
 import ProtoCodec
 import ServiceLifecycle
 import Synchronization
 import ZeroMQ
+import RPCRouting
 
 /// Serves an `RPCRouter` on a ROUTER socket: binds `tcp://`, `ipc://` or `inproc://` endpoints,
 /// runs requests concurrently as tasks (at most `maxInFlight` at once; more are answered

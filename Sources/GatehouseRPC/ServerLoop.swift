@@ -1,8 +1,9 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Logging
 import ProtoCodec
 import ZeroMQ
+import RPCRouting
 
 /// The I/O thread of an `RPCServer`: the only code that touches its ROUTER socket.
 final class ServerLoop {

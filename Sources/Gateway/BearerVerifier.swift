@@ -1,5 +1,6 @@
 import Foundation
 import JWTKit
+import GatehouseSupport
 
 /// Verifies `Authorization: Bearer <jwt>` headers locally: algorithm pinned to the key's
 /// (ES256/EdDSA/RS256; `none` and HS* refused), signature against the token service's JWKS,
@@ -79,37 +80,5 @@ struct BearerVerifier: Sendable {
             let last = utf8[first...].lastIndex(where: { !isSpace($0) })
         else { return nil }
         return String(header[first...last])
-    }
-}
-
-enum Base64URL {
-    /// Unpadded base64url (padding tolerated) to bytes; nil for any other character, an
-    /// impossible length, or padding in the middle.
-    static func decodeBytes(_ s: Substring) -> [UInt8]? {
-        var input = Array(s.utf8)
-        while input.last == UInt8(ascii: "=") { input.removeLast() }
-        guard input.count % 4 != 1 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(input.count * 3 / 4)
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in input {
-            let value: UInt32
-            switch byte {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"): value = UInt32(byte - UInt8(ascii: "A"))
-            case UInt8(ascii: "a")...UInt8(ascii: "z"): value = UInt32(byte - UInt8(ascii: "a")) + 26
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): value = UInt32(byte - UInt8(ascii: "0")) + 52
-            case UInt8(ascii: "-"): value = 62
-            case UInt8(ascii: "_"): value = 63
-            default: return nil
-            }
-            buffer = buffer << 6 | value
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: buffer >> UInt32(bits)))
-            }
-        }
-        return out
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
-public import GatehouseProtocol
-
+public import GatehouseContracts
 /// What the gateway needs from the identity and token services. The gateway holds no user data:
 /// every request becomes one call here. The production implementation is an RPC adapter over
 /// ZeroMQ; tests use an in-memory implementation.

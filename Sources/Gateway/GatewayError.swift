@@ -1,7 +1,8 @@
 import Foundation
-public import GatehouseProtocol
+public import GatehouseContracts
 public import HTTPTypes
 public import Hummingbird
+import GatehouseSupport
 
 /// An error the gateway answers with an RFC 9457 `application/problem+json` body:
 /// `{type, title, status, code, detail}` (+ `reasons` for `weak_password`).

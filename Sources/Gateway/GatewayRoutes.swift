@@ -1,10 +1,11 @@
 import Foundation
 import Synchronization
-import GatehouseProtocol
+import GatehouseContracts
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import GatehouseSupport
 
 /// The HTTP API: each handler validates input at the edge and makes one backend call.
 struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
@@ -261,26 +262,13 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     /// User agent (at most 512 bytes, cut at a character boundary) and client IP. The IP is the
     /// peer's, or the last `X-Forwarded-For` entry (the one our proxy added) when `trustForwardedFor`.
     func clientInfo(_ request: Request, _ context: GatewayRequestContext) -> ClientInfo {
-        let agent = Self.truncate(request.headers[.userAgent] ?? "", toBytes: 512)
+        let agent = (request.headers[.userAgent] ?? "").truncated(toUTF8Bytes: 512)
         var ip = context.peerIP ?? ""
         if configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor] {
             let last = forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
             if !last.isEmpty, last.utf8.count <= 64 { ip = last }
         }
         return ClientInfo(userAgent: agent, ip: ip)
-    }
-
-    /// The longest prefix of `s` that is at most `limit` UTF-8 bytes, cut between Unicode scalars.
-    static func truncate(_ s: String, toBytes limit: Int) -> String {
-        guard s.utf8.count > limit else { return s }
-        var bytes = 0
-        var scalars = String.UnicodeScalarView()
-        for scalar in s.unicodeScalars {
-            bytes += String(scalar).utf8.count
-            if bytes > limit { break }
-            scalars.append(scalar)
-        }
-        return String(scalars)
     }
 
     static func validateEmail(_ email: String) throws {

@@ -1,6 +1,6 @@
 import Foundation
-import GatehouseProtocol
-
+import GatehouseContracts
+import GatehouseSupport
 extension UserView {
     /// The user's JSON form.
     var json: [UInt8] {

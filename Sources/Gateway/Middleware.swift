@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import GatehouseProtocol
+import GatehouseContracts
 import HTTPTypes
 import Hummingbird
 import Logging

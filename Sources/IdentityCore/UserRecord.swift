@@ -1,5 +1,4 @@
 import Foundation
-import GatehouseProtocol
 
 /// A user id: 128 random bits, Base64url without padding (22 characters).
 public struct UserID: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
@@ -104,13 +103,6 @@ public struct UserRecord: Sendable, Hashable {
         self.lastSignInAt = lastSignInAt?.roundedToMilliseconds
         self.tokensValidAfter = tokensValidAfter?.roundedToMilliseconds
         self.version = version
-    }
-
-    /// The claims the token service needs.
-    public var claims: UserClaims {
-        UserClaims(
-            exists: true, disabled: disabled, email: email ?? "", emailVerified: emailVerified,
-            isAnonymous: isAnonymous, customClaimsJSON: customClaimsJSON, tokensValidAfter: tokensValidAfter)
     }
 }
 

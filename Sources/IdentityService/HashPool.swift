@@ -1,6 +1,7 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import IdentityCore
+import GatehouseSupport
 
 /// A fixed set of threads for CPU- and memory-heavy work (password hashing), fed by a bounded
 /// queue.

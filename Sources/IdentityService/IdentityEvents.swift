@@ -1,6 +1,7 @@
 import Foundation
 import IdentityCore
 import ProtoCodec
+import GatehouseContracts
 
 /// Where the identity service publishes `user.*` events (the ZeroMQ PUB socket in production).
 /// Best effort: publishing never fails the call that caused it.

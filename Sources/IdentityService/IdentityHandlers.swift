@@ -1,8 +1,9 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import IdentityCore
 import Logging
 import ProtoCodec
+import RPCRouting
 
 /// The identity service's RPC methods, independent of any transport: `router()` gives an
 /// `RPCRouter` that an RPC server (or `LocalCaller`) feeds.

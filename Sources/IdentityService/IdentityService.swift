@@ -1,7 +1,8 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import IdentityCore
 import Logging
+import RPCRouting
 
 /// The identity service, assembled from its configuration: an opened and migrated store, a
 /// hashing pool and the handlers. The RPC server (ZeroMQ) serves `router`.

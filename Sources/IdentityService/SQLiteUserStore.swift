@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GRDB
 import IdentityCore
 import SQLiteSupport
@@ -53,7 +54,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
         pointReads = RawReadPool(path: path)
         do {
-            checkpointer = try WALCheckpointer(path: path)
+            checkpointer = try WALCheckpointer(path: path) { ThreadName.set("wal-checkpoint") }
         } catch {
             throw IdentityError.storage(cause: "\(error)")
         }

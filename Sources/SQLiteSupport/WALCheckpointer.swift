@@ -1,5 +1,4 @@
 import Foundation
-import GatehouseProtocol
 import GRDBSQLite
 import Synchronization
 
@@ -115,7 +114,12 @@ public final class WALCheckpointer: Sendable {
     /// sustained writes the WAL file reaches about 270 MiB and keeps that size
     /// (`journalSizeLimit`); under light load a PASSIVE pass catches up, SQLite starts the WAL
     /// over itself, and the file stays small.
-    public init(path: String, interval: Duration = .milliseconds(100), restartFrames: Int32 = WALCheckpointer.defaultRestartFrames) throws {
+    ///
+    /// `onThreadStart` runs first on the checkpoint thread (the services name it there).
+    public init(
+        path: String, interval: Duration = .milliseconds(100), restartFrames: Int32 = WALCheckpointer.defaultRestartFrames,
+        onThreadStart: @escaping @Sendable () -> Void = {}
+    ) throws {
         shared = Shared(interval: interval, restartFrames: restartFrames)
         var handle: OpaquePointer?
         let code = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil)
@@ -144,7 +148,7 @@ public final class WALCheckpointer: Sendable {
         let connection = Connection(handle: handle)
         let shared = self.shared
         let thread = Thread {
-            ThreadName.set("wal-checkpoint")
+            onThreadStart()
             shared.run(connection)
             connection.close()
             shared.finished.signal()

@@ -1,6 +1,6 @@
 import Foundation
-import GatehouseProtocol
 import JWTKit
+import GatehouseSupport
 
 /// A JSON value, for custom claims.
 public enum JSONValue: Codable, Sendable, Hashable {

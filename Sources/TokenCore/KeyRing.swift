@@ -1,9 +1,9 @@
 import Crypto
 import Foundation
-import GatehouseProtocol
 import JWTKit
 import Synchronization
 import _CryptoExtras
+import GatehouseSupport
 
 /// The published signing keys: the active one signs, every published one verifies. Signing
 /// and verification go through jwt-kit; the verifier pins each `kid` to its key's algorithm.

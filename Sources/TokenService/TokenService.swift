@@ -1,9 +1,11 @@
 import Crypto
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Logging
 import ProtoCodec
 import TokenCore
+import RPCRouting
+import GatehouseSupport
 
 /// Token-service settings.
 public struct TokenConfiguration: Sendable {
@@ -208,7 +210,7 @@ public final class TokenService: Sendable {
         let at = now()
         let sessionID = newID(16)
         let refresh = newID(32)
-        let client = ClientInfo(userAgent: Self.truncate(request.client.userAgent, bytes: 512), ip: Self.truncate(request.client.ip, bytes: 64))
+        let client = ClientInfo(userAgent: request.client.userAgent.truncated(toUTF8Bytes: 512), ip: request.client.ip.truncated(toUTF8Bytes: 64))
         try await store.createSession(
             TokenStore.SessionRow(
                 id: sessionID, userID: request.userID, createdAt: at, authTime: request.authTime, amr: request.amr, client: client,
@@ -260,20 +262,6 @@ public final class TokenService: Sendable {
             logger.info("sweep deleted \(counts.sessions) ended sessions and \(counts.refreshTokens) old refresh tokens")
         }
         return counts
-    }
-
-    /// The longest prefix of `text` that fits in `bytes` UTF-8 bytes, never splitting a character.
-    static func truncate(_ text: String, bytes: Int) -> String {
-        guard text.utf8.count > bytes else { return text }
-        var result = ""
-        var used = 0
-        for character in text {
-            let size = character.utf8.count
-            if used + size > bytes { break }
-            result.append(character)
-            used += size
-        }
-        return result
     }
 
     func announce(_ session: TokenStore.SessionRow) {

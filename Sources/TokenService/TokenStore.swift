@@ -1,6 +1,7 @@
 import Foundation
+import GatehouseSupport
 import GRDB
-import GatehouseProtocol
+import GatehouseContracts
 import Logging
 import SQLiteSupport
 import TokenCore
@@ -39,7 +40,7 @@ public final class TokenStore: Sendable {
         }
         do {
             pool = try DatabasePool(path: path, configuration: config)
-            checkpointer = try WALCheckpointer(path: path)
+            checkpointer = try WALCheckpointer(path: path) { ThreadName.set("wal-checkpoint") }
             pointReads = RawReadPool(path: path, memoryMapSize: pointReadMemoryMap)
         } catch {
             throw RPCError(.internal, "cannot open the token database at \(path): \(error)")

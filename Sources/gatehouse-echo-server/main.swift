@@ -4,9 +4,10 @@
 //
 // usage: gatehouse-echo-server RPC_ENDPOINT RAW_ENDPOINT
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import ZeroMQ
+import RPCRouting
 
 struct EchoMessage: Codable, Sendable {
     var text: String

@@ -8,9 +8,10 @@
 // where the refresh token is the latest one of that session. It stops by itself after 60 s in
 // case nobody kills it.
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import TokenCore
 import TokenService
+import RPCRouting
 
 func fakeIdentity() -> RPCRouter {
     var router = RPCRouter()

@@ -1,11 +1,12 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import IdentityCore
 import Logging
 import Testing
 import ZeroMQ
 @testable import GatehouseApp
+import RPCRouting
 
 @Suite("CURVE service links: configuration, key sets, roles")
 struct CurveLinkTests {

@@ -1,10 +1,11 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import IdentityCore
 import Logging
 import Testing
 @testable import GatehouseApp
+import RPCRouting
 
 /// The identity role served over real tcp sockets, with a stand-in token service (also over
 /// tcp) answering `token.issueSession`.

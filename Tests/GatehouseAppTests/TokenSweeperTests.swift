@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Logging
 import ServiceLifecycle
 import ServiceLifecycleTestKit
@@ -8,6 +8,7 @@ import Testing
 import TokenCore
 import TokenService
 @testable import GatehouseApp
+import RPCRouting
 
 /// A clock the test moves.
 final class MovableClock: Sendable {

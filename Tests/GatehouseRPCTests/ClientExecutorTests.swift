@@ -1,7 +1,8 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import Testing
+import GatehouseSupport
 
 /// Callers that run on an `RPCClient`'s own I/O thread (`client.executor`).
 @Suite("Client executor")

@@ -1,4 +1,4 @@
-import GatehouseProtocol
+import GatehouseContracts
 @testable import GatehouseRPC
 import Testing
 import ZeroMQ

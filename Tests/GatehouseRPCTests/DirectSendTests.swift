@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 @testable import GatehouseRPC
 import ProtoCodec
 import Testing

@@ -1,4 +1,4 @@
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import Logging
 import ServiceLifecycle

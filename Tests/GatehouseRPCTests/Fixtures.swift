@@ -1,5 +1,6 @@
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
+import RPCRouting
 import Logging
 import ZeroMQ
 #if canImport(Glibc)

@@ -1,8 +1,9 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import Testing
 import ZeroMQ
+import RPCRouting
 
 @Suite("RPC over real ZeroMQ sockets")
 struct RPCTests {

@@ -1,8 +1,10 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import Synchronization
 import Testing
+import RPCRouting
+import GatehouseSupport
 
 /// Handlers registered with `registerSync` answer on the server's I/O thread, without a task,
 /// with the same wire behaviour as asynchronous ones.

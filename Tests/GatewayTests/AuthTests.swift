@@ -6,6 +6,7 @@ import JWTKit
 import Testing
 
 @testable import Gateway
+import GatehouseSupport
 
 @Suite struct AuthTests {
     static let invalidChallenge = #"Bearer realm="gatehouse", error="invalid_token""#

@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting

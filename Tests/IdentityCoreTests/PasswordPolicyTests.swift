@@ -68,8 +68,7 @@ import Testing
             _ = try policy.validate("password")
             Issue.record("accepted")
         } catch let error as IdentityError {
-            #expect(error.code == .weakPassword)
-            #expect(error.rpcError.details["reasons"] == "common_password")
+            #expect(error == .weakPassword([.common]))
         } catch {
             Issue.record("unexpected \(error)")
         }

@@ -1,9 +1,10 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import IdentityCore
 import IdentityService
 import ProtoCodec
 import Testing
+import RPCRouting
 
 /// Bad input for every field gets its stable error code and writes nothing.
 @Suite struct BadInputTests {

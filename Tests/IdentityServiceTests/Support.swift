@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import IdentityCore
 import IdentityService
 
@@ -39,6 +39,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
 }
 
 import Testing
+import RPCRouting
 
 /// Asserts that `body` throws an error whose wire code is `code`.
 func expectCode<T>(

@@ -1,9 +1,10 @@
 import Crypto
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Testing
 import TokenCore
 @testable import TokenService
+import GatehouseSupport
 
 /// Builds a token by hand from JSON parts.
 func forge(header: String, payload: String, signature: Data = Data([1, 2, 3])) -> String {

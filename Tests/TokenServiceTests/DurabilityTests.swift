@@ -1,9 +1,10 @@
 import Foundation
 import GRDB
-import GatehouseProtocol
+import GatehouseContracts
 import Testing
 import TokenCore
 @testable import TokenService
+import RPCRouting
 
 /// An acknowledged session and refresh rotation survive `kill -9` of the token service.
 ///

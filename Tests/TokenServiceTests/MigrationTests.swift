@@ -1,10 +1,12 @@
 import Crypto
 import Foundation
 import GRDB
-import GatehouseProtocol
+import GatehouseContracts
 import Testing
 import TokenCore
 @testable import TokenService
+import RPCRouting
+import GatehouseSupport
 
 /// Migration 0002 moves the current refresh token onto the session row: tokens issued before it
 /// behave exactly as they did (rotation, grace replay, reuse detection, revocation).

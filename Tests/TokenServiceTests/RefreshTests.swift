@@ -1,5 +1,5 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import ProtoCodec
 import Testing
 import TokenCore

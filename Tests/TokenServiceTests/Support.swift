@@ -1,8 +1,9 @@
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import Synchronization
 import TokenCore
 @testable import TokenService
+import RPCRouting
 
 /// A clock tests move by hand.
 final class TestClock: Sendable {

@@ -8,10 +8,11 @@
 import Benchmark
 import Foundation
 import Synchronization
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import IdentityCore
 import IdentityService
+import RPCRouting
 
 let userCount = 10_000
 let bigUserCount = 1_000_000

@@ -5,9 +5,10 @@
 // path, or it is looked up in ../.build/release.
 import Benchmark
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import ZeroMQ
+import RPCRouting
 
 struct EchoMessage: Codable, Sendable {
     var text: String

@@ -8,11 +8,12 @@
 // one RPC out, and an ES256 signature. 64 sessions refresh concurrently, each along its own chain.
 import Benchmark
 import Foundation
-import GatehouseProtocol
+import GatehouseContracts
 import GatehouseRPC
 import Synchronization
 import TokenCore
 import TokenService
+import RPCRouting
 
 let issuer = "https://auth.bench", audience = "app"
 

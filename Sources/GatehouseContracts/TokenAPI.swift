@@ -1,8 +1,7 @@
 import Foundation
-import GatehouseProtocol
 
 // Wire messages of the token service (proto/token.proto). `token.issueSession` and its
-// messages live in GatehouseProtocol (`ServiceContracts`), shared with the identity service.
+// messages are in ServiceContracts.swift, shared with the identity service.
 
 /// `token.refresh` request.
 public struct RefreshRequest: Codable, Sendable, Hashable {
@@ -207,13 +206,4 @@ public enum TokenAPI {
     public enum Topic {
         public static let sessionRevoked = "session.revoked"
     }
-}
-
-extension ErrorCode {
-    public static let invalidRefreshToken: ErrorCode = "invalid_refresh_token"
-    public static let refreshTokenReused: ErrorCode = "refresh_token_reused"
-    public static let sessionExpired: ErrorCode = "session_expired"
-    public static let sessionRevoked: ErrorCode = "session_revoked"
-    public static let invalidToken: ErrorCode = "invalid_token"
-    public static let tokenExpired: ErrorCode = "token_expired"
 }

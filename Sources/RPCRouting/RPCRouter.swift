@@ -1,5 +1,6 @@
 import Logging
 import ProtoCodec
+import GatehouseContracts
 
 /// What a handler knows about the call it is serving.
 public struct RPCContext: Sendable {

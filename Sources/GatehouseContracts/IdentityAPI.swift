@@ -1,5 +1,4 @@
 import Foundation
-import GatehouseProtocol
 
 // Wire messages of the identity service. Field numbers are the CodingKey values and match
 // proto/identity.proto field for field. proto3: an Optional is absent when nil.
@@ -21,18 +20,22 @@ public struct User: Codable, Sendable, Hashable {
     public var version: Int64
     public var disabled: Bool
 
-    public init(_ record: UserRecord) {
-        id = record.id.rawValue
-        email = record.email ?? ""
-        emailVerified = record.emailVerified
-        displayName = record.displayName ?? ""
-        photoURL = record.photoURL ?? ""
-        isAnonymous = record.isAnonymous
-        createdAt = record.createdAt
-        lastSignInAt = record.lastSignInAt
-        settingsJSON = record.settingsJSON
-        version = record.version
-        disabled = record.disabled
+    public init(
+        id: String, email: String = "", emailVerified: Bool = false, displayName: String = "", photoURL: String = "",
+        isAnonymous: Bool = false, createdAt: Date, lastSignInAt: Date? = nil, settingsJSON: String = "{}",
+        version: Int64 = 1, disabled: Bool = false
+    ) {
+        self.id = id
+        self.email = email
+        self.emailVerified = emailVerified
+        self.displayName = displayName
+        self.photoURL = photoURL
+        self.isAnonymous = isAnonymous
+        self.createdAt = createdAt
+        self.lastSignInAt = lastSignInAt
+        self.settingsJSON = settingsJSON
+        self.version = version
+        self.disabled = disabled
     }
 
     enum CodingKeys: Int, CodingKey {

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import TokenCore
+import GatehouseSupport
 
 @Suite("Base64URL")
 struct Base64URLTests {

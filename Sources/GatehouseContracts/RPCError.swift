@@ -48,24 +48,4 @@ public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, Expressi
         try c.encode(rawValue)
     }
     public var description: String { rawValue }
-
-    // Transport-level codes shared by every service.
-    /// Something failed that the caller cannot fix; details are in the server's log.
-    public static let `internal`: ErrorCode = "internal"
-    /// The method name is not served by this server.
-    public static let unimplemented: ErrorCode = "unimplemented"
-    /// The request's protocol version is not supported.
-    public static let unsupportedVersion: ErrorCode = "unsupported_version"
-    /// The call did not finish before its deadline.
-    public static let deadlineExceeded: ErrorCode = "deadline_exceeded"
-    /// The call was cancelled by the caller.
-    public static let cancelled: ErrorCode = "cancelled"
-    /// The service could not be reached or is shutting down.
-    public static let unavailable: ErrorCode = "unavailable"
-    /// The service is at capacity; retry later.
-    public static let overloaded: ErrorCode = "overloaded"
-    /// The request or its body did not decode.
-    public static let malformedRequest: ErrorCode = "malformed_request"
-    /// A field's value is not acceptable.
-    public static let invalidArgument: ErrorCode = "invalid_argument"
 }

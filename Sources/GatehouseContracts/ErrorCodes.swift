@@ -1,0 +1,63 @@
+/// Every stable error code of the protocol (`gatehouse.v1.Error.code`), in one table. The
+/// gateway maps each to an HTTP status and problem type (`Gateway/ErrorTable.swift`).
+extension ErrorCode {
+    // Transport-level codes shared by every service.
+    /// Something failed that the caller cannot fix; details are in the server's log.
+    public static let `internal`: ErrorCode = "internal"
+    /// The method name is not served by this server.
+    public static let unimplemented: ErrorCode = "unimplemented"
+    /// The request's protocol version is not supported.
+    public static let unsupportedVersion: ErrorCode = "unsupported_version"
+    /// The call did not finish before its deadline.
+    public static let deadlineExceeded: ErrorCode = "deadline_exceeded"
+    /// The call was cancelled by the caller.
+    public static let cancelled: ErrorCode = "cancelled"
+    /// The service could not be reached or is shutting down.
+    public static let unavailable: ErrorCode = "unavailable"
+    /// The service is at capacity; retry later.
+    public static let overloaded: ErrorCode = "overloaded"
+    /// The request or its body did not decode.
+    public static let malformedRequest: ErrorCode = "malformed_request"
+    /// A field's value is not acceptable.
+    public static let invalidArgument: ErrorCode = "invalid_argument"
+    /// The caller sent too many requests; retry after a while.
+    public static let rateLimited: ErrorCode = "rate_limited"
+
+    // Identity service (proto/identity.proto).
+    /// The email address is not syntactically acceptable.
+    public static let invalidEmail: ErrorCode = "invalid_email"
+    /// The password breaks the policy; `details["reasons"]` lists why (comma-separated codes).
+    public static let weakPassword: ErrorCode = "weak_password"
+    /// Another user already has this email address (compared case-insensitively).
+    public static let emailExists: ErrorCode = "email_exists"
+    /// The email and password do not match a user. Says nothing about which one is wrong.
+    public static let invalidCredentials: ErrorCode = "invalid_credentials"
+    /// The user exists but is disabled.
+    public static let userDisabled: ErrorCode = "user_disabled"
+    /// No user has this id.
+    public static let userNotFound: ErrorCode = "user_not_found"
+    /// `expectedVersion` does not match the stored version; `details["currentVersion"]` has it.
+    public static let versionConflict: ErrorCode = "version_conflict"
+
+    // Token service (proto/token.proto).
+    /// The refresh token is unknown, malformed or of an ended session.
+    public static let invalidRefreshToken: ErrorCode = "invalid_refresh_token"
+    /// A superseded refresh token was presented again: its whole session is now revoked.
+    public static let refreshTokenReused: ErrorCode = "refresh_token_reused"
+    /// The session passed its absolute lifetime or idle timeout.
+    public static let sessionExpired: ErrorCode = "session_expired"
+    /// The session was signed out or revoked.
+    public static let sessionRevoked: ErrorCode = "session_revoked"
+    /// The access token does not verify (signature, issuer, audience, key, form).
+    public static let invalidToken: ErrorCode = "invalid_token"
+    /// The access token is past its `exp`.
+    public static let tokenExpired: ErrorCode = "token_expired"
+
+    /// Every code above: the gateway's error table must map each one (a test checks it).
+    public static let all: [ErrorCode] = [
+        .internal, .unimplemented, .unsupportedVersion, .deadlineExceeded, .cancelled, .unavailable, .overloaded,
+        .malformedRequest, .invalidArgument, .rateLimited,
+        .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
+        .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
+    ]
+}
