@@ -99,7 +99,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "GatehouseContracts", "GatehouseSupport",
+                "GatehouseContracts", "GatehouseSupport", "RPCRouting",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -288,7 +288,8 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "GatehouseContracts", "GatehouseSupport",
+                "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
+                "ProtoCodec",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -72,10 +72,16 @@ public struct GatewayRole: Sendable {
         let identity = try RPCClient(configuration: identityConfiguration, logger: logger)
         let tokens = try RPCClient(configuration: tokenConfiguration, logger: logger)
         let metrics = GatewayMetrics()
-        let backend = RPCGatewayBackend(
-            identity: identity, tokens: tokens, tokenEventsEndpoint: settings.tokenEventsURL,
-            tokenEventsCurve: curve?.client(of: curve?.tokenServerKey), metrics: metrics, logger: logger)
-        let application = buildGateway(configuration: settings.gateway, backend: backend, logger: logger, metrics: metrics)
+        let eventsURL = settings.tokenEventsURL
+        let eventsCurve = curve?.client(of: curve?.tokenServerKey)
+        // Every call carries a deadline: the clients' default timeout, which is the gateway's
+        // request timeout (`GATEHOUSE_RPC_TIMEOUT_MS`), or a shorter one given per call.
+        let services = GatewayServices(
+            identity: TimedCaller(identity, service: "identity", metrics: metrics),
+            tokens: TimedCaller(tokens, service: "token", metrics: metrics),
+            revocations: { RevocationSubscription.stream(endpoint: eventsURL, curve: eventsCurve, logger: logger) },
+            enforcesDeadlines: true)
+        let application = buildGateway(configuration: settings.gateway, services: services, logger: logger, metrics: metrics)
         logger.info("gateway on http://\(settings.gateway.host):\(settings.gateway.port) → identity \(settings.identityURL), token \(settings.tokenURL)")
         return GatewayRole(application: application, identity: identity, tokens: tokens)
     }

@@ -41,12 +41,12 @@ struct BearerVerifier: Sendable {
         let now = clock.now()
         guard claims.iss == issuer, claims.aud.contains(audience) else { throw GatewayError.invalidToken() }
         if now.timeIntervalSince(claims.exp) > leeway {
-            throw GatewayError.invalidToken("token_expired", "The access token has expired.")
+            throw GatewayError.invalidToken(.tokenExpired, "The access token has expired.")
         }
         if claims.iat.timeIntervalSince(now) > leeway { throw GatewayError.invalidToken() }
         if let nbf = claims.nbf, nbf.timeIntervalSince(now) > leeway { throw GatewayError.invalidToken() }
         if revoked.contains(claims.sid, now: now) {
-            throw GatewayError.invalidToken("session_revoked", "The session has been revoked.")
+            throw GatewayError.invalidToken(.sessionRevoked, "The session has been revoked.")
         }
         return claims
     }

@@ -1,3 +1,4 @@
+import GatehouseContracts
 public import Hummingbird
 public import Logging
 
@@ -7,16 +8,16 @@ public import Logging
 ///
 /// - Parameters:
 ///   - configuration: bind address, limits, token issuer/audience, CORS origins.
-///   - backend: the identity and token services.
+///   - services: the identity and token services.
 ///   - logger: the access log and errors go here.
 ///   - metrics: the Prometheus registry served at `/metrics`; pass one to share it with the RPC adapters.
 public func buildGateway(
     configuration: GatewayConfiguration,
-    backend: some GatewayBackend,
+    services: GatewayServices,
     logger: Logger,
     metrics: GatewayMetrics = GatewayMetrics()
 ) -> some ApplicationProtocol {
-    makeGateway(configuration: configuration, backend: backend, logger: logger, metrics: metrics, clock: .system).application
+    makeGateway(configuration: configuration, services: services, logger: logger, metrics: metrics, clock: .system).application
 }
 
 /// The parts of a gateway, for tests.
@@ -29,13 +30,15 @@ struct GatewayParts {
 
 func makeGateway(
     configuration: GatewayConfiguration,
-    backend: some GatewayBackend,
+    services: GatewayServices,
     logger: Logger,
     metrics: GatewayMetrics,
     clock: GatewayClock
 ) -> GatewayParts {
     let jwks = JWKSCache(
-        fetch: { [timeout = configuration.requestTimeout] in try await withBackendTimeout(timeout) { try await backend.jwks() } },
+        fetch: { [timeout = configuration.requestTimeout] in
+            try await withBackendTimeout(timeout) { try await services.tokens.call(TokenAPI.jwks, Empty()).json }
+        },
         clock: clock, ttl: configuration.jwksCacheTTL,
         minRefetchInterval: configuration.jwksMinRefetchInterval)
     let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL, capacity: configuration.maxRevokedSessions)
@@ -43,7 +46,7 @@ func makeGateway(
         jwks: jwks, revoked: revoked, issuer: configuration.issuer, audience: configuration.audience,
         leeway: configuration.clockLeeway.seconds, clock: clock)
     let routes = GatewayRoutes(
-        backend: backend, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
+        services: services, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
         clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests))
 
     let endpoints = routes.endpoints()
@@ -57,7 +60,7 @@ func makeGateway(
         router.on(RouterPath(endpoint.path), method: endpoint.method, use: endpoint.handler)
     }
 
-    let feed = RevocationFeedService(subscribe: { backend.revocations() }, list: revoked, clock: clock, logger: logger)
+    let feed = RevocationFeedService(subscribe: services.revocations, list: revoked, clock: clock, logger: logger)
     let application = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),

@@ -62,89 +62,48 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
 extension GatewayError {
     static let realm = #"Bearer realm="gatehouse""#
 
-    static func malformed(_ detail: String) -> GatewayError {
-        GatewayError(.badRequest, code: "malformed_request", detail: detail)
+    /// The error for `code` with its status and headers from the error table.
+    init(_ code: ErrorCode, detail: String, reasons: [String]? = nil) {
+        let entry = ErrorTable.entry(code)
+        self.init(entry.status, code: code.rawValue, detail: detail, headers: entry.headers.fields, reasons: reasons)
     }
-    static func invalidArgument(_ detail: String) -> GatewayError {
-        GatewayError(.unprocessableContent, code: "invalid_argument", detail: detail)
+
+    static func malformed(_ detail: String) -> GatewayError { GatewayError(.malformedRequest, detail: detail) }
+    static func invalidArgument(_ detail: String) -> GatewayError { GatewayError(.invalidArgument, detail: detail) }
+    static let unsupportedMediaType = GatewayError(.unsupportedMediaType, detail: "The request body must be application/json.")
+    static func payloadTooLarge(_ limit: Int?) -> GatewayError {
+        GatewayError(
+            .payloadTooLarge, detail: limit.map { "The request body is larger than \($0) bytes." } ?? "The request body is too large.")
     }
-    static let unsupportedMediaType = GatewayError(
-        .unsupportedMediaType, code: "unsupported_media_type", detail: "The request body must be application/json.")
-    static func payloadTooLarge(_ limit: Int) -> GatewayError {
-        GatewayError(.contentTooLarge, code: "payload_too_large", detail: "The request body is larger than \(limit) bytes.")
-    }
-    static let notFound = GatewayError(.notFound, code: "not_found", detail: "No such resource.")
+    static let notFound = GatewayError(.notFound, detail: "No such resource.")
     static func methodNotAllowed(_ allow: [HTTPRequest.Method]) -> GatewayError {
         let allowed = allow.map(\.rawValue).sorted().joined(separator: ", ")
-        return GatewayError(
-            .methodNotAllowed, code: "method_not_allowed", detail: "Allowed methods: \(allowed).", headers: [.allow: allowed])
+        var error = GatewayError(.methodNotAllowed, detail: "Allowed methods: \(allowed).")
+        error.headers[.allow] = allowed
+        return error
     }
     /// No bearer token at all (RFC 6750 §3.1: no error attribute).
-    static let missingToken = GatewayError(
-        .unauthorized, code: "unauthenticated", detail: "A bearer token is required.", headers: [.wwwAuthenticate: realm])
+    static let missingToken = GatewayError(.unauthenticated, detail: "A bearer token is required.")
     /// A presented token that cannot be used.
-    static func invalidToken(_ code: String = "invalid_token", _ detail: String = "The access token is invalid.") -> GatewayError {
-        GatewayError(
-            .unauthorized, code: code, detail: detail,
-            headers: [.wwwAuthenticate: #"\#(realm), error="invalid_token""#])
+    static func invalidToken(_ code: ErrorCode = .invalidToken, _ detail: String = "The access token is invalid.") -> GatewayError {
+        GatewayError(code, detail: detail)
     }
-    static let originNotAllowed = GatewayError(.forbidden, code: "origin_not_allowed", detail: "This origin may not call the API.")
-    static let serviceUnavailable = GatewayError(
-        .serviceUnavailable, code: "service_unavailable", detail: "The service is unavailable; try again.",
-        headers: [.retryAfter: "1"])
-    static let `internal` = GatewayError(.internalServerError, code: "internal", detail: "Internal error.")
+    static let originNotAllowed = GatewayError(.originNotAllowed, detail: "This origin may not call the API.")
+    static let serviceUnavailable = GatewayError(.serviceUnavailable, detail: "The service is unavailable; try again.")
+    static let `internal` = GatewayError(.internal, detail: "Internal error.")
 }
 
 // MARK: Service errors
 
 extension GatewayError {
-    /// Maps a service error to its HTTP form.
-    ///
-    /// | code | status |
-    /// |---|---|
-    /// | `malformed_request` | 400 |
-    /// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
-    /// | `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"`, fixed detail |
-    /// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
-    /// | `user_disabled` | 403 |
-    /// | `user_not_found` | 404 |
-    /// | `email_exists`, `version_conflict` | 409 |
-    /// | `rate_limited` | 429, `Retry-After` |
-    /// | `overloaded` | 503 `overloaded`, `Retry-After` |
-    /// | `unavailable`, `deadline_exceeded`, `cancelled` | 503 `service_unavailable`, `Retry-After` |
-    /// | `internal` and any other code | 500 `internal`, generic detail |
+    /// Maps a service error to its HTTP form through the error table: the status and headers of
+    /// its code, the service's message unless the table fixes one, and the public code (transport
+    /// failures all read `service_unavailable`; a code the table does not know, `internal`).
     public init(_ rpc: RPCError) {
-        let code = rpc.code.rawValue
-        switch code {
-        case "malformed_request":
-            self.init(.badRequest, code: code, detail: rpc.message)
-        case "invalid_argument", "invalid_email":
-            self.init(.unprocessableContent, code: code, detail: rpc.message)
-        case "weak_password":
-            self.init(.unprocessableContent, code: code, detail: rpc.message, reasons: Self.reasons(rpc.details))
-        case "invalid_credentials":
-            // Same body for an unknown email and a wrong password: never echo the service's text.
-            self.init(
-                .unauthorized, code: code, detail: "The email or password is incorrect.",
-                headers: [.wwwAuthenticate: Self.realm])
-        case "invalid_token", "token_expired", "invalid_refresh_token", "refresh_token_reused", "session_expired",
-            "session_revoked":
-            self = .invalidToken(code, rpc.message)
-        case "user_disabled":
-            self.init(.forbidden, code: code, detail: rpc.message)
-        case "user_not_found":
-            self.init(.notFound, code: code, detail: rpc.message)
-        case "email_exists", "version_conflict":
-            self.init(.conflict, code: code, detail: rpc.message)
-        case "rate_limited":
-            self.init(.tooManyRequests, code: code, detail: rpc.message, headers: [.retryAfter: "1"])
-        case "overloaded":
-            self.init(.serviceUnavailable, code: code, detail: "The service is busy; try again.", headers: [.retryAfter: "1"])
-        case "unavailable", "deadline_exceeded", "cancelled":
-            self = .serviceUnavailable
-        default:
-            self = .internal
-        }
+        let entry = ErrorTable.entry(rpc.code)
+        let code = entry.publicCode ?? rpc.code
+        let reasons = rpc.code == .weakPassword ? Self.reasons(rpc.details) : nil
+        self.init(entry.status, code: code.rawValue, detail: entry.detail ?? rpc.message, headers: entry.headers.fields, reasons: reasons)
     }
 
     /// `weak_password` reasons: `details["reasons"]` as a comma-separated list, else the detail values.

@@ -1,5 +1,6 @@
 import CoreMetrics
 import Foundation
+import GatehouseContracts
 public import Prometheus
 import Synchronization
 
@@ -118,18 +119,18 @@ public final class GatewayMetrics: Sendable {
 
     /// Sets the hashing-pool gauges from the identity service's latest figures; with nil (the
     /// service did not answer) `gatehouse_identity_up` drops to 0 and the last figures stay.
-    func recordHashPool(_ stats: HashPoolStats?) {
+    func recordHashPool(_ stats: IdentityStats?) {
         func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
             registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "identity", metricName: name, helpText: help))
         }
         gauge("stats_up", "1 when the identity service answered the last stats call of a scrape, else 0.").set(Int64(stats == nil ? 0 : 1))
         guard let stats else { return }
-        gauge("hash_pool_queue_depth", "Password-hash jobs waiting for a hashing thread.").set(Int64(stats.queueDepth))
-        gauge("hash_pool_queue_limit", "Most hash jobs allowed to wait; past it sign-up and sign-in answer 503 overloaded.").set(Int64(stats.queueLimit))
-        gauge("hash_pool_busy_workers", "Hashing threads running a job.").set(Int64(stats.busyWorkers))
-        gauge("hash_pool_workers", "Hashing threads.").set(Int64(stats.workers))
-        gauge("hash_pool_completed_jobs", "Hash jobs finished since the identity service started.").set(Int64(stats.completed))
-        gauge("hash_pool_rejected_jobs", "Hash jobs refused (overloaded) since the identity service started.").set(Int64(stats.rejected))
+        gauge("hash_pool_queue_depth", "Password-hash jobs waiting for a hashing thread.").set(Int64(stats.hashQueueDepth))
+        gauge("hash_pool_queue_limit", "Most hash jobs allowed to wait; past it sign-up and sign-in answer 503 overloaded.").set(Int64(stats.hashQueueLimit))
+        gauge("hash_pool_busy_workers", "Hashing threads running a job.").set(Int64(stats.hashBusyWorkers))
+        gauge("hash_pool_workers", "Hashing threads.").set(Int64(stats.hashWorkers))
+        gauge("hash_pool_completed_jobs", "Hash jobs finished since the identity service started.").set(Int64(stats.hashCompleted))
+        gauge("hash_pool_rejected_jobs", "Hash jobs refused (overloaded) since the identity service started.").set(Int64(stats.hashRejected))
     }
 
     /// The Prometheus text exposition.

@@ -6,10 +6,11 @@ import Hummingbird
 import Logging
 import NIOCore
 import GatehouseSupport
+import RPCRouting
 
-/// The HTTP API: each handler validates input at the edge and makes one backend call.
-struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
-    let backend: Backend
+/// The HTTP API: each handler validates input at the edge and makes one call of the contract.
+struct GatewayRoutes: Sendable {
+    let services: GatewayServices
     let configuration: GatewayConfiguration
     let verifier: BearerVerifier
     let jwks: JWKSCache
@@ -90,7 +91,7 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     // MARK: Accounts and sessions
 
     @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        guard passwordRequests.acquire() else { throw GatewayError(RPCError(.overloaded, "too many password requests in flight")) }
+        guard passwordRequests.acquire() else { throw GatewayError(.overloaded, detail: ErrorTable.busy) }
         defer { passwordRequests.release() }
         var request = request
         let (body, _) = try await request.decodeJSON(SignUpBody.self, limit: configuration.maxBodySize)
@@ -98,34 +99,31 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
         try Self.validatePassword(body.password)
         if let name = body.displayName { try Self.validateDisplayName(name) }
         let client = clientInfo(request, context)
-        let (user, session) = try await call {
-            try await backend.signUp(email: body.email, password: body.password, displayName: body.displayName, client: client)
-        }
-        return Self.json(.created, Self.userAndSession(user, session), noStore: true)
+        let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: client)
+        let reply = try await call(services.identity, IdentityAPI.signUp, signUp)
+        return Self.json(.created, reply.json, noStore: true)
     }
 
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        guard passwordRequests.acquire() else { throw GatewayError(RPCError(.overloaded, "too many password requests in flight")) }
+        guard passwordRequests.acquire() else { throw GatewayError(.overloaded, detail: ErrorTable.busy) }
         defer { passwordRequests.release() }
         var request = request
         let (body, _) = try await request.decodeJSON(SignInBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
         try Self.validatePassword(body.password)
         let client = clientInfo(request, context)
-        let (user, session) = try await call {
-            try await backend.signIn(email: body.email, password: body.password, client: client)
-        }
-        return Self.json(.ok, Self.userAndSession(user, session), noStore: true)
+        let reply = try await call(services.identity, IdentityAPI.signIn, SignInRequest(email: body.email, password: body.password, client: client))
+        return Self.json(.ok, reply.json, noStore: true)
     }
 
     @Sendable func refresh(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         var request = request
         let (body, _) = try await request.decodeJSON(RefreshBody.self, limit: configuration.maxBodySize)
         guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
-            throw GatewayError(RPCError("invalid_refresh_token", "The refresh token is invalid."))
+            throw GatewayError(.invalidRefreshToken, detail: "The refresh token is invalid.")
         }
         let client = clientInfo(request, context)
-        let session = try await call { try await backend.refresh(refreshToken: body.refreshToken, client: client) }
+        let session = try await call(services.tokens, TokenAPI.refresh, RefreshRequest(refreshToken: body.refreshToken, client: client))
         var w = JSONObjectWriter()
         w.raw("session", session.json)
         return Self.json(.ok, w.finish(), noStore: true)
@@ -133,14 +131,14 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
 
     @Sendable func signOut(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        try await call { try await backend.revokeSession(sessionID: claims.sid) }
+        _ = try await call(services.tokens, TokenAPI.revokeSession, RevokeSessionRequest(sessionID: claims.sid, reason: "sign_out"))
         revoked.insert(claims.sid, now: clock.now())
         return Response(status: .noContent)
     }
 
     @Sendable func signOutEverywhere(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        try await call { try await backend.revokeAllSessions(userID: claims.sub) }
+        _ = try await call(services.tokens, TokenAPI.revokeAllSessions, UserSessionsRequest(userID: claims.sub, reason: "sign_out_everywhere"))
         revoked.insert(claims.sid, now: clock.now())
         return Response(status: .noContent)
     }
@@ -149,7 +147,7 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
 
     @Sendable func getMe(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        let user = try await call { try await backend.getUser(id: claims.sub) }
+        let user = try await call(services.identity, IdentityAPI.getUser, UserIDRequest(userID: claims.sub))
         return Self.json(.ok, user.json, noStore: true)
     }
 
@@ -172,11 +170,8 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
             }
             settingsJSON = String(decoding: data, as: UTF8.self)
         }
-        let settings = settingsJSON
-        let user = try await call {
-            try await backend.updateProfile(
-                id: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsJSON: settings)
-        }
+        let update = UpdateProfileRequest(userID: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsJSON: settingsJSON)
+        let user = try await call(services.identity, IdentityAPI.updateProfile, update)
         return Self.json(.ok, user.json, noStore: true)
     }
 
@@ -184,11 +179,8 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
         var request = request
         let (body, _) = try await request.decodeJSON(PasswordBody.self, limit: configuration.maxBodySize)
         try Self.validatePassword(body.password)
-        let view = try await call { try await backend.passwordStrength(password: body.password) }
-        var w = JSONObjectWriter()
-        w.int("score", view.score)
-        w.strings("feedback", view.feedback)
-        return Self.json(.ok, w.finish(), noStore: true)
+        let strength = try await call(services.identity, IdentityAPI.passwordStrength, PasswordStrengthRequest(password: body.password))
+        return Self.json(.ok, strength.json, noStore: true)
     }
 
     // MARK: Discovery and operations
@@ -196,7 +188,7 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     @Sendable func jwksDocument(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let document: String
         do {
-            document = try await call { try await jwks.currentDocument() }
+            document = try await bounded { try await jwks.currentDocument() }
         } catch {
             context.logger.warning("JWKS unavailable", metadata: ["error": .string("\(error)")])
             throw GatewayError.serviceUnavailable
@@ -226,7 +218,7 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     }
 
     @Sendable func readyz(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let ready = (try? await call { await backend.ready() }) ?? false
+        let ready = (try? await bounded { await services.ready() }) ?? false
         return ready
             ? Self.json(.ok, Array(#"{"status":"ready"}"#.utf8), noStore: true)
             : Self.json(.serviceUnavailable, Array(#"{"status":"not_ready"}"#.utf8), noStore: true)
@@ -235,7 +227,7 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
     @Sendable func metricsText(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         // The hashing pool lives in the identity service: ask it now, within a short bound, so a
         // scrape is never held up by a service that is down.
-        let stats = try? await withBackendTimeout(.milliseconds(250)) { await backend.hashPoolStats() }
+        let stats = try? await withBackendTimeout(.milliseconds(250)) { await services.hashPoolStats() }
         metrics.recordHashPool(stats)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
@@ -252,10 +244,16 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
         try await verifier.verify(authorization: request.headers[.authorization])
     }
 
-    /// Calls the backend with the configured timeout; a timeout becomes `deadline_exceeded`.
-    /// A backend whose calls carry that deadline themselves is called directly.
-    func call<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
-        if backend.enforcesDeadlines { return try await operation() }
+    /// One call of the contract on `service`, within the configured timeout.
+    func call<Req, Res>(_ service: any RPCCaller, _ method: RPCMethod<Req, Res>, _ request: Req) async throws -> Res {
+        if services.enforcesDeadlines { return try await service.call(method, request) }
+        return try await withBackendTimeout(configuration.requestTimeout) { try await service.call(method, request) }
+    }
+
+    /// Runs `operation` within the configured timeout (a timeout becomes `deadline_exceeded`),
+    /// unless every call it makes already carries that deadline.
+    func bounded<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        if services.enforcesDeadlines { return try await operation() }
         return try await withBackendTimeout(configuration.requestTimeout, operation)
     }
 
@@ -273,7 +271,7 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
 
     static func validateEmail(_ email: String) throws {
         guard !email.isEmpty, email.utf8.count <= 254 else {
-            throw GatewayError(RPCError("invalid_email", "`email` must be 1 to 254 bytes."))
+            throw GatewayError(.invalidEmail, detail: "`email` must be 1 to 254 bytes.")
         }
     }
 
@@ -285,13 +283,6 @@ struct GatewayRoutes<Backend: GatewayBackend>: Sendable {
 
     static func validateDisplayName(_ name: String) throws {
         guard name.count <= 256 else { throw GatewayError.invalidArgument("`displayName` must be at most 256 characters.") }
-    }
-
-    static func userAndSession(_ user: UserView, _ session: SessionTokens) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.raw("user", user.json)
-        w.raw("session", session.json)
-        return w.finish()
     }
 
     static func json(_ status: HTTPResponse.Status, _ bytes: [UInt8], noStore: Bool = false) -> Response {

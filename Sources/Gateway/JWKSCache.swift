@@ -3,7 +3,7 @@ import GatehouseContracts
 import JWTKit
 import Synchronization
 
-/// The token service's public keys, fetched from `backend.jwks()`.
+/// The token service's public keys, fetched from `token.jwks`.
 ///
 /// - The document is served from cache for `ttl`, then fetched again.
 /// - A token with an unknown `kid` causes a fetch, at most once per `minRefetchInterval`
@@ -26,7 +26,7 @@ actor JWKSCache {
     private var lastUnknownKIDFetch: Date?
     private var lastStaleFetch: Date?
     private var inflight: Task<KeySet, any Error>?
-    /// How many times the backend was asked for the JWKS (for tests and metrics).
+    /// How many times the token service was asked for the JWKS (for tests and metrics).
     private(set) var fetchCount = 0
 
     /// The installed keys, readable without entering the actor: every request looks its key

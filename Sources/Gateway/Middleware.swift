@@ -188,7 +188,7 @@ struct RouteTable: Sendable {
                 e.status, code: e.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"),
                 detail: e.body ?? e.status.reasonPhrase, headers: e.headers)
         case is NIOTooManyBytesError:
-            problem = GatewayError(.contentTooLarge, code: "payload_too_large", detail: "The request body is too large.")
+            problem = .payloadTooLarge(nil)
         case is CancellationError:
             problem = .serviceUnavailable
         default:

@@ -2,7 +2,7 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// Consumes the backend's revoked-session feed into the `RevocationList`, resubscribing (after a
+/// Consumes the token service's revoked-session feed into the `RevocationList`, resubscribing (after a
 /// second) whenever a stream ends, until graceful shutdown.
 struct RevocationFeedService: Service {
     let subscribe: @Sendable () -> AsyncStream<String>

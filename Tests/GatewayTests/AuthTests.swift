@@ -4,6 +4,8 @@ import Hummingbird
 import HummingbirdTesting
 import JWTKit
 import Testing
+import GatehouseContracts
+import RPCRouting
 
 @testable import Gateway
 import GatehouseSupport
@@ -29,7 +31,7 @@ import GatehouseSupport
     @Test func expiredTokenRefused() async throws {
         try await Harness.run { h in
             let (user, session) = try await h.signUp()
-            let old = try await h.backend.mint(
+            let old = try await h.services.signer.mint(
                 sub: user["id"] as! String, sid: "s1", issuedAt: h.clock.now.addingTimeInterval(-3600), ttl: 900)
             let r = try await h.request(.get, "/v1/me", token: old)
             try r.expectProblem(.unauthorized, "token_expired")
@@ -69,7 +71,7 @@ import GatehouseSupport
 
             // HS256 signed with the public key's text as secret (classic key-confusion attack).
             let hmac = JWTKeyCollection()
-            await hmac.add(hmac: HMACKey(from: try await h.backend.jwks()), digestAlgorithm: .sha256, kid: "key-1")
+            await hmac.add(hmac: HMACKey(from: try await LocalCaller(router: h.services.token.router()).call(TokenAPI.jwks, Empty()).json), digestAlgorithm: .sha256, kid: "key-1")
             let claims = try await hmac.unverified(session["accessToken"] as! String, as: AccessTokenClaims.self)
             let hs = try await hmac.sign(claims, kid: "key-1")
             try await h.request(.get, "/v1/me", token: hs).expectProblem(.unauthorized, "invalid_token")
@@ -84,11 +86,11 @@ import GatehouseSupport
         try await Harness.run { h in
             let (user, _) = try await h.signUp()
             let id = user["id"] as! String
-            let wrongIssuer = try await h.backend.mint(sub: id, sid: "s", issuer: "https://auth.test/")
+            let wrongIssuer = try await h.services.signer.mint(sub: id, sid: "s", issuer: "https://auth.test/")
             try await h.request(.get, "/v1/me", token: wrongIssuer).expectProblem(.unauthorized, "invalid_token")
-            let wrongAudience = try await h.backend.mint(sub: id, sid: "s", audience: "gatehouse-test-2")
+            let wrongAudience = try await h.services.signer.mint(sub: id, sid: "s", audience: "gatehouse-test-2")
             try await h.request(.get, "/v1/me", token: wrongAudience).expectProblem(.unauthorized, "invalid_token")
-            let fine = try await h.backend.mint(sub: id, sid: "s")
+            let fine = try await h.services.signer.mint(sub: id, sid: "s")
             #expect(try await h.request(.get, "/v1/me", token: fine).status == .ok)
         }
     }
@@ -98,26 +100,26 @@ import GatehouseSupport
             let (user, session) = try await h.signUp()
             let id = user["id"] as! String
             #expect(try await h.request(.get, "/v1/me", token: session["accessToken"] as? String).status == .ok)
-            #expect(h.backend.jwksCalls == 1)
+            #expect(h.services.calls(to: TokenAPI.jwks) == 1)
 
             // The token service rotates to a new published key: one refetch, then accepted.
-            await h.backend.addSigningKey(kid: "key-2", publish: true)
-            let rotated = try await h.backend.mint(sub: id, sid: "s2")
+            await h.services.signer.addSigningKey(kid: "key-2", publish: true)
+            let rotated = try await h.services.signer.mint(sub: id, sid: "s2")
             #expect(try await h.request(.get, "/v1/me", token: rotated).status == .ok)
-            #expect(h.backend.jwksCalls == 2)
+            #expect(h.services.calls(to: TokenAPI.jwks) == 2)
             #expect(try await h.request(.get, "/v1/me", token: rotated).status == .ok)
-            #expect(h.backend.jwksCalls == 2)
+            #expect(h.services.calls(to: TokenAPI.jwks) == 2)
 
             // An unpublished kid: refused, and within 5 s no further fetch however many tries.
-            await h.backend.addSigningKey(kid: "key-3", publish: false)
-            let unknown = try await h.backend.mint(sub: id, sid: "s3")
+            await h.services.signer.addSigningKey(kid: "key-3", publish: false)
+            let unknown = try await h.services.signer.mint(sub: id, sid: "s3")
             for _ in 0..<5 {
                 try await h.request(.get, "/v1/me", token: unknown).expectProblem(.unauthorized, "invalid_token")
             }
-            #expect(h.backend.jwksCalls == 2)
+            #expect(h.services.calls(to: TokenAPI.jwks) == 2)
             h.clock.advance(6)
             try await h.request(.get, "/v1/me", token: unknown).expectProblem(.unauthorized, "invalid_token")
-            #expect(h.backend.jwksCalls == 3)
+            #expect(h.services.calls(to: TokenAPI.jwks) == 3)
         }
     }
 
@@ -130,7 +132,7 @@ import GatehouseSupport
             // The feed consumer subscribes asynchronously: publish until the gateway has seen it.
             var refused = false
             for _ in 0..<100 where !refused {
-                h.backend.emitRevocation(claims.sid)
+                h.services.emitRevocation(claims.sid)
                 try await Task.sleep(for: .milliseconds(20))
                 refused = try await h.request(.get, "/v1/me", token: token).status == .unauthorized
             }

@@ -9,10 +9,10 @@ import Testing
 
 @testable import Gateway
 
-/// A gateway over a `MemoryBackend`, driven through HummingbirdTesting.
+/// A gateway over the real services in process (`InProcessServices`), driven through HummingbirdTesting.
 struct Harness {
     let client: any TestClientProtocol
-    let backend: MemoryBackend
+    let services: InProcessServices
     let parts: GatewayParts
     let clock: TestClock
     let metrics: GatewayMetrics
@@ -30,14 +30,15 @@ struct Harness {
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
         let clock = TestClock()
-        let backend = await MemoryBackend(now: { [clock] in clock.now })
+        let services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
+        await services.signer.addSigningKey(kid: "test-key-1", publish: true)
         let metrics = GatewayMetrics()
         var logger = Logger(label: "gateway-test")
         logger.logLevel = .warning
         let parts = makeGateway(
-            configuration: configuration(configure), backend: backend, logger: logger, metrics: metrics, clock: clock.gatewayClock)
+            configuration: configuration(configure), services: services.gatewayServices, logger: logger, metrics: metrics, clock: clock.gatewayClock)
         try await parts.application.test(framework) { client in
-            try await test(Harness(client: client, backend: backend, parts: parts, clock: clock, metrics: metrics))
+            try await test(Harness(client: client, services: services, parts: parts, clock: clock, metrics: metrics))
         }
     }
 

@@ -150,10 +150,27 @@ import GatehouseSupport
         }
     }
 
+    @Test func userViewIsBuiltFromTheContractInOnePlace() throws {
+        let user = User(
+            id: "u1", email: "ada@example.com", displayName: "", photoURL: "https://x.example/a.png",
+            createdAt: Date(timeIntervalSince1970: 1_700_000_000), settingsJSON: #" {"theme":"dark","n":1.50} "#)
+        let text = String(decoding: user.json, as: UTF8.self)
+        // Raw settings JSON is written byte for byte (note `1.50`), trimmed of whitespace.
+        #expect(text.contains(#""settings":{"theme":"dark","n":1.50}"#))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(user.json)) as? [String: Any])
+        #expect(object["displayName"] is NSNull)
+        #expect(object["photoURL"] as? String == "https://x.example/a.png")
+        #expect(object["lastSignInAt"] is NSNull)
+        #expect(object["createdAt"] as? String == "2023-11-14T22:13:20Z")
+        #expect(Set(object.keys) == [
+            "id", "email", "emailVerified", "displayName", "photoURL", "isAnonymous", "createdAt", "lastSignInAt", "settings",
+        ])
+    }
+
     @Test func settingsAreTrimmedOfJSONWhitespace() {
-        #expect(UserView.trimmedJSON(" \n\t{\"a\":1}\r\n ") == Array(#"{"a":1}"#.utf8))
-        #expect(UserView.trimmedJSON("  ") == [])
-        #expect(UserView.trimmedJSON("") == [])
+        #expect(User.trimmedJSON(" \n\t{\"a\":1}\r\n ") == Array(#"{"a":1}"#.utf8))
+        #expect(User.trimmedJSON("  ") == [])
+        #expect(User.trimmedJSON("") == [])
     }
 
     @Test func headersOfOtherShapesStillParse() throws {

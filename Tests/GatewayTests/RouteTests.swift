@@ -5,6 +5,7 @@ import Hummingbird
 import HummingbirdTesting
 import Testing
 import CoreMetrics
+import Synchronization
 
 @testable import Gateway
 
@@ -17,8 +18,7 @@ import CoreMetrics
             #expect(r.status == .created)
             #expect(r.headers[.contentType] == "application/json; charset=utf-8")
             #expect(r.headers[.cacheControl] == "no-store")
-            // Raw settings JSON is passed through byte for byte (note `1.50`).
-            #expect(r.text.contains(#""settings":{"theme":"dark","n":1.50}"#))
+            #expect(r.text.contains(#""settings":{}"#))
             let body = try r.object()
             let user = try #require(body["user"] as? [String: Any])
             #expect(user["email"] as? String == "ada@example.com")
@@ -62,15 +62,20 @@ import CoreMetrics
             #expect(newSession["refreshToken"] as? String != refresh)
             #expect(try refreshed.object()["user"] == nil)
 
-            // Reusing the old refresh token is detected by the backend and mapped to 401.
+            // Reusing the old refresh token after the grace window is detected by the token service
+            // and mapped to 401.
+            h.clock.advance(11)
             let reused = try await h.request(.post, "/v1/sessions/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
             try reused.expectProblem(.unauthorized, "refresh_token_reused")
             #expect(reused.headers[.wwwAuthenticate] == #"Bearer realm="gatehouse", error="invalid_token""#)
 
-            let out = try await h.request(.delete, "/v1/sessions/current", token: access)
+            // Reuse revoked the session; sign out of a new one.
+            let again = try await h.request(.post, "/v1/sessions", json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)
+            let current = try #require(try again.object()["session"] as? [String: Any])["accessToken"] as? String
+            let out = try await h.request(.delete, "/v1/sessions/current", token: current)
             #expect(out.status == .noContent)
             // The gateway refuses the token of the session it just revoked, without waiting for the feed.
-            try await h.request(.get, "/v1/me", token: access).expectProblem(.unauthorized, "session_revoked")
+            try await h.request(.get, "/v1/me", token: current).expectProblem(.unauthorized, "session_revoked")
         }
     }
 
@@ -80,8 +85,9 @@ import CoreMetrics
             let r = try await h.request(.delete, "/v1/sessions", token: session["accessToken"] as? String)
             #expect(r.status == .noContent)
             let id = user["id"] as! String
-            let revoked = h.backend.state.withLock { s in s.revokedCalls.allSatisfy { s.sessions[$0]?.userID == id } && !s.revokedCalls.isEmpty }
-            #expect(revoked)
+            let sessions = try await h.services.token.listSessions(UserSessionsRequest(userID: id)).sessions
+            #expect(!sessions.isEmpty)
+            #expect(sessions.allSatisfy { $0.revokedAt != nil })
         }
     }
 
@@ -89,7 +95,13 @@ import CoreMetrics
         try await Harness.run { h in
             let r = try await h.request(.post, "/v1/password-strength", json: #"{"password":"abcdefgh"}"#)
             #expect(r.status == .ok)
-            #expect(r.text == #"{"score":2,"feedback":["Use a longer password."]}"#)
+            // The identity service's answer, as {score, feedback}.
+            let expected = h.services.identityHandlers.passwordStrength(PasswordStrengthRequest(password: "abcdefgh"))
+            #expect(!expected.reasons.isEmpty)
+            let body = try r.object()
+            #expect(body["score"] as? Int == Int(expected.score))
+            #expect(body["feedback"] as? [String] == expected.reasons.map(\.message))
+            #expect(body.count == 2)
         }
     }
 
@@ -98,7 +110,10 @@ import CoreMetrics
             let jwks = try await h.request(.get, "/.well-known/jwks.json")
             #expect(jwks.status == .ok)
             #expect(jwks.headers[.cacheControl] == "public, max-age=300")
-            #expect(jwks.text == (try await h.backend.jwks()))
+            let keys = try #require(try jwks.object()["keys"] as? [[String: Any]])
+            // The token service's key and the test signer's.
+            #expect(keys.count == 2)
+            #expect(keys.allSatisfy { $0["alg"] as? String == "ES256" && $0["kid"] is String })
 
             let oidc = try await h.request(.get, "/.well-known/openid-configuration")
             #expect(oidc.status == .ok)
@@ -112,8 +127,13 @@ import CoreMetrics
             #expect(health.text == #"{"status":"ok"}"#)
 
             #expect(try await h.request(.get, "/readyz").status == .ok)
-            h.backend.setReady(false)
+            h.services.fail(IdentityAPI.getUser, with: RPCError(.unavailable, "down"))
             #expect(try await h.request(.get, "/readyz").status == .serviceUnavailable)
+            h.services.fail(IdentityAPI.getUser, with: nil)
+            h.services.fail(TokenAPI.jwks, with: RPCError(.deadlineExceeded, "slow"))
+            #expect(try await h.request(.get, "/readyz").status == .serviceUnavailable)
+            h.services.fail(TokenAPI.jwks, with: nil)
+            #expect(try await h.request(.get, "/readyz").status == .ok)
 
             let api = try await h.request(.get, "/openapi.json")
             #expect(api.status == .ok)
@@ -123,20 +143,20 @@ import CoreMetrics
 
     @Test func jwksServedStaleWhileTokenServiceIsDown() async throws {
         try await Harness.run { h in
-            h.backend.setJWKSFails(true)
+            h.services.fail(TokenAPI.jwks, with: RPCError(.unavailable, "token service down"))
             try await h.request(.get, "/.well-known/jwks.json").expectProblem(.serviceUnavailable, "service_unavailable")
-            h.backend.setJWKSFails(false)
+            h.services.fail(TokenAPI.jwks, with: nil)
             let fresh = try await h.request(.get, "/.well-known/jwks.json")
             #expect(fresh.status == .ok)
-            h.backend.setJWKSFails(true)
+            h.services.fail(TokenAPI.jwks, with: RPCError(.unavailable, "token service down"))
             h.clock.advance(120)  // past the cache TTL
             let stale = try await h.request(.get, "/.well-known/jwks.json")
             #expect(stale.status == .ok)
             #expect(stale.text == fresh.text)
             // Tokens signed with known keys still verify while the token service is down.
-            h.backend.setJWKSFails(false)
+            h.services.fail(TokenAPI.jwks, with: nil)
             let (_, session) = try await h.signUp()
-            h.backend.setJWKSFails(true)
+            h.services.fail(TokenAPI.jwks, with: RPCError(.unavailable, "token service down"))
             #expect(try await h.request(.get, "/v1/me", token: session["accessToken"] as? String).status == .ok)
         }
     }
@@ -170,18 +190,20 @@ import CoreMetrics
     @Test func passwordRequestsPastTheGatewayBoundGetOverloadedAtOnce() async throws {
         try await Harness.run(configure: { $0.maxPasswordRequests = 2 }) { h in
             let body = #"{"email":"nobody@example.com","password":"whatever pw"}"#
-            h.backend.state.withLock { $0.holdSignIns = true }
+            let gate = Gate()
+            h.services.before(IdentityAPI.signIn) { await gate.wait() }
             async let first = h.request(.post, "/v1/sessions", json: body)
             async let second = h.request(.post, "/v1/sessions", json: body)
-            while h.backend.state.withLock({ $0.waitingSignIns }) < 2 { try await Task.sleep(for: .milliseconds(2)) }
+            try await gate.waitForWaiters(2)
             // Both places taken: the next sign-in and sign-up are refused without reaching the backend.
             for (path, json) in [("/v1/sessions", body), ("/v1/accounts", #"{"email":"new@example.com","password":"a fine long password"}"#)] {
                 let refused = try await h.request(.post, path, json: json)
                 _ = try refused.expectProblem(.serviceUnavailable, "overloaded")
                 #expect(refused.headers[.retryAfter] == "1")
             }
-            #expect(h.backend.state.withLock { $0.users.isEmpty })
-            h.backend.state.withLock { $0.holdSignIns = false }
+            #expect(h.services.calls(to: IdentityAPI.signUp) == 0)
+            #expect(h.services.calls(to: IdentityAPI.signIn) == 2)
+            gate.open()
             #expect(try await first.status == .unauthorized)
             #expect(try await second.status == .unauthorized)
             // The places are given back.
@@ -205,9 +227,9 @@ import CoreMetrics
 
     @Test func metricsAskTheIdentityServiceForTheHashPoolAtEachScrape() async throws {
         try await Harness.run { h in
-            h.backend.state.withLock {
-                $0.hashPool = HashPoolStats(workers: 2, busyWorkers: 2, queueDepth: 17, queueLimit: 64, completed: 120, rejected: 3)
-            }
+            let stats = Mutex(IdentityStats(
+                hashWorkers: 2, hashBusyWorkers: 2, hashQueueDepth: 17, hashQueueLimit: 64, hashCompleted: 120, hashRejected: 3))
+            h.services.override(IdentityAPI.stats) { _ in stats.withLock { $0 } }
             var text = try await h.request(.get, "/metrics").text
             #expect(text.contains("gatehouse_identity_stats_up 1"), "\(text)")
             #expect(text.contains("gatehouse_identity_hash_pool_queue_depth 17"))
@@ -217,11 +239,11 @@ import CoreMetrics
             #expect(text.contains("gatehouse_identity_hash_pool_completed_jobs 120"))
             #expect(text.contains("gatehouse_identity_hash_pool_rejected_jobs 3"))
             // The queue drains: the next scrape shows it.
-            h.backend.state.withLock { $0.hashPool?.queueDepth = 0 }
+            stats.withLock { $0.hashQueueDepth = 0 }
             text = try await h.request(.get, "/metrics").text
             #expect(text.contains("gatehouse_identity_hash_pool_queue_depth 0"))
             // The identity service stops answering: up drops to 0, the scrape still succeeds.
-            h.backend.state.withLock { $0.hashPool = nil }
+            h.services.fail(IdentityAPI.stats, with: RPCError(.unavailable, "down"))
             let r = try await h.request(.get, "/metrics")
             #expect(r.status == .ok)
             #expect(r.text.contains("gatehouse_identity_stats_up 0"))
@@ -233,13 +255,13 @@ import CoreMetrics
         let longAgent = String(repeating: "é", count: 300)  // 600 bytes
         try await Harness.run { h in
             _ = try await h.request(.post, "/v1/sessions", json: body, headers: [.userAgent: longAgent, .xForwardedFor: "203.0.113.9"])
-            let client = try #require(h.backend.state.withLock { $0.lastClient })
+            let client = try #require(h.services.lastRequest(IdentityAPI.signIn)?.client)
             #expect(client.userAgent == String(repeating: "é", count: 256))
             #expect(client.ip != "203.0.113.9")  // not trusted by default
         }
         try await Harness.run(configure: { $0.trustForwardedFor = true }) { h in
             _ = try await h.request(.post, "/v1/sessions", json: body, headers: [.xForwardedFor: "198.51.100.1, 203.0.113.9"])
-            #expect(h.backend.state.withLock { $0.lastClient }?.ip == "203.0.113.9")
+            #expect(h.services.lastRequest(IdentityAPI.signIn)?.client.ip == "203.0.113.9")
         }
     }
 
@@ -312,3 +334,27 @@ import CoreMetrics
 }
 
 typealias CoreMetricsTimer = CoreMetrics.Timer
+
+/// Holds callers until opened, counting those waiting (for tests that need requests in flight).
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiting: Int)>((false, 0))
+
+    /// Waits until `open()` (polling: a test helper, not a hot path).
+    func wait() async {
+        state.withLock { $0.waiting += 1 }
+        while !state.withLock({ $0.open }) { try? await Task.sleep(for: .milliseconds(1)) }
+        state.withLock { $0.waiting -= 1 }
+    }
+
+    /// Lets every waiter and later caller through.
+    func open() { state.withLock { $0.open = true } }
+
+    /// Returns once `count` callers wait; fails after 10 s.
+    func waitForWaiters(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while state.withLock({ $0.waiting }) < count {
+            guard ContinuousClock.now < deadline else { throw RPCError(.deadlineExceeded, "only \(state.withLock { $0.waiting }) waiting") }
+            try await Task.sleep(for: .milliseconds(1))
+        }
+    }
+}

@@ -1,31 +1,4 @@
 import Foundation
-import GatehouseContracts
-import GatehouseSupport
-extension UserView {
-    /// The user's JSON form.
-    var json: [UInt8] {
-        var w = JSONObjectWriter()
-        w.string("id", id)
-        w.string("email", email)
-        w.bool("emailVerified", emailVerified)
-        w.string("displayName", displayName)
-        w.string("photoURL", photoURL)
-        w.bool("isAnonymous", isAnonymous)
-        w.string("createdAt", ISO8601.format(createdAt))
-        w.string("lastSignInAt", lastSignInAt.map(ISO8601.format))
-        let settings = Self.trimmedJSON(settingsJSON)
-        w.raw("settings", settings.isEmpty ? Array("{}".utf8) : settings)
-        return w.finish()
-    }
-
-    /// The settings' bytes without leading or trailing JSON whitespace.
-    static func trimmedJSON(_ text: String) -> [UInt8] {
-        let bytes = Array(text.utf8)
-        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
-        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return [] }
-        return Array(bytes[first...last])
-    }
-}
 
 /// `Date.formatted(.iso8601)` (`2026-01-31T12:00:00Z`: UTC, whole seconds rounded down),
 /// written directly: the format style cost ~10 µs a date, two dates a user.
@@ -70,17 +43,5 @@ enum ISO8601 {
             out[19] = UInt8(ascii: "Z")
             return 20
         }
-    }
-}
-
-extension SessionTokens {
-    /// The `session` JSON form: `{accessToken, refreshToken, tokenType, expiresIn}`.
-    var json: [UInt8] {
-        var w = JSONObjectWriter()
-        w.string("accessToken", accessToken)
-        w.string("refreshToken", refreshToken)
-        w.string("tokenType", "Bearer")
-        w.int("expiresIn", Int(expiresIn))
-        return w.finish()
     }
 }

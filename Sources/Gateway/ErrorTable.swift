@@ -1,0 +1,126 @@
+public import GatehouseContracts
+public import HTTPTypes
+
+/// Codes the HTTP layer makes itself (they never cross an RPC link, so they are not in the
+/// contract). Each is in the error table like every service code.
+extension ErrorCode {
+    /// The request body is not `application/json`.
+    public static let unsupportedMediaType: ErrorCode = "unsupported_media_type"
+    /// The request body is over the size limit.
+    public static let payloadTooLarge: ErrorCode = "payload_too_large"
+    /// No such resource.
+    public static let notFound: ErrorCode = "not_found"
+    /// The path exists but not with this method (`Allow` lists those that do).
+    public static let methodNotAllowed: ErrorCode = "method_not_allowed"
+    /// No bearer token was presented.
+    public static let unauthenticated: ErrorCode = "unauthenticated"
+    /// The `Origin` is not in the allowed list.
+    public static let originNotAllowed: ErrorCode = "origin_not_allowed"
+    /// A service could not be reached in time; retry.
+    public static let serviceUnavailable: ErrorCode = "service_unavailable"
+}
+
+/// The one error table of the HTTP API: for every stable code, its HTTP status, the headers that
+/// go with it, whether the detail is fixed (so a service's text never leaks), and the code a
+/// client sees when it is not the code itself. The problem `type` is always
+/// `https://gatehouse.dev/errors/<code>` (`GatewayError.typeURI`).
+///
+/// | code | status |
+/// |---|---|
+/// | `malformed_request` | 400 |
+/// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
+/// | `unauthenticated`, `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"` |
+/// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
+/// | `user_disabled`, `origin_not_allowed` | 403 |
+/// | `user_not_found`, `not_found` | 404 |
+/// | `method_not_allowed` | 405, `Allow` |
+/// | `email_exists`, `version_conflict` | 409 |
+/// | `payload_too_large` | 413 |
+/// | `unsupported_media_type` | 415 |
+/// | `rate_limited` | 429, `Retry-After` |
+/// | `overloaded` | 503, `Retry-After` |
+/// | `service_unavailable` (and `unavailable`, `deadline_exceeded`, `cancelled`) | 503, `Retry-After` |
+/// | `internal` (and `unimplemented`, `unsupported_version`, and any unknown code) | 500, generic detail |
+public enum ErrorTable {
+    /// The extra headers of an error.
+    public enum Headers: Sendable {
+        case none
+        /// `WWW-Authenticate: Bearer realm="gatehouse"`.
+        case bearerChallenge
+        /// `WWW-Authenticate: Bearer realm="gatehouse", error="invalid_token"`.
+        case invalidTokenChallenge
+        /// `Retry-After: 1`.
+        case retryAfter
+
+        /// The header fields.
+        var fields: HTTPFields {
+            switch self {
+            case .none: return [:]
+            case .bearerChallenge: return [.wwwAuthenticate: GatewayError.realm]
+            case .invalidTokenChallenge: return [.wwwAuthenticate: #"\#(GatewayError.realm), error="invalid_token""#]
+            case .retryAfter: return [.retryAfter: "1"]
+            }
+        }
+    }
+
+    /// One row of the table.
+    public struct Entry: Sendable {
+        /// The HTTP status.
+        public var status: HTTPResponse.Status
+        /// Extra headers.
+        public var headers: Headers
+        /// A fixed detail replacing the service's message; nil keeps the message.
+        public var detail: String?
+        /// The code clients see instead of this one; nil: the code itself.
+        public var publicCode: ErrorCode?
+
+        init(_ status: HTTPResponse.Status, _ headers: Headers = .none, detail: String? = nil, publicCode: ErrorCode? = nil) {
+            self.status = status
+            self.headers = headers
+            self.detail = detail
+            self.publicCode = publicCode
+        }
+    }
+
+    static let busy = "The service is busy; try again."
+    static let unavailable = Entry(.serviceUnavailable, .retryAfter, detail: "The service is unavailable; try again.", publicCode: .serviceUnavailable)
+    static let `internal` = Entry(.internalServerError, detail: "Internal error.", publicCode: .internal)
+
+    /// Every code the HTTP API answers with, service codes and its own.
+    public static let entries: [ErrorCode: Entry] = [
+        .malformedRequest: Entry(.badRequest),
+        .invalidArgument: Entry(.unprocessableContent),
+        .invalidEmail: Entry(.unprocessableContent),
+        .weakPassword: Entry(.unprocessableContent),
+        // Same body for an unknown email and a wrong password: never echo the service's text.
+        .invalidCredentials: Entry(.unauthorized, .bearerChallenge, detail: "The email or password is incorrect."),
+        .unauthenticated: Entry(.unauthorized, .bearerChallenge),
+        .invalidToken: Entry(.unauthorized, .invalidTokenChallenge),
+        .tokenExpired: Entry(.unauthorized, .invalidTokenChallenge),
+        .invalidRefreshToken: Entry(.unauthorized, .invalidTokenChallenge),
+        .refreshTokenReused: Entry(.unauthorized, .invalidTokenChallenge),
+        .sessionExpired: Entry(.unauthorized, .invalidTokenChallenge),
+        .sessionRevoked: Entry(.unauthorized, .invalidTokenChallenge),
+        .userDisabled: Entry(.forbidden),
+        .originNotAllowed: Entry(.forbidden),
+        .userNotFound: Entry(.notFound),
+        .notFound: Entry(.notFound),
+        .methodNotAllowed: Entry(.methodNotAllowed),
+        .emailExists: Entry(.conflict),
+        .versionConflict: Entry(.conflict),
+        .payloadTooLarge: Entry(.contentTooLarge),
+        .unsupportedMediaType: Entry(.unsupportedMediaType),
+        .rateLimited: Entry(.tooManyRequests, .retryAfter),
+        .overloaded: Entry(.serviceUnavailable, .retryAfter, detail: busy),
+        .serviceUnavailable: unavailable,
+        .unavailable: unavailable,
+        .deadlineExceeded: unavailable,
+        .cancelled: unavailable,
+        .internal: `internal`,
+        .unimplemented: `internal`,
+        .unsupportedVersion: `internal`,
+    ]
+
+    /// The row for `code`; an unknown code is `internal`.
+    public static func entry(_ code: ErrorCode) -> Entry { entries[code] ?? `internal` }
+}

@@ -1,0 +1,66 @@
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+
+// The JSON forms of the contract's messages, each written in this one place. Field names are the
+// HTTP API's (camelCase; see openapi.json); absent values are `null`.
+
+extension User {
+    /// `{id, email, emailVerified, displayName, photoURL, isAnonymous, createdAt, lastSignInAt,
+    /// settings}`: dates as ISO-8601 strings, `null` for an unset display name, photo URL or last
+    /// sign-in, settings written byte for byte (`{}` when empty).
+    var json: [UInt8] {
+        var w = JSONObjectWriter()
+        w.string("id", id)
+        w.string("email", email)
+        w.bool("emailVerified", emailVerified)
+        w.string("displayName", displayName.isEmpty ? nil : displayName)
+        w.string("photoURL", photoURL.isEmpty ? nil : photoURL)
+        w.bool("isAnonymous", isAnonymous)
+        w.string("createdAt", ISO8601.format(createdAt))
+        w.string("lastSignInAt", lastSignInAt.map(ISO8601.format))
+        let settings = Self.trimmedJSON(settingsJSON)
+        w.raw("settings", settings.isEmpty ? Array("{}".utf8) : settings)
+        return w.finish()
+    }
+
+    /// The settings' bytes without leading or trailing JSON whitespace.
+    static func trimmedJSON(_ text: String) -> [UInt8] {
+        let bytes = Array(text.utf8)
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
+        guard let first = bytes.firstIndex(where: { !isSpace($0) }), let last = bytes.lastIndex(where: { !isSpace($0) }) else { return [] }
+        return Array(bytes[first...last])
+    }
+}
+
+extension SessionTokens {
+    /// The `session` JSON form: `{accessToken, refreshToken, tokenType, expiresIn}`.
+    var json: [UInt8] {
+        var w = JSONObjectWriter()
+        w.string("accessToken", accessToken)
+        w.string("refreshToken", refreshToken)
+        w.string("tokenType", "Bearer")
+        w.int("expiresIn", Int(expiresIn))
+        return w.finish()
+    }
+}
+
+extension AuthResponse {
+    /// `{user, session}`: the answer to a sign-up or sign-in.
+    var json: [UInt8] {
+        var w = JSONObjectWriter()
+        w.raw("user", user.json)
+        w.raw("session", tokens.json)
+        return w.finish()
+    }
+}
+
+extension PasswordStrengthResponse {
+    /// `{score, feedback}`: the score 0…4 and the reasons' messages, for a strength meter.
+    var json: [UInt8] {
+        var w = JSONObjectWriter()
+        w.int("score", Int(score))
+        w.strings("feedback", reasons.map(\.message))
+        return w.finish()
+    }
+}
