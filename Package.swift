@@ -125,6 +125,7 @@ let package = Package(
         ),
         .target(
             name: "IdentityCore",
+            dependencies: ["GatehouseSupport"],
             // The blocklist is compiled in (CommonPasswords+List.swift, generated from
             // Resources/common-passwords.txt by scripts/gen-common-passwords), so no resource bundle
             // has to travel with the binary.

@@ -63,14 +63,10 @@ public struct GatewayRole: Sendable {
     public let tokens: RPCClient
 
     public static func start(_ settings: GatewayRoleSettings, logger: Logger) throws -> GatewayRole {
-        for warning in settings.links.warnings { logger.warning("\(warning)") }
+        let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
+        let identity = try start.client(settings.identityURL) { $0.identityServerKey }
+        let tokens = try start.client(settings.tokenURL) { $0.tokenServerKey }
         let curve = settings.links.curve
-        var identityConfiguration = RPCClient.Configuration(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout)
-        identityConfiguration.curve = curve?.client(of: curve?.identityServerKey)
-        var tokenConfiguration = RPCClient.Configuration(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout)
-        tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
-        let identity = try RPCClient(configuration: identityConfiguration, logger: logger)
-        let tokens = try RPCClient(configuration: tokenConfiguration, logger: logger)
         let metrics = GatewayMetrics()
         let eventsURL = settings.tokenEventsURL
         let eventsCurve = curve?.client(of: curve?.tokenServerKey)

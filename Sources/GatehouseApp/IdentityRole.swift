@@ -60,21 +60,12 @@ public struct IdentityRole: Sendable {
 
     /// Creates the data folder, opens and migrates the database, binds the sockets.
     public static func start(_ settings: IdentityRoleSettings, logger: Logger) async throws -> IdentityRole {
-        let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for warning in settings.links.warnings { logger.warning("\(warning)") }
-        let curve = settings.links.curve
-        let publisher = try EventPublisher(endpoints: [settings.eventsBind], curve: curve?.server, logger: logger)
-        var tokenConfiguration = RPCClient.Configuration(endpoint: settings.tokenURL, defaultTimeout: settings.rpcTimeout)
-        tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
-        let tokenClient = try RPCClient(configuration: tokenConfiguration, logger: logger)
+        let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
+        let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
+        let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
         let service = try await IdentityService.start(
             configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), logger: logger)
-        var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
-        serverConfiguration.curve = curve?.server
-        let server = try RPCServer(router: service.router, configuration: serverConfiguration, logger: logger)
-        let bound = try server.start()
-        logger.info("identity service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", "))\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
-        return IdentityRole(server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound[0])
+        let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
+        return IdentityRole(server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound)
     }
 }

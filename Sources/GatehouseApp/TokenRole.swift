@@ -90,24 +90,17 @@ public struct TokenRole: Sendable {
     public let sweeper: TokenSweeper
 
     public static func start(_ settings: TokenRoleSettings, logger: Logger) async throws -> TokenRole {
-        let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        for warning in settings.links.warnings { logger.warning("\(warning)") }
-        let curve = settings.links.curve
-        let publisher = try EventPublisher(endpoints: [settings.eventsBind], curve: curve?.server, logger: logger)
-        var identityConfiguration = RPCClient.Configuration(endpoint: settings.identityURL, defaultTimeout: settings.rpcTimeout)
-        identityConfiguration.curve = curve?.client(of: curve?.identityServerKey)
-        let identityClient = try RPCClient(configuration: identityConfiguration, logger: logger)
+        let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
+        let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
+        let identityClient = try start.client(settings.identityURL) { $0.identityServerKey }
         let service = try await TokenService.start(
             configuration: settings.service, identity: identityClient,
             publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, logger: logger)
-        var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
-        serverConfiguration.curve = curve?.server
-        let server = try RPCServer(router: service.router(), configuration: serverConfiguration, logger: logger)
-        let bound = try server.start()
-        logger.info("token service listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", ")); signing key \(service.keys.activeKid)\(curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? "")")
+        let (server, bound) = try start.serve(
+            "token service", router: service.router(), rpcBind: settings.rpcBind, publisher: publisher,
+            note: "; signing key \(service.keys.activeKid)")
         return TokenRole(
-            server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound[0],
+            server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound,
             sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 
 /// A user id: 128 random bits, Base64url without padding (22 characters).
 public struct UserID: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
@@ -104,12 +105,4 @@ public struct UserRecord: Sendable, Hashable {
         self.tokensValidAfter = tokensValidAfter?.roundedToMilliseconds
         self.version = version
     }
-}
-
-extension Date {
-    /// Milliseconds since 1970, the precision the stores keep.
-    public var millisecondsSince1970: Int64 { Int64((timeIntervalSince1970 * 1000).rounded()) }
-    /// This date rounded to whole milliseconds.
-    public var roundedToMilliseconds: Date { Date(millisecondsSince1970: millisecondsSince1970) }
-    public init(millisecondsSince1970 ms: Int64) { self.init(timeIntervalSince1970: Double(ms) / 1000) }
 }

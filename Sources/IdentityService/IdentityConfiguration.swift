@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteSupport
 
 /// Everything the identity service can be configured with.
 public struct IdentityConfiguration: Sendable {

@@ -22,41 +22,22 @@ import SQLiteSupport
 /// `userNotFound` or `invalidArgument`; busy/locked become `unavailable`; the rest `storage`.
 public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     /// How far an acknowledged write survives.
-    public enum Durability: Sendable {
-        /// Survives a crash or kill of the process (`synchronous = NORMAL`).
-        case processCrash
-        /// Also survives power loss or an OS crash (`synchronous = FULL`).
-        case powerLoss
-    }
+    public typealias Durability = SQLiteSupport.Durability
 
-    private let pool: DatabasePool
+    private let files: SQLiteFiles
+    private var pool: DatabasePool { files.pool }
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
-    let checkpointer: WALCheckpointer
+    var checkpointer: WALCheckpointer { files.checkpointer }
     /// Connections of its own for the point reads by id and email (see `RawReadPool`).
-    private let pointReads: RawReadPool
+    private var pointReads: RawReadPool { files.pointReads }
 
     /// Opens (creating if needed) the database at `path`. Does not migrate: call `migrate()`.
     /// Opening is synchronous file I/O; from async code prefer `open(path:durability:)`.
     public init(path: String, durability: Durability = .processCrash) throws {
-        var config = Configuration()
-        config.foreignKeysEnabled = true
-        config.busyMode = .timeout(5)
-        config.label = "identity"
-        let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-            for pragma in WALCheckpointer.connectionPragmas { try db.execute(sql: pragma) }
-        }
         do {
-            pool = try DatabasePool(path: path, configuration: config)
+            files = try SQLiteFiles(path: path, label: "identity", durability: durability) { ThreadName.set("wal-checkpoint") }
         } catch {
             throw Self.translate(error)
-        }
-        pointReads = RawReadPool(path: path)
-        do {
-            checkpointer = try WALCheckpointer(path: path) { ThreadName.set("wal-checkpoint") }
-        } catch {
-            throw IdentityError.storage(cause: "\(error)")
         }
     }
 
@@ -371,12 +352,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
             default:
                 break
             }
-            switch error.resultCode {
-            case .SQLITE_BUSY, .SQLITE_LOCKED:
-                return IdentityError.unavailable(cause: "\(error)")
-            default:
-                return IdentityError.storage(cause: "\(error)")
-            }
+            return SQLiteFiles.isBusy(error) ? IdentityError.unavailable(cause: "\(error)") : IdentityError.storage(cause: "\(error)")
         default:
             return IdentityError.storage(cause: String(reflecting: error))
         }

@@ -15,37 +15,32 @@ import TokenCore
 /// every statement on its own writer/reader queues, never on Swift's cooperative pool. No
 /// SQLite error leaves this type: they become `internal`/`unavailable` `RPCError`s.
 public final class TokenStore: Sendable {
-    public enum Durability: Sendable { case processCrash, powerLoss }
+    /// How far an acknowledged write survives.
+    public typealias Durability = SQLiteSupport.Durability
 
-    let pool: DatabasePool
+    let files: SQLiteFiles
+    var pool: DatabasePool { files.pool }
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
-    let checkpointer: WALCheckpointer
+    var checkpointer: WALCheckpointer { files.checkpointer }
     /// Connections of its own for the refresh-token look-up (see `RawReadPool`), reading with
     /// `pread` by default (see `TokenConfiguration.pointReadMemoryMap`).
-    let pointReads: RawReadPool
+    var pointReads: RawReadPool { files.pointReads }
     let commits: GroupCommit
     let logger: Logger
 
+    /// Opens (creating if needed) the database at `path`. Does not migrate: call `migrate()`.
     public init(
         path: String, durability: Durability = .processCrash, pointReadMemoryMap: Int = 0,
         logger: Logger = Logger(label: "gatehouse.token.store")
     ) throws {
-        var config = Configuration()
-        config.foreignKeysEnabled = true
-        config.busyMode = .timeout(5)
-        let synchronous = durability == .powerLoss ? "FULL" : "NORMAL"
-        config.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-            for pragma in WALCheckpointer.connectionPragmas { try db.execute(sql: pragma) }
-        }
         do {
-            pool = try DatabasePool(path: path, configuration: config)
-            checkpointer = try WALCheckpointer(path: path) { ThreadName.set("wal-checkpoint") }
-            pointReads = RawReadPool(path: path, memoryMapSize: pointReadMemoryMap)
+            files = try SQLiteFiles(
+                path: path, label: "token", durability: durability, pointReadMemoryMap: pointReadMemoryMap
+            ) { ThreadName.set("wal-checkpoint") }
         } catch {
             throw RPCError(.internal, "cannot open the token database at \(path): \(error)")
         }
-        commits = GroupCommit(writer: pool)
+        commits = GroupCommit(writer: files.pool)
         self.logger = logger
     }
 
@@ -125,7 +120,7 @@ public final class TokenStore: Sendable {
 
     func translate(_ error: any Error) -> any Error {
         if error is RPCError || error is TokenError || error is CancellationError { return error }
-        if let db = error as? DatabaseError, db.resultCode == .SQLITE_BUSY || db.resultCode == .SQLITE_LOCKED {
+        if SQLiteFiles.isBusy(error) {
             return RPCError(.unavailable, "the token database is busy")
         }
         logger.error("token store: \(String(reflecting: error))")
@@ -435,8 +430,10 @@ public final class TokenStore: Sendable {
 
     // MARK: Rows
 
-    static func ms(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-    static func date(_ ms: Int64?) -> Date? { ms.map { Date(timeIntervalSince1970: Double($0) / 1000) } }
+    /// Milliseconds since 1970, as stored.
+    static func ms(_ date: Date) -> Int64 { date.millisecondsSince1970 }
+    /// The stored milliseconds as a date (nil stays nil).
+    static func date(_ ms: Int64?) -> Date? { ms.map(Date.init(millisecondsSince1970:)) }
 
     static func session(_ row: Row) -> SessionRow {
         let amr: String = row["amr"]

@@ -1,0 +1,47 @@
+import Foundation
+import GatehouseRPC
+import Logging
+import RPCRouting
+
+/// The one start-up path the three roles share: their links' warnings logged, RPC clients made
+/// with the link's CURVE keys and the configured timeout, and (for the two services) the data
+/// folder created, the event publisher bound and the RPC server bound once the service exists.
+struct RoleStart {
+    let links: LinkSecurity
+    let rpcTimeout: Duration
+    let logger: Logger
+
+    /// Logs the links' warnings (plain text allowed, …).
+    init(links: LinkSecurity, rpcTimeout: Duration, logger: Logger) {
+        self.links = links
+        self.rpcTimeout = rpcTimeout
+        self.logger = logger
+        for warning in links.warnings { logger.warning("\(warning)") }
+    }
+
+    /// A client of the service at `endpoint`, whose CURVE public key (when links use CURVE) is `serverKey`.
+    func client(_ endpoint: String, serverKey: (CurveLinkKeys) -> [UInt8]?) throws -> RPCClient {
+        var configuration = RPCClient.Configuration(endpoint: endpoint, defaultTimeout: rpcTimeout)
+        configuration.curve = links.curve.flatMap { $0.client(of: serverKey($0)) }
+        return try RPCClient(configuration: configuration, logger: logger)
+    }
+
+    /// Creates the folder of `databasePath` and binds the event publisher at `eventsBind`.
+    func prepareService(databasePath: String, eventsBind: String) throws -> EventPublisher {
+        let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return try EventPublisher(endpoints: [eventsBind], curve: links.curve?.server, logger: logger)
+    }
+
+    /// Binds an RPC server for `router` at `rpcBind`, logs where the service listens, and returns
+    /// the server with the endpoint it bound (a wildcard port resolved).
+    func serve(_ name: String, router: RPCRouter, rpcBind: String, publisher: EventPublisher, note: String = "") throws -> (RPCServer, String) {
+        var configuration = RPCServer.Configuration(endpoints: [rpcBind])
+        configuration.curve = links.curve?.server
+        let server = try RPCServer(router: router, configuration: configuration, logger: logger)
+        let bound = try server.start()
+        let curve = links.curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? ""
+        logger.info("\(name) listening on \(bound.joined(separator: ", ")), events on \(publisher.endpoints.joined(separator: ", "))\(note)\(curve)")
+        return (server, bound[0])
+    }
+}
