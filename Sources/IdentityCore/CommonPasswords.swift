@@ -4,7 +4,7 @@ public enum CommonPasswords {
     /// The lowercased entries, built once on first use.
     public static let set: Set<String> = {
         var set = Set<String>(minimumCapacity: 10_000)
-        for line in rawList.split(separator: "\n") { set.insert(line.lowercased()) }
+        for word in rawList.split(whereSeparator: \.isWhitespace) { set.insert(word.lowercased()) }
         return set
     }()
 
