@@ -22,7 +22,13 @@ struct GatewayRoutes: Sendable {
 
     // MARK: Request bodies
 
-    struct SignUpBody: FlatJSONDecodable {
+    /// A body that carries an email and a password.
+    protocol CredentialsBody: FlatJSONDecodable {
+        var email: String { get }
+        var password: String { get }
+    }
+
+    struct SignUpBody: CredentialsBody {
         var email: String
         var password: String
         var displayName: String?
@@ -32,7 +38,7 @@ struct GatewayRoutes: Sendable {
             (self.email, self.password, self.displayName) = (email, password, members["displayName"] ?? nil)
         }
     }
-    struct SignInBody: FlatJSONDecodable {
+    struct SignInBody: CredentialsBody {
         var email: String
         var password: String
 
@@ -91,29 +97,39 @@ struct GatewayRoutes: Sendable {
     // MARK: Accounts and sessions
 
     @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        guard passwordRequests.acquire() else { throw GatewayError(.overloaded, detail: ErrorTable.busy) }
-        defer { passwordRequests.release() }
-        var request = request
-        let (body, _) = try await request.decodeJSON(SignUpBody.self, limit: configuration.maxBodySize)
-        try Self.validateEmail(body.email)
-        try Self.validatePassword(body.password)
-        if let name = body.displayName { try Self.validateDisplayName(name) }
-        let client = clientInfo(request, context)
-        let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: client)
-        let reply = try await call(services.identity, IdentityAPI.signUp, signUp)
-        return Self.json(.created, reply.json, noStore: true)
+        try await withPasswordPlace {
+            let body = try await credentials(request, SignUpBody.self)
+            if let name = body.displayName { try Self.validateDisplayName(name) }
+            let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: clientInfo(request, context))
+            let reply = try await call(services.identity, IdentityAPI.signUp, signUp)
+            return Self.json(.created, reply.json, noStore: true)
+        }
     }
 
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        try await withPasswordPlace {
+            let body = try await credentials(request, SignInBody.self)
+            let signIn = SignInRequest(email: body.email, password: body.password, client: clientInfo(request, context))
+            let reply = try await call(services.identity, IdentityAPI.signIn, signIn)
+            return Self.json(.ok, reply.json, noStore: true)
+        }
+    }
+
+    /// Runs `body` holding one of the places for requests that hash a password; refused at once
+    /// with `overloaded` when `configuration.maxPasswordRequests` are in flight.
+    func withPasswordPlace(_ body: () async throws -> Response) async throws -> Response {
         guard passwordRequests.acquire() else { throw GatewayError(.overloaded, detail: ErrorTable.busy) }
         defer { passwordRequests.release() }
+        return try await body()
+    }
+
+    /// The JSON body of a sign-up or sign-in, its email and password checked for length.
+    func credentials<Body: CredentialsBody>(_ request: Request, _ type: Body.Type) async throws -> Body {
         var request = request
-        let (body, _) = try await request.decodeJSON(SignInBody.self, limit: configuration.maxBodySize)
+        let (body, _) = try await request.decodeJSON(Body.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
         try Self.validatePassword(body.password)
-        let client = clientInfo(request, context)
-        let reply = try await call(services.identity, IdentityAPI.signIn, SignInRequest(email: body.email, password: body.password, client: client))
-        return Self.json(.ok, reply.json, noStore: true)
+        return body
     }
 
     @Sendable func refresh(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
