@@ -66,10 +66,12 @@ def contract_messages(gen):
 
 
 def is_map(field):
+    """Whether `field` is a map<K, V> (a repeated field of a map-entry message)."""
     return field.message_type is not None and field.message_type.GetOptions().map_entry
 
 
 def is_repeated(field):
+    """Whether `field` is repeated (maps included)."""
     # `is_repeated` is the newer spelling; `label` is deprecated in protobuf 6+.
     repeated = getattr(field, "is_repeated", None)
     if repeated is not None:
@@ -78,6 +80,7 @@ def is_repeated(field):
 
 
 def check_supported(descriptor):
+    """Stops with a message on what ProtoCodec cannot express (a real oneof)."""
     for oneof in descriptor.oneofs:
         # proto3 `optional` makes a synthetic oneof `_name` holding only that field.
         if not (len(oneof.fields) == 1 and oneof.name == "_" + oneof.fields[0].name):
@@ -92,6 +95,7 @@ class Populator:
         self.counter = 0
 
     def next(self):
+        """The next number, never the same twice."""
         self.counter += 1
         return self.counter
 
@@ -164,7 +168,7 @@ def populated(classes):
 
 
 def unknown_fields(message, path):
-    """Paths of unknown fields in `message` and its nested messages, e.g. `User.#12 (varint)`."""
+    """One line per unknown field in `message` and its nested messages, naming its path and number."""
     found = []
     try:
         from google.protobuf import unknown_fields as unknown
@@ -316,6 +320,7 @@ def check(classes, received):
 
 
 def main():
+    """Runs `populate` or `check`; the exit status is 1 on a mismatch."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["populate", "check"])
     parser.add_argument("--gen", help="directory with the generated *_pb2.py (default: run protoc into a temp dir)")
