@@ -251,8 +251,9 @@ let package = Package(
         // Reads Package.swift and ARCHITECTURE.md: every arrow between our targets must be allowed.
         .testTarget(name: "ArchitectureTests", swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
-        // Byte-for-byte interop with Python's protobuf (needs python3 with grpcio-tools and protobuf).
-        .testTarget(name: "InteropTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
+        // Byte-for-byte interop with Python's protobuf, and the contract golden test (GatehouseContracts vs
+        // proto/*.proto); needs python3 with grpcio-tools and protobuf.
+        .testTarget(name: "InteropTests", dependencies: ["ProtoCodec", "GatehouseContracts"], swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: swiftSettings),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
         .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),

@@ -193,7 +193,10 @@ extension Dictionary: ProtoFieldDecodable where Key: Decodable, Value: Decodable
 private let referenceDateOffset: Int64 = 978_307_200
 
 extension Date: ProtoFieldEncodable, ProtoFieldDecodable {
-    /// Normalized (seconds, nanos) with nanos in 0..<1_000_000_000, rounded to the nearest nanosecond.
+    /// Normalized (seconds, nanos) with nanos in 0..<1_000_000_000, rounded to the nearest nanosecond,
+    /// or to the nearest whole millisecond or microsecond when that decodes to this same `Date`.
+    /// (A `Double` near today resolves only about 0.1 µs, so a Timestamp of whole milliseconds would
+    /// otherwise come back a few tens of nanoseconds off after a decode and re-encode.)
     func timestampParts() -> (seconds: Int64, nanos: Int32)? {
         let interval = timeIntervalSinceReferenceDate
         guard interval.isFinite else { return nil }
@@ -202,6 +205,14 @@ extension Date: ProtoFieldEncodable, ProtoFieldDecodable {
         if nanos >= 1e9 {
             whole += 1
             nanos -= 1e9
+        }
+        // Same arithmetic as `decodeField`, so the coarser value is taken only when it decodes to `self`.
+        for unit in [1e6, 1e3] {
+            let coarser = (nanos / unit).rounded() * unit
+            if coarser != nanos, coarser < 1e9, whole + coarser / 1e9 == interval {
+                nanos = coarser
+                break
+            }
         }
         guard let seconds = Int64(exactly: whole) else { return nil }
         let (unix, overflow) = seconds.addingReportingOverflow(referenceDateOffset)

@@ -22,7 +22,7 @@
 /// | `String` | `string` (UTF-8, validated on decode) |
 /// | `Data`, `[UInt8]` | `bytes` |
 /// | `UUID` | `bytes` holding the 16 raw bytes (an absent UUID decodes as all zeros) |
-/// | `Date` | embedded `google.protobuf.Timestamp {int64 seconds = 1; int32 nanos = 2}`, normalized so nanos is in `0..<1e9`; sub-microsecond precision is limited by `Date`'s `Double` |
+/// | `Date` | embedded `google.protobuf.Timestamp {int64 seconds = 1; int32 nanos = 2}`, normalized so nanos is in `0..<1e9`; sub-microsecond precision is limited by `Date`'s `Double` (a Timestamp of whole milliseconds or microseconds re-encodes exactly) |
 /// | a `Codable` struct/class | embedded message (length-delimited) |
 /// | `Optional<T>` | field with explicit presence (proto3 `optional`) |
 /// | `[T]` | `repeated T`: packed for numbers and bools, one record per element for strings, bytes and messages; `[[T]]` is rejected |

@@ -1,0 +1,207 @@
+// One populated instance of every GatehouseContracts message, for ContractGoldenTests: every
+// field set to a non-default value, recursively (optionals present, arrays and maps non-empty,
+// dates with a fractional second), so Tests/Interop/contracts.py can tell that each proto field
+// has a Swift counterpart. A field added on either side must be set here too.
+import Foundation
+import GatehouseContracts
+
+/// A distinct instant for fixture `n`: whole seconds past 2023-11-14 plus `n + 1` milliseconds,
+/// so both the seconds and the nanos of its google.protobuf.Timestamp are non-zero.
+private func instant(_ n: Int) -> Date {
+    Date(timeIntervalSince1970: Double(1_700_000_000 + n * 3_600) + Double(n % 999 + 1) / 1_000)
+}
+
+// MARK: common.proto and envelope.proto (gatehouse.v1)
+
+extension ClientInfo {
+    /// Every field set.
+    static let contractFixture = ClientInfo(userAgent: "curl/8.5 (é)", ip: "2001:db8::1")
+}
+
+extension UserClaims {
+    /// Every field set; `exists` and `disabled` true (their non-default values).
+    static let contractFixture = UserClaims(
+        exists: true, disabled: true, email: "claims@example.com", emailVerified: true, isAnonymous: true,
+        customClaimsJSON: #"{"role":"admin"}"#, tokensValidAfter: instant(1))
+}
+
+extension ClaimsForSessionRequest {
+    /// Every field set.
+    static let contractFixture = ClaimsForSessionRequest(userID: "user-claims-1")
+}
+
+extension IssueSessionRequest {
+    /// Every field set, nested messages populated.
+    static let contractFixture = IssueSessionRequest(
+        userID: "user-issue-2", claims: .contractFixture, amr: ["pwd", "otp"], authTime: instant(2),
+        client: .contractFixture)
+}
+
+extension SessionTokens {
+    /// Every field set.
+    static let contractFixture = SessionTokens(
+        accessToken: "eyJ.access.3", refreshToken: "refresh-3", tokenType: "Bearer", expiresIn: 900,
+        sessionID: "session-3")
+}
+
+extension RequestHeader {
+    /// Every field set.
+    static let contractFixture = RequestHeader(
+        version: 1, requestID: 1 << 40, method: "identity.signUp", timeoutMs: 30_000,
+        traceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+}
+
+extension ReplyHeader {
+    /// Every field set, with an error.
+    static let contractFixture = ReplyHeader(requestID: 42, error: .contractFixture)
+}
+
+extension RPCError {
+    /// Every field set (`gatehouse.v1.Error`), details non-empty.
+    static let contractFixture = RPCError(
+        "weak_password", "The password is too weak.", details: ["reasons": "too_short,common_password", "min": "8"])
+}
+
+// MARK: identity.proto (gatehouse.identity.v1)
+
+extension User {
+    /// Every field set, `lastSignInAt` present.
+    static let contractFixture = User(
+        id: "AAAAAAAAAAAAAAAAAAAAAA", email: "ada@example.com", emailVerified: true, displayName: "Ada",
+        photoURL: "https://example.com/ada.png", isAnonymous: true, createdAt: instant(4), lastSignInAt: instant(5),
+        settingsJSON: #"{"theme":"dark"}"#, version: 7, disabled: true)
+}
+
+extension SignUpRequest {
+    /// Every field set, `displayName` present.
+    static let contractFixture = SignUpRequest(
+        email: "new@example.com", password: "correct horse battery", displayName: "New", client: .contractFixture)
+}
+
+extension SignInRequest {
+    /// Every field set.
+    static let contractFixture = SignInRequest(
+        email: "ada@example.com", password: "correct horse battery", client: .contractFixture)
+}
+
+extension AuthResponse {
+    /// Every field set, nested messages populated.
+    static let contractFixture = AuthResponse(user: .contractFixture, tokens: .contractFixture)
+}
+
+extension UserIDRequest {
+    /// Every field set (`gatehouse.identity.v1.UserIdRequest`).
+    static let contractFixture = UserIDRequest(userID: "user-6")
+}
+
+extension UpdateProfileRequest {
+    /// Every optional present.
+    static let contractFixture = UpdateProfileRequest(
+        userID: "user-7", displayName: "Ada L.", photoURL: "https://example.com/a.png",
+        settingsJSON: #"{"lang":"fr"}"#, expectedVersion: 3)
+}
+
+extension SetDisabledRequest {
+    /// Every field set.
+    static let contractFixture = SetDisabledRequest(userID: "user-8", disabled: true)
+}
+
+extension PasswordStrengthRequest {
+    /// Every field set, context included.
+    static let contractFixture = PasswordStrengthRequest(
+        password: "hunter2", email: "ada@example.com", displayName: "Ada")
+}
+
+extension StrengthReason {
+    /// Every field set.
+    static let contractFixture = StrengthReason(code: "common_password", message: "This password is very common.")
+}
+
+extension PasswordStrengthResponse {
+    /// Every field set, lists non-empty.
+    static let contractFixture = PasswordStrengthResponse(
+        score: 1, reasons: [.contractFixture, StrengthReason(code: "short", message: "Add more characters.")],
+        acceptable: true, violations: ["too_short", "common_password"])
+}
+
+extension IdentityStats {
+    /// Every field set.
+    static let contractFixture = IdentityStats(
+        hashWorkers: 2, hashBusyWorkers: 1, hashQueueDepth: 3, hashQueueLimit: 64, hashCompleted: 1_000_000,
+        hashRejected: 5)
+}
+
+extension UserEvent {
+    /// Every field set.
+    static let contractFixture = UserEvent(userID: "user-9", version: 4, occurredAt: instant(9))
+}
+
+// MARK: token.proto (gatehouse.token.v1)
+
+extension RefreshRequest {
+    /// Every field set.
+    static let contractFixture = RefreshRequest(refreshToken: "refresh-10", client: .contractFixture)
+}
+
+extension RevokeSessionRequest {
+    /// Every field set.
+    static let contractFixture = RevokeSessionRequest(sessionID: "session-11", reason: "admin")
+}
+
+extension UserSessionsRequest {
+    /// Every field set.
+    static let contractFixture = UserSessionsRequest(userID: "user-12", reason: "sign_out_everywhere")
+}
+
+extension RevokedCount {
+    /// Every field set.
+    static let contractFixture = RevokedCount(count: 3)
+}
+
+extension SessionInfo {
+    /// Every field set, `revokedAt` present.
+    static let contractFixture = SessionInfo(
+        sessionID: "session-13", userID: "user-13", createdAt: instant(13), authTime: instant(14),
+        lastUsedAt: instant(15), expiresAt: instant(16), amr: ["pwd"], client: .contractFixture,
+        revokedAt: instant(17), revokeReason: "sign_out")
+}
+
+extension SessionList {
+    /// Two populated sessions.
+    static let contractFixture = SessionList(sessions: [
+        .contractFixture,
+        SessionInfo(
+            sessionID: "session-18", userID: "user-18", createdAt: instant(18), authTime: instant(19),
+            lastUsedAt: instant(20), expiresAt: instant(21), amr: ["pwd", "mfa"],
+            client: ClientInfo(userAgent: "Safari", ip: "192.0.2.7"), revokedAt: instant(22), revokeReason: "admin"),
+    ])
+}
+
+extension VerifyRequest {
+    /// Every field set.
+    static let contractFixture = VerifyRequest(token: "eyJ.verify.23", checkRevoked: true)
+}
+
+extension VerifiedClaims {
+    /// Every field set.
+    static let contractFixture = VerifiedClaims(
+        subject: "user-24", sessionID: "session-24", issuedAt: instant(24), expiresAt: instant(25),
+        authTime: instant(26), amr: ["pwd"], email: "ada@example.com", emailVerified: true, isAnonymous: true,
+        tokenID: "jti-24", customClaimsJSON: #"{"tier":"gold"}"#)
+}
+
+extension JWKSDocument {
+    /// Every field set.
+    static let contractFixture = JWKSDocument(json: #"{"keys":[]}"#)
+}
+
+extension RotateKeysResponse {
+    /// Every field set, `previousRetiresAt` present.
+    static let contractFixture = RotateKeysResponse(kid: "key-27", previousKid: "key-26", previousRetiresAt: instant(27))
+}
+
+extension SessionRevokedEvent {
+    /// Every field set.
+    static let contractFixture = SessionRevokedEvent(
+        sessionID: "session-28", userID: "user-28", reason: "refresh_token_reused", revokedAt: instant(28))
+}
