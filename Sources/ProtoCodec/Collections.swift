@@ -193,6 +193,13 @@ extension Dictionary: ProtoFieldDecodable where Key: Decodable, Value: Decodable
 private let referenceDateOffset: Int64 = 978_307_200
 
 extension Date: ProtoFieldEncodable, ProtoFieldDecodable {
+    /// `nanos` rounded to a whole `unit`, when that differs and still decodes to `interval`.
+    @inline(__always)
+    static func coarser(_ nanos: Double, unit: Double, whole: Double, interval: Double) -> Double? {
+        let coarser = (nanos / unit).rounded() * unit
+        return coarser != nanos && coarser < 1e9 && whole + coarser / 1e9 == interval ? coarser : nil
+    }
+
     /// Normalized (seconds, nanos) with nanos in 0..<1_000_000_000, rounded to the nearest nanosecond,
     /// or to the nearest whole millisecond or microsecond when that decodes to this same `Date`.
     /// (A `Double` near today resolves only about 0.1 µs, so a Timestamp of whole milliseconds would
@@ -207,12 +214,9 @@ extension Date: ProtoFieldEncodable, ProtoFieldDecodable {
             nanos -= 1e9
         }
         // Same arithmetic as `decodeField`, so the coarser value is taken only when it decodes to `self`.
-        for unit in [1e6, 1e3] {
-            let coarser = (nanos / unit).rounded() * unit
-            if coarser != nanos, coarser < 1e9, whole + coarser / 1e9 == interval {
-                nanos = coarser
-                break
-            }
+        // (Two calls, not a loop over an array: this runs for every Date on the hot path.)
+        if let coarser = Self.coarser(nanos, unit: 1e6, whole: whole, interval: interval) ?? Self.coarser(nanos, unit: 1e3, whole: whole, interval: interval) {
+            nanos = coarser
         }
         guard let seconds = Int64(exactly: whole) else { return nil }
         let (unix, overflow) = seconds.addingReportingOverflow(referenceDateOffset)
