@@ -7,8 +7,10 @@ import Synchronization
 
 /// Runs one load test: check the target, set up users, warm up, measure, report.
 public struct LoadRunner: Sendable {
+    /// The run's configuration, checked when `run` starts.
     public let configuration: LoadConfiguration
 
+    /// A runner for `configuration`; nothing is checked or sent until `run`.
     public init(_ configuration: LoadConfiguration) {
         self.configuration = configuration
     }
