@@ -23,9 +23,11 @@ public struct User: Codable, Sendable, Hashable {
     public var lastSignInAt: Date?
     /// The user's settings, a JSON object.
     public var settingsJSON: String
-    /// 1 at creation, then +1 per change; `UpdateProfileRequest.expectedVersion` is compared with it.
+    /// 1 at creation, then +1 per change;
+    /// `UpdateProfileRequest.expectedVersion` is compared with it.
     public var version: Int64
-    /// Whether the user is disabled: sign-in then fails with `user_disabled` and sessions end at their next refresh.
+    /// Whether the user is disabled: sign-in then fails with
+    /// `user_disabled` and sessions end at their next refresh.
     public var disabled: Bool
 
     /// A user; fields not given take a new user's values (no email, empty settings, version 1).
@@ -59,7 +61,8 @@ public struct SignUpRequest: Codable, Sendable, Hashable {
     public var email: String
     /// The new user's password; refused with `weak_password` when the policy does not accept it.
     public var password: String
-    /// The new user's display name (at most 256 characters, no control characters); nil or "": none.
+    /// The new user's display name (at most 256 characters,
+    /// no control characters); nil or "": none.
     public var displayName: String?
     /// The client signing up, stored with the new session.
     public var client: ClientInfo
@@ -271,7 +274,8 @@ public enum IdentityAPI {
     public static let signIn = RPCMethod<SignInRequest, AuthResponse>(name: "identity.signIn")
     /// A user by id. Errors: `invalid_argument`, `user_not_found`. Idempotent.
     public static let getUser = RPCMethod<UserIDRequest, User>(name: "identity.getUser", idempotent: true)
-    /// Changes display name, photo URL or settings, optionally only at an expected version (`version_conflict`).
+    /// Changes display name, photo URL or settings, optionally
+    /// only at an expected version (`version_conflict`).
     public static let updateProfile = RPCMethod<UpdateProfileRequest, User>(name: "identity.updateProfile")
     /// Deletes a user and its linked identities. Errors: `invalid_argument`, `user_not_found`.
     public static let deleteUser = RPCMethod<UserIDRequest, Empty>(name: "identity.deleteUser")

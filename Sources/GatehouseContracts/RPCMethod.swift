@@ -12,7 +12,7 @@ public struct RPCMethod<Request: Codable & Sendable, Response: Codable & Sendabl
     /// Whether a client may retry the call after a timeout or reconnect without changing its effect.
     public let idempotent: Bool
 
-    /// A method served under `name`; pass `idempotent: true` only if a repeated call changes nothing more.
+    /// A method served under `name`; `idempotent` only if calling it again changes nothing more.
     public init(name: String, idempotent: Bool = false) {
         self.name = name
         self.idempotent = idempotent

@@ -30,7 +30,7 @@ public struct UserClaims: Codable, Sendable, Hashable {
     public var exists: Bool
     /// True when the user is disabled: the session must be revoked.
     public var disabled: Bool
-    /// The user's email address as typed (trimmed); "" for none. The `email` claim (left out when "").
+    /// The user's email address as typed (trimmed); the `email` claim, left out when "".
     public var email: String
     /// Whether the user proved they own `email`; the `email_verified` claim.
     public var emailVerified: Bool
@@ -108,9 +108,10 @@ public struct IssueSessionRequest: Codable, Sendable, Hashable {
 
 /// A session's tokens, as returned by `token.issueSession` and `token.refresh`.
 public struct SessionTokens: Codable, Sendable, Hashable {
-    /// The signed access token (an ES256 JWT), valid for `expiresIn` seconds.
+    /// The access token, a JWT signed with the active key, valid for `expiresIn` seconds.
     public var accessToken: String
-    /// The opaque refresh token; `token.refresh` exchanges it for a successor and a new access token.
+    /// The opaque refresh token; `token.refresh` exchanges
+    /// it for a successor and a new access token.
     public var refreshToken: String
     /// Always `Bearer`.
     public var tokenType: String

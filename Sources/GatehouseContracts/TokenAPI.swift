@@ -5,7 +5,8 @@ import Foundation
 
 /// `token.refresh` request.
 public struct RefreshRequest: Codable, Sendable, Hashable {
-    /// The refresh token to exchange: the session's latest (or, within the grace window, the one before).
+    /// The refresh token to exchange: the session's latest
+    /// (or, within the grace window, the one before).
     public var refreshToken: String
     /// The client refreshing.
     public var client: ClientInfo
@@ -22,7 +23,8 @@ public struct RefreshRequest: Codable, Sendable, Hashable {
 
 /// `token.revokeSession` request.
 public struct RevokeSessionRequest: Codable, Sendable, Hashable {
-    /// The session to revoke (1 to 64 bytes); an unknown or already revoked one is left alone (count 0).
+    /// The session to revoke (1 to 64 bytes); an unknown
+    /// or already revoked one is left alone (count 0).
     public var sessionID: String
     /// Why (`sign_out`, `admin`, ...); stored with the session.
     public var reason: String
@@ -41,7 +43,8 @@ public struct RevokeSessionRequest: Codable, Sendable, Hashable {
 public struct UserSessionsRequest: Codable, Sendable, Hashable {
     /// The user whose sessions are meant.
     public var userID: String
-    /// Why the sessions are revoked, stored with each (`token.revokeAllSessions` only; "": `sign_out_everywhere`).
+    /// Why the sessions are revoked, stored with each
+    /// (`token.revokeAllSessions` only; "": `sign_out_everywhere`).
     public var reason: String
     /// A request about `userID`'s sessions; `reason` matters only to `token.revokeAllSessions`.
     public init(userID: String, reason: String = "sign_out_everywhere") {
@@ -73,7 +76,8 @@ public struct SessionInfo: Codable, Sendable, Hashable {
     public var createdAt: Date
     /// When the user authenticated for it (the `auth_time` claim).
     public var authTime: Date
-    /// When the current refresh token was made (issue or last refresh); the idle timeout counts from it.
+    /// When the current refresh token was made (issue or
+    /// last refresh); the idle timeout counts from it.
     public var lastUsedAt: Date
     /// The end of the session's absolute lifetime.
     public var expiresAt: Date
@@ -83,7 +87,8 @@ public struct SessionInfo: Codable, Sendable, Hashable {
     public var client: ClientInfo
     /// When the session was revoked; nil while it is not.
     public var revokedAt: Date?
-    /// Why it was revoked (`sign_out`, `refresh_token_reused`, `user_disabled`, ...); "" while it is not.
+    /// Why it was revoked (`sign_out`, `refresh_token_reused`,
+    /// `user_disabled`, ...); "" while it is not.
     public var revokeReason: String
 
     /// A listed session, every field given.
@@ -238,9 +243,11 @@ public struct SessionRevokedEvent: Codable, Sendable, Hashable {
 
 /// The token service's methods.
 public enum TokenAPI {
-    /// Mints a session for a user the identity service has verified (`ServiceContracts.issueSession`).
+    /// Mints a session for a user the identity service has verified
+    /// (`ServiceContracts.issueSession`).
     public static let issueSession = ServiceContracts.issueSession
-    /// Rotates a refresh token and mints a new access token; reuse of a superseded token revokes the session.
+    /// Rotates a refresh token and mints a new access token;
+    /// reuse of a superseded token revokes the session.
     public static let refresh = RPCMethod<RefreshRequest, SessionTokens>(name: "token.refresh")
     /// Revokes one session (sign-out). Idempotent.
     public static let revokeSession = RPCMethod<RevokeSessionRequest, RevokedCount>(name: "token.revokeSession", idempotent: true)
@@ -248,7 +255,8 @@ public enum TokenAPI {
     public static let revokeAllSessions = RPCMethod<UserSessionsRequest, RevokedCount>(name: "token.revokeAllSessions", idempotent: true)
     /// Lists a user's sessions. Idempotent.
     public static let listSessions = RPCMethod<UserSessionsRequest, SessionList>(name: "token.listSessions", idempotent: true)
-    /// Verifies an access token and returns its claims. Errors: `invalid_token`, `token_expired`, `session_revoked`.
+    /// Verifies an access token and returns its claims. Errors:
+    /// `invalid_token`, `token_expired`, `session_revoked`.
     public static let verifyAccessToken = RPCMethod<VerifyRequest, VerifiedClaims>(name: "token.verifyAccessToken", idempotent: true)
     /// The JWKS document of every published key, for verifying access tokens. Idempotent.
     public static let jwks = RPCMethod<Empty, JWKSDocument>(name: "token.jwks", idempotent: true)
