@@ -22,15 +22,23 @@ public enum DatabaseBackup {
 
     /// One file written (or restored).
     public struct FileReport: Sendable, Equatable {
+        /// The file's name, e.g. `identity.sqlite`.
         public let name: String
+        /// Where the file was written.
         public let path: String
+        /// The file's size in bytes.
         public let bytes: Int
+        /// The database's page count.
         public let pages: Int
     }
 
+    /// Why a backup or restore stopped, as one line for the operator.
     public struct Failure: Error, CustomStringConvertible {
+        /// The reason, naming the file or folder at fault.
         public let message: String
+        /// A failure with `message`.
         public init(_ message: String) { self.message = message }
+        /// The message.
         public var description: String { message }
     }
 

@@ -4,12 +4,15 @@ import Foundation
 /// `--flag`. Every key is listed in `ConfigTable.all`, which the README's table is checked
 /// against.
 public struct ConfigKey: Sendable, Hashable {
+    /// The environment variable, e.g. `GATEHOUSE_HTTP_PORT`; `flag` is derived from it.
     public let env: String
     /// The default, or nil when the key is required (or optional without a default).
     public let defaultValue: String?
     /// Secrets are never logged and never have a literal default.
     public let secret: Bool
+    /// The roles that read the key (`serve, gateway`, `all`), as the README's table shows them.
     public let roles: String
+    /// One sentence on what the key sets; quoted when a required value is missing.
     public let help: String
 
     /// `GATEHOUSE_HTTP_PORT` → `--http-port`.
@@ -18,47 +21,89 @@ public struct ConfigKey: Sendable, Hashable {
     }
 }
 
+/// Every configuration key of the `gatehouse` command, with its default and help text.
 public enum ConfigTable {
+    /// Where the SQLite files live.
     public static let dataDir = ConfigKey(env: "GATEHOUSE_DATA_DIR", defaultValue: "./.gatehouse", secret: false, roles: "serve, identity, token", help: "Folder for the SQLite files (identity.sqlite, token.sqlite).")
+    /// How much the roles log.
     public static let logLevel = ConfigKey(env: "GATEHOUSE_LOG_LEVEL", defaultValue: "info", secret: false, roles: "all", help: "trace, debug, info, notice, warning, error or critical.")
+    /// The address the HTTP API listens on.
     public static let httpHost = ConfigKey(env: "GATEHOUSE_HTTP_HOST", defaultValue: "127.0.0.1", secret: false, roles: "serve, gateway", help: "Address the HTTP API listens on.")
+    /// The port the HTTP API listens on.
     public static let httpPort = ConfigKey(env: "GATEHOUSE_HTTP_PORT", defaultValue: "8080", secret: false, roles: "serve, gateway", help: "Port the HTTP API listens on.")
+    /// The base URL clients use, for OpenID discovery (and the default issuer).
     public static let publicURL = ConfigKey(env: "GATEHOUSE_PUBLIC_URL", defaultValue: nil, secret: false, roles: "serve, gateway", help: "Base URL clients use (default http://HOST:PORT); used in OpenID discovery.")
+    /// The `iss` claim that access tokens carry and the gateway requires.
     public static let issuer = ConfigKey(env: "GATEHOUSE_ISSUER", defaultValue: nil, secret: false, roles: "serve, token, gateway", help: "The `iss` of access tokens (default: the public URL).")
+    /// The `aud` claim that access tokens carry and the gateway requires.
     public static let audience = ConfigKey(env: "GATEHOUSE_AUDIENCE", defaultValue: "gatehouse", secret: false, roles: "serve, token, gateway", help: "The `aud` of access tokens.")
+    /// The browser origins CORS allows.
     public static let corsOrigins = ConfigKey(env: "GATEHOUSE_CORS_ORIGINS", defaultValue: "", secret: false, roles: "serve, gateway", help: "Comma-separated browser origins allowed by CORS (none by default).")
+    /// The largest HTTP request body the gateway reads.
     public static let maxBodyBytes = ConfigKey(env: "GATEHOUSE_MAX_BODY_BYTES", defaultValue: "65536", secret: false, roles: "serve, gateway", help: "Largest request body accepted.")
+    /// The deadline of each service call (and of each HTTP request at the gateway).
     public static let rpcTimeoutMs = ConfigKey(env: "GATEHOUSE_RPC_TIMEOUT_MS", defaultValue: "2000", secret: false, roles: "all", help: "Deadline of each service call, in milliseconds.")
+    /// Whether the client IP comes from `X-Forwarded-For` (only behind a trusted proxy).
     public static let trustForwardedFor = ConfigKey(env: "GATEHOUSE_TRUST_FORWARDED_FOR", defaultValue: "false", secret: false, roles: "serve, gateway", help: "Take the client IP from X-Forwarded-For (only behind a trusted proxy).")
+    /// Where the identity service's RPC server binds.
     public static let identityBind = ConfigKey(env: "GATEHOUSE_IDENTITY_BIND", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "identity", help: "Endpoint the identity service's RPC server binds.")
+    /// Where the identity service publishes user events.
     public static let identityEventsBind = ConfigKey(env: "GATEHOUSE_IDENTITY_EVENTS_BIND", defaultValue: "tcp://127.0.0.1:7002", secret: false, roles: "identity", help: "Endpoint the identity service publishes user events on.")
+    /// Where the token service and the gateway reach the identity service.
     public static let identityURL = ConfigKey(env: "GATEHOUSE_IDENTITY_URL", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "token, gateway", help: "Where to reach the identity service.")
+    /// Where the token service's RPC server binds.
     public static let tokenBind = ConfigKey(env: "GATEHOUSE_TOKEN_BIND", defaultValue: "tcp://127.0.0.1:7011", secret: false, roles: "token", help: "Endpoint the token service's RPC server binds.")
+    /// Where the token service publishes session events.
     public static let tokenEventsBind = ConfigKey(env: "GATEHOUSE_TOKEN_EVENTS_BIND", defaultValue: "tcp://127.0.0.1:7012", secret: false, roles: "token", help: "Endpoint the token service publishes session events on.")
+    /// Where the identity service and the gateway reach the token service.
     public static let tokenURL = ConfigKey(env: "GATEHOUSE_TOKEN_URL", defaultValue: "tcp://127.0.0.1:7011", secret: false, roles: "identity, gateway", help: "Where to reach the token service.")
+    /// Where the gateway subscribes to session revocations.
     public static let tokenEventsURL = ConfigKey(env: "GATEHOUSE_TOKEN_EVENTS_URL", defaultValue: "tcp://127.0.0.1:7012", secret: false, roles: "gateway", help: "Where to subscribe to session revocations.")
+    /// Argon2id memory cost of new password hashes, in KiB.
     public static let argon2MemoryKiB = ConfigKey(env: "GATEHOUSE_ARGON2_MEMORY_KIB", defaultValue: "19456", secret: false, roles: "serve, identity", help: "Argon2id memory cost (KiB); OWASP: 19456.")
+    /// Argon2id time cost (passes) of new password hashes.
     public static let argon2Iterations = ConfigKey(env: "GATEHOUSE_ARGON2_ITERATIONS", defaultValue: "2", secret: false, roles: "serve, identity", help: "Argon2id time cost.")
+    /// Argon2id lanes of new password hashes.
     public static let argon2Parallelism = ConfigKey(env: "GATEHOUSE_ARGON2_PARALLELISM", defaultValue: "1", secret: false, roles: "serve, identity", help: "Argon2id lanes.")
+    /// How many threads hash passwords (default: one per core).
     public static let hashWorkers = ConfigKey(env: "GATEHOUSE_HASH_WORKERS", defaultValue: nil, secret: false, roles: "serve, identity", help: "Password-hashing threads (default: the number of cores).")
+    /// How many hash jobs may wait for a thread before sign-ups and sign-ins get `overloaded`.
     public static let hashQueue = ConfigKey(env: "GATEHOUSE_HASH_QUEUE", defaultValue: "64", secret: false, roles: "serve, identity", help: "Hash jobs allowed to wait; past it, or when a hash could not be done before the call's deadline, sign-ups and sign-ins get `overloaded`.")
+    /// The shortest password sign-up accepts.
     public static let passwordMinLength = ConfigKey(env: "GATEHOUSE_PASSWORD_MIN_LENGTH", defaultValue: "8", secret: false, roles: "serve, identity", help: "Shortest password accepted (8 to 64).")
+    /// The algorithm of new signing keys.
     public static let signingAlgorithm = ConfigKey(env: "GATEHOUSE_SIGNING_ALGORITHM", defaultValue: "ES256", secret: false, roles: "serve, token", help: "ES256, EdDSA or RS256 for new signing keys.")
+    /// How long an access token is valid.
     public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token", help: "Access-token lifetime in seconds.")
+    /// A session's absolute lifetime, whatever its refreshes.
     public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
+    /// How long a session may go without a refresh before it ends.
     public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, token", help: "Session idle timeout in seconds (30 days).")
+    /// How long an ended session (and a superseded refresh
+    /// token) is kept before the sweep deletes it.
     public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")
+    /// How often the token service sweeps ended sessions and old refresh tokens.
     public static let sweepInterval = ConfigKey(env: "GATEHOUSE_SWEEP_INTERVAL", defaultValue: "600", secret: false, roles: "serve, token", help: "Seconds between sweeps of ended sessions and old refresh tokens; 0 turns the sweep off.")
+    /// How long a rotated refresh token still answers with its successor (a client's retry).
     public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
+    /// What an acknowledged write survives: a process crash, or also a power cut.
     public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "process-crash", secret: false, roles: "serve, identity, token", help: "`process-crash`: an acknowledged write survives a crash of the process (SQLite WAL, synchronous=NORMAL); `power-loss`: also a power cut or OS crash (synchronous=FULL, an fsync per commit; concurrent token writes share one).")
+    /// The file with the key that encrypts signing keys at rest.
     public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding a 32-byte key (raw, hex or base64) that encrypts signing keys at rest.")
 
+    /// The file with this process's CURVE secret key; set, it makes service links CURVE.
     public static let curveSecretKeyFile = ConfigKey(env: "GATEHOUSE_CURVE_SECRET_KEY_FILE", defaultValue: nil, secret: true, roles: "identity, token, gateway", help: "File holding this process's CURVE secret key (Z85, 40 characters; `gatehouse keys generate`). When set, service links are CURVE-encrypted and authenticated.")
+    /// The file listing the client public keys a service's sockets accept.
     public static let curveAllowedKeysFile = ConfigKey(env: "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE", defaultValue: nil, secret: false, roles: "identity, token", help: "File of client CURVE public keys (Z85, one a line, `#` comments) allowed to connect; required with a secret key.")
+    /// The file with the identity service's CURVE public key, for its clients.
     public static let identityPublicKeyFile = ConfigKey(env: "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE", defaultValue: nil, secret: false, roles: "token, gateway", help: "File holding the identity service's CURVE public key (Z85); required with a secret key.")
+    /// The file with the token service's CURVE public key, for its clients.
     public static let tokenPublicKeyFile = ConfigKey(env: "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE", defaultValue: nil, secret: false, roles: "identity, gateway", help: "File holding the token service's CURVE public key (Z85); required with a secret key.")
+    /// Whether plain-text tcp links to non-loopback addresses are allowed.
     public static let allowPlaintext = ConfigKey(env: "GATEHOUSE_ALLOW_PLAINTEXT", defaultValue: "false", secret: false, roles: "identity, token, gateway", help: "Allow plain-text tcp between services on non-loopback addresses (only on a trusted network). Loopback, `ipc://` and `inproc://` are always allowed.")
 
+    /// Every key above: the flags `Config` accepts, and
+    /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustForwardedFor, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
@@ -70,8 +115,11 @@ public enum ConfigTable {
 
 /// A configuration problem, naming the key so an operator can fix it.
 public struct ConfigError: Error, CustomStringConvertible {
+    /// What is wrong, naming the key's variable and flag.
     public let message: String
+    /// An error with `message`.
     public init(message: String) { self.message = message }
+    /// The message.
     public var description: String { message }
 }
 
@@ -79,6 +127,8 @@ public struct ConfigError: Error, CustomStringConvertible {
 public struct Config: Sendable {
     private var values: [String: String] = [:]
 
+    /// Reads every known key from `environment`, then the flags in `arguments`; an unknown flag or
+    /// a flag without a value is an error.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, arguments: [String] = []) throws {
         let byFlag = Dictionary(uniqueKeysWithValues: ConfigTable.all.map { ($0.flag, $0) })
         for key in ConfigTable.all {
@@ -119,6 +169,7 @@ public struct Config: Sendable {
         return value
     }
 
+    /// A required integer within `range`.
     public func int(_ key: ConfigKey, in range: ClosedRange<Int>) throws -> Int {
         let text = try required(key)
         guard let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
@@ -127,11 +178,13 @@ public struct Config: Sendable {
         return value
     }
 
+    /// An integer within `range`, or nil when the key is unset or empty.
     public func optionalInt(_ key: ConfigKey, in range: ClosedRange<Int>) throws -> Int? {
         guard let text = string(key), !text.isEmpty else { return nil }
         return try int(key, in: range)
     }
 
+    /// A required boolean: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`.
     public func bool(_ key: ConfigKey) throws -> Bool {
         switch try required(key).lowercased() {
         case "true", "1", "yes", "on": return true
@@ -140,6 +193,7 @@ public struct Config: Sendable {
         }
     }
 
+    /// A comma-separated list, entries trimmed, empty ones dropped; [] when unset.
     public func list(_ key: ConfigKey) -> [String] {
         (string(key) ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
@@ -153,6 +207,7 @@ public struct Config: Sendable {
         }
     }
 
+    /// A required ZeroMQ endpoint: `tcp://`, `ipc://` or `inproc://`.
     public func endpoint(_ key: ConfigKey) throws -> String {
         let value = try required(key)
         guard value.hasPrefix("tcp://") || value.hasPrefix("ipc://") || value.hasPrefix("inproc://") else {

@@ -8,14 +8,22 @@ import ServiceLifecycle
 
 /// Settings of the gateway role, read from the configuration table.
 public struct GatewayRoleSettings: Sendable {
+    /// The HTTP side: host, port, body limit, CORS origins, token issuer and audience, public URL.
     public var gateway: GatewayConfiguration
+    /// Where the identity service's RPC server is
+    /// (`GATEHOUSE_IDENTITY_URL`, or `inproc://` under `serve`).
     public var identityURL: String
+    /// Where the token service's RPC server is (`GATEHOUSE_TOKEN_URL`).
     public var tokenURL: String
+    /// Where the token service publishes session revocations (`GATEHOUSE_TOKEN_EVENTS_URL`).
     public var tokenEventsURL: String
+    /// The deadline of each service call and of each HTTP request (`GATEHOUSE_RPC_TIMEOUT_MS`).
     public var rpcTimeout: Duration
     /// CURVE keys or the plain-text policy of the role's links.
     public var links: LinkSecurity
 
+    /// Reads and checks the gateway's keys of `config`;
+    /// the endpoints given override the configured ones.
     public init(config: Config, identityURL: String? = nil, tokenURL: String? = nil, tokenEventsURL: String? = nil) throws {
         let timeoutMs = try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)
         rpcTimeout = .milliseconds(timeoutMs)
@@ -58,10 +66,14 @@ public struct GatewayRoleSettings: Sendable {
 
 /// The running gateway: its HTTP application (a `Service`) and its RPC clients.
 public struct GatewayRole: Sendable {
+    /// The HTTP server; run it in the role's service group.
     public let application: any Service
+    /// The identity service's client; close it at shutdown.
     public let identity: RPCClient
+    /// The token service's client; close it at shutdown.
     public let tokens: RPCClient
 
+    /// Connects the RPC clients and builds the HTTP application, which listens once run.
     public static func start(_ settings: GatewayRoleSettings, logger: Logger) throws -> GatewayRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let identity = try start.client(settings.identityURL) { $0.identityServerKey }

@@ -12,14 +12,18 @@ import Synchronization
 /// worker at once. On a small VM the parallel figure is below threads × the single one (the
 /// hashes compete for memory bandwidth), and it is the one a full hashing pool can reach.
 public struct HashBenchmark: Sendable {
+    /// What a benchmark measured.
     public struct Result: Sendable, Equatable {
+        /// The Argon2id parameters measured.
         public var parameters: Argon2Parameters
+        /// How many threads hashed at once in the parallel phase.
         public var threads: Int
         /// Milliseconds per hash, one thread alone.
         public var singleThreadMs: Double
         /// Hashes per second with `threads` threads hashing at once.
         public var parallelPerSecond: Double
 
+        /// The figures as a few lines for the operator.
         public var text: String {
             """
             Argon2id m=\(parameters.memoryKiB) KiB t=\(parameters.iterations) p=\(parameters.parallelism)
@@ -28,17 +32,21 @@ public struct HashBenchmark: Sendable {
             """
         }
 
+        /// The figures as one JSON object (`gatehouse hash-benchmark --json`).
         public var json: String {
             String(format: #"{"memoryKiB":%d,"iterations":%d,"parallelism":%d,"threads":%d,"singleThreadMs":%.3f,"parallelPerSecond":%.2f}"#,
                    Int(parameters.memoryKiB), Int(parameters.iterations), Int(parameters.parallelism), threads, singleThreadMs, parallelPerSecond)
         }
     }
 
+    /// The Argon2id parameters to measure (the configured ones).
     public var parameters: Argon2Parameters
+    /// Threads of the parallel phase (the hashing workers); at least 1.
     public var threads: Int
     /// Measured time of each of the two phases.
     public var seconds: Double
 
+    /// A benchmark of `parameters` on `threads` threads, each phase lasting `seconds`.
     public init(parameters: Argon2Parameters, threads: Int, seconds: Double) {
         self.parameters = parameters
         self.threads = max(1, threads)
@@ -86,7 +94,9 @@ public struct HashBenchmark: Sendable {
     }
 }
 
+/// Why `HashBenchmark.run()` failed.
 public enum HashBenchmarkError: Error, CustomStringConvertible {
     case hashFailed
+    /// One line for the operator.
     public var description: String { "Argon2id hashing failed with these parameters" }
 }

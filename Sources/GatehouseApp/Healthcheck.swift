@@ -21,13 +21,16 @@ import Darwin
 ///   reply, even an error such as `not_found`, means up; `unavailable` or `deadline_exceeded`
 ///   means down.
 public enum Healthcheck {
+    /// The role to check: `gateway` and `serve` over HTTP, `identity` and `token` over RPC.
     public enum Role: String, Sendable, CaseIterable {
         case gateway, identity, token, serve
     }
 
     /// Why the role is considered down, as one line for the operator.
     public struct Failure: Error, CustomStringConvertible {
+        /// The reason, e.g. the status the gateway answered.
         public let description: String
+        /// A failure with `description`.
         public init(_ description: String) { self.description = description }
     }
 

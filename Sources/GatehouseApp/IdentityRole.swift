@@ -16,14 +16,22 @@ struct PublisherEventSink: EventSink {
 
 /// Settings of the identity role, read from the configuration table.
 public struct IdentityRoleSettings: Sendable {
+    /// The identity service's settings: database path, durability,
+    /// Argon2id parameters, password policy, hashing pool.
     public var service: IdentityConfiguration
+    /// Where the RPC server binds (`GATEHOUSE_IDENTITY_BIND`).
     public var rpcBind: String
+    /// Where user events are published (`GATEHOUSE_IDENTITY_EVENTS_BIND`).
     public var eventsBind: String
+    /// Where the token service is, to issue sessions (`GATEHOUSE_TOKEN_URL`).
     public var tokenURL: String
+    /// The deadline of each call to the token service (`GATEHOUSE_RPC_TIMEOUT_MS`).
     public var rpcTimeout: Duration
     /// CURVE keys or the plain-text policy of the role's links.
     public var links: LinkSecurity
 
+    /// Reads and checks the identity role's keys of `config`;
+    /// the endpoints given override the configured ones.
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, tokenURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
         let argon2 = Argon2Parameters(
@@ -51,9 +59,13 @@ public struct IdentityRoleSettings: Sendable {
 
 /// The running identity role: its RPC server (a `Service`) and what it holds.
 public struct IdentityRole: Sendable {
+    /// The RPC server, bound and serving; run it in the role's service group.
     public let server: RPCServer
+    /// The service behind the server (its handlers and store).
     public let service: IdentityService
+    /// The PUB socket of user events; close it at shutdown.
     public let publisher: EventPublisher
+    /// The token service's client; close it at shutdown.
     public let tokenClient: RPCClient
     /// Endpoints actually bound (wildcard ports resolved).
     public let rpcEndpoint: String

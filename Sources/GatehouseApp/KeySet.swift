@@ -12,6 +12,7 @@ import Darwin
 public enum KeySet {
     /// One file of a key set.
     public struct File: Sendable, Equatable {
+        /// The file's name in the key-set folder, e.g. `identity.key`.
         public var name: String
         /// POSIX mode: 0600 for secrets, 0644 for public keys and allow lists.
         public var mode: mode_t
@@ -34,7 +35,10 @@ public enum KeySet {
         File(name: "key-encryption.key", mode: 0o600, composeSecret: "key_encryption_key", configKey: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (token)"),
     ]
 
+    /// Why a key set was not written (the folder is a file,
+    /// a file exists without `force`, a write failed).
     public struct Error: Swift.Error, CustomStringConvertible {
+        /// The reason, as one line for the operator.
         public let description: String
     }
 

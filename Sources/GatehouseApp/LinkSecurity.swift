@@ -39,6 +39,7 @@ public struct LinkSecurity: Sendable {
     /// Warnings to log at start (plain-text tcp links).
     public var warnings: [String]
 
+    /// A policy with `curve` keys (nil: plain text) and start-up `warnings`.
     public init(curve: CurveLinkKeys? = nil, warnings: [String] = []) {
         self.curve = curve
         self.warnings = warnings
@@ -47,9 +48,13 @@ public struct LinkSecurity: Sendable {
     /// One ZeroMQ link of a role: the key it was configured by, its endpoint, and whether the
     /// role binds it (server) or connects to it (client).
     public struct Link: Sendable {
+        /// The configuration key that gave the endpoint, named in errors and warnings.
         public var key: ConfigKey
+        /// The ZeroMQ endpoint.
         public var endpoint: String
+        /// True when the role binds the endpoint (a server), false when it connects to it.
         public var binds: Bool
+        /// A link configured by `key`.
         public init(_ key: ConfigKey, _ endpoint: String, binds: Bool) {
             self.key = key
             self.endpoint = endpoint

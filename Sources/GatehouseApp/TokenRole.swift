@@ -9,16 +9,24 @@ import TokenService
 
 /// Settings of the token role, read from the configuration table.
 public struct TokenRoleSettings: Sendable {
+    /// The token service's settings: database path, issuer and audience, lifetimes, signing
+    /// algorithm, durability, key-encryption key.
     public var service: TokenConfiguration
+    /// Where the RPC server binds (`GATEHOUSE_TOKEN_BIND`).
     public var rpcBind: String
+    /// Where session events are published (`GATEHOUSE_TOKEN_EVENTS_BIND`).
     public var eventsBind: String
+    /// Where the identity service is, for the claims asked at refresh (`GATEHOUSE_IDENTITY_URL`).
     public var identityURL: String
+    /// The deadline of each call to the identity service (`GATEHOUSE_RPC_TIMEOUT_MS`).
     public var rpcTimeout: Duration
     /// CURVE keys or the plain-text policy of the role's links.
     public var links: LinkSecurity
     /// Seconds between sweeps of ended sessions and old refresh tokens (0: never).
     public var sweepInterval: Int
 
+    /// Reads and checks the token role's keys of `config`;
+    /// the endpoints given override the configured ones.
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, identityURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
         var service = TokenConfiguration(
@@ -81,14 +89,21 @@ public struct TokenRoleSettings: Sendable {
 
 /// The running token role.
 public struct TokenRole: Sendable {
+    /// The RPC server, bound and serving; run it in the role's service group.
     public let server: RPCServer
+    /// The service behind the server (its handlers, store and key ring).
     public let service: TokenService
+    /// The PUB socket of session events; close it at shutdown.
     public let publisher: EventPublisher
+    /// The identity service's client; close it at shutdown.
     public let identityClient: RPCClient
+    /// The endpoint the RPC server actually bound (a wildcard port resolved).
     public let rpcEndpoint: String
     /// Sweeps ended sessions and old refresh tokens; run it in the role's service group.
     public let sweeper: TokenSweeper
 
+    /// Creates the data folder, opens and migrates the database, loads the signing keys (making the
+    /// first one), binds the sockets.
     public static func start(_ settings: TokenRoleSettings, logger: Logger) async throws -> TokenRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
@@ -114,6 +129,7 @@ public struct TokenSweeper: Service {
     let logger: Logger
     var firstDelay: Duration = .seconds(60)
 
+    /// Sweeps until graceful shutdown (see the type).
     public func run() async throws {
         guard let interval else {
             try? await gracefulShutdown()

@@ -5,21 +5,32 @@ import Foundation
 
 /// A user as clients see it (`gatehouse.identity.v1.User`).
 public struct User: Codable, Sendable, Hashable {
+    /// The user's id: 128 random bits, base64url, 22 characters.
     public var id: String
+    /// The address as the user typed it (trimmed); "" for an anonymous user.
     public var email: String
+    /// Whether the user proved they own `email`.
     public var emailVerified: Bool
     /// "" when unset.
     public var displayName: String
     /// "" when unset.
     public var photoURL: String
+    /// Whether the user is anonymous; such a user has no email address.
     public var isAnonymous: Bool
+    /// When the user was created.
     public var createdAt: Date
+    /// The user's last successful sign-in (sign-up counts as one); nil: never.
     public var lastSignInAt: Date?
     /// The user's settings, a JSON object.
     public var settingsJSON: String
+    /// 1 at creation, then +1 per change;
+    /// `UpdateProfileRequest.expectedVersion` is compared with it.
     public var version: Int64
+    /// Whether the user is disabled: sign-in then fails with
+    /// `user_disabled` and sessions end at their next refresh.
     public var disabled: Bool
 
+    /// A user; fields not given take a new user's values (no email, empty settings, version 1).
     public init(
         id: String, email: String = "", emailVerified: Bool = false, displayName: String = "", photoURL: String = "",
         isAnonymous: Bool = false, createdAt: Date, lastSignInAt: Date? = nil, settingsJSON: String = "{}",
@@ -46,11 +57,17 @@ public struct User: Codable, Sendable, Hashable {
 
 /// `identity.signUp` request.
 public struct SignUpRequest: Codable, Sendable, Hashable {
+    /// The new user's email address; refused with `invalid_email` or `email_exists`.
     public var email: String
+    /// The new user's password; refused with `weak_password` when the policy does not accept it.
     public var password: String
+    /// The new user's display name (at most 256 characters,
+    /// no control characters); nil or "": none.
     public var displayName: String?
+    /// The client signing up, stored with the new session.
     public var client: ClientInfo
 
+    /// A sign-up with no display name and an unknown client unless given.
     public init(email: String, password: String, displayName: String? = nil, client: ClientInfo = ClientInfo()) {
         self.email = email
         self.password = password
@@ -63,10 +80,14 @@ public struct SignUpRequest: Codable, Sendable, Hashable {
 
 /// `identity.signIn` request.
 public struct SignInRequest: Codable, Sendable, Hashable {
+    /// The user's email address, compared case-insensitively.
     public var email: String
+    /// The password to verify against the user's stored hash.
     public var password: String
+    /// The client signing in, stored with the new session.
     public var client: ClientInfo
 
+    /// A sign-in from an unknown client unless `client` is given.
     public init(email: String, password: String, client: ClientInfo = ClientInfo()) {
         self.email = email
         self.password = password
@@ -78,8 +99,11 @@ public struct SignInRequest: Codable, Sendable, Hashable {
 
 /// `identity.signUp` / `identity.signIn` reply: the user and a new session.
 public struct AuthResponse: Codable, Sendable, Hashable {
+    /// The user signed up or in.
     public var user: User
+    /// The new session's tokens.
     public var tokens: SessionTokens
+    /// A reply with the user and their new session.
     public init(user: User, tokens: SessionTokens) {
         self.user = user
         self.tokens = tokens
@@ -89,7 +113,9 @@ public struct AuthResponse: Codable, Sendable, Hashable {
 
 /// A request naming one user (`getUser`, `deleteUser`).
 public struct UserIDRequest: Codable, Sendable, Hashable {
+    /// The user's id (`User.id`); a malformed one is `invalid_argument`.
     public var userID: String
+    /// A request naming the user `userID`.
     public init(userID: String) { self.userID = userID }
     enum CodingKeys: Int, CodingKey { case userID = 1 }
 }
@@ -97,14 +123,18 @@ public struct UserIDRequest: Codable, Sendable, Hashable {
 /// `identity.updateProfile` request. A nil field is left unchanged; "" clears `displayName`
 /// or `photoURL`.
 public struct UpdateProfileRequest: Codable, Sendable, Hashable {
+    /// The user to change.
     public var userID: String
+    /// The new display name (at most 256 characters, no control characters).
     public var displayName: String?
+    /// The new photo URL: http(s), at most 2,048 characters.
     public var photoURL: String?
     /// A JSON object, at most 16 KiB; replaces the stored settings.
     public var settingsJSON: String?
     /// When set, the update applies only if the stored version is this one (`version_conflict` otherwise).
     public var expectedVersion: Int64?
 
+    /// A change of `userID`'s profile; fields not given stay as they are.
     public init(
         userID: String, displayName: String? = nil, photoURL: String? = nil, settingsJSON: String? = nil,
         expectedVersion: Int64? = nil
@@ -123,8 +153,11 @@ public struct UpdateProfileRequest: Codable, Sendable, Hashable {
 
 /// `identity.setDisabled` request (administrative).
 public struct SetDisabledRequest: Codable, Sendable, Hashable {
+    /// The user to disable or enable.
     public var userID: String
+    /// True disables the user, false enables them again.
     public var disabled: Bool
+    /// A request to set `userID`'s disabled state.
     public init(userID: String, disabled: Bool) {
         self.userID = userID
         self.disabled = disabled
@@ -134,10 +167,13 @@ public struct SetDisabledRequest: Codable, Sendable, Hashable {
 
 /// `identity.passwordStrength` request.
 public struct PasswordStrengthRequest: Codable, Sendable, Hashable {
+    /// The password to rate.
     public var password: String
     /// Optional context: the user's email and name make passwords containing them weaker.
     public var email: String
+    /// Optional context, like `email`: "" when unknown.
     public var displayName: String
+    /// A request to rate `password`, with the user's email and name as context when known.
     public init(password: String, email: String = "", displayName: String = "") {
         self.password = password
         self.email = email
@@ -152,6 +188,7 @@ public struct StrengthReason: Codable, Sendable, Hashable {
     public var code: String
     /// English text a client may show.
     public var message: String
+    /// A reason with its stable code and English text.
     public init(code: String, message: String) {
         self.code = code
         self.message = message
@@ -163,11 +200,13 @@ public struct StrengthReason: Codable, Sendable, Hashable {
 public struct PasswordStrengthResponse: Codable, Sendable, Hashable {
     /// 0 (guessable) … 4 (very strong).
     public var score: Int32
+    /// Why the score is what it is.
     public var reasons: [StrengthReason]
     /// Whether sign-up would accept the password (the policy, not the score).
     public var acceptable: Bool
     /// The policy violations (`weak_password` reasons) when not acceptable.
     public var violations: [String]
+    /// A strength reply.
     public init(score: Int32, reasons: [StrengthReason], acceptable: Bool, violations: [String]) {
         self.score = score
         self.reasons = reasons
@@ -179,10 +218,13 @@ public struct PasswordStrengthResponse: Codable, Sendable, Hashable {
 
 /// The payload of `user.created`, `user.updated`, `user.deleted` and `user.disabled` events.
 public struct UserEvent: Codable, Sendable, Hashable {
+    /// The user who changed.
     public var userID: String
     /// The user's version after the change (0 for `user.deleted`).
     public var version: Int64
+    /// When the change happened.
     public var occurredAt: Date
+    /// An event about `userID` at `version`.
     public init(userID: String, version: Int64, occurredAt: Date) {
         self.userID = userID
         self.version = version
@@ -206,6 +248,7 @@ public struct IdentityStats: Codable, Sendable, Hashable {
     /// Hash jobs refused with `overloaded` since the service started.
     public var hashRejected: Int64
 
+    /// A snapshot of the pool's counters; zero for what is not given.
     public init(
         hashWorkers: Int32 = 0, hashBusyWorkers: Int32 = 0, hashQueueDepth: Int32 = 0, hashQueueLimit: Int32 = 0,
         hashCompleted: Int64 = 0, hashRejected: Int64 = 0
@@ -229,10 +272,16 @@ public enum IdentityAPI {
     public static let signUp = RPCMethod<SignUpRequest, AuthResponse>(name: "identity.signUp")
     /// Verifies an email and password, then creates a session.
     public static let signIn = RPCMethod<SignInRequest, AuthResponse>(name: "identity.signIn")
+    /// A user by id. Errors: `invalid_argument`, `user_not_found`. Idempotent.
     public static let getUser = RPCMethod<UserIDRequest, User>(name: "identity.getUser", idempotent: true)
+    /// Changes display name, photo URL or settings, optionally
+    /// only at an expected version (`version_conflict`).
     public static let updateProfile = RPCMethod<UpdateProfileRequest, User>(name: "identity.updateProfile")
+    /// Deletes a user and its linked identities. Errors: `invalid_argument`, `user_not_found`.
     public static let deleteUser = RPCMethod<UserIDRequest, Empty>(name: "identity.deleteUser")
+    /// Disables or enables a user (administrative). Idempotent.
     public static let setDisabled = RPCMethod<SetDisabledRequest, User>(name: "identity.setDisabled", idempotent: true)
+    /// A strength score for password meters, and whether the policy would accept the password.
     public static let passwordStrength = RPCMethod<PasswordStrengthRequest, PasswordStrengthResponse>(
         name: "identity.passwordStrength", idempotent: true)
     /// The hashing pool's state, for metrics. Cheap: answered without touching the database.
@@ -242,9 +291,13 @@ public enum IdentityAPI {
 
     /// Event topics on the PUB socket.
     public enum Topic {
+        /// Published after sign-up created a user.
         public static let userCreated = "user.created"
+        /// Published after a profile change, and when a user is enabled again.
         public static let userUpdated = "user.updated"
+        /// Published after a user was deleted (`UserEvent.version` 0).
         public static let userDeleted = "user.deleted"
+        /// Published after a user was disabled.
         public static let userDisabled = "user.disabled"
     }
 }

@@ -12,6 +12,7 @@ public struct RPCError: Error, Sendable, Hashable, Codable, CustomStringConverti
     /// Extra machine-readable context.
     public var details: [String: String]
 
+    /// An error with `code`, a `message` safe to show, and optional `details`.
     public init(_ code: ErrorCode, _ message: String, details: [String: String] = [:]) {
         self.code = code
         self.message = message
@@ -24,12 +25,14 @@ public struct RPCError: Error, Sendable, Hashable, Codable, CustomStringConverti
         case details = 3
     }
 
+    /// `code: message`, for logs.
     public var description: String { "\(code.rawValue): \(message)" }
 }
 
 /// Errors that know their wire form. A handler may throw any error; one that is not an
 /// `RPCError` and does not conform to this protocol travels as `internal`.
 public protocol RPCErrorConvertible: Error {
+    /// This error as it travels: its stable code, a safe message and details.
     var rpcError: RPCError { get }
 }
 
@@ -37,15 +40,21 @@ public protocol RPCErrorConvertible: Error {
 public struct ErrorCode: RawRepresentable, Hashable, Sendable, Codable, ExpressibleByStringLiteral,
     CustomStringConvertible
 {
+    /// The code as it travels on the wire, e.g. `email_exists`.
     public var rawValue: String
+    /// The code with this wire text.
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// Lets a code be written as a string literal (`"email_exists"`).
     public init(stringLiteral value: String) { self.rawValue = value }
+    /// Reads a code encoded as a bare string.
     public init(from decoder: any Decoder) throws {
         rawValue = try decoder.singleValueContainer().decode(String.self)
     }
+    /// Writes the code as a bare string, so it is a protobuf `string` field.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         try c.encode(rawValue)
     }
+    /// The wire text.
     public var description: String { rawValue }
 }

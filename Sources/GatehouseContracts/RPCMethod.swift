@@ -12,6 +12,7 @@ public struct RPCMethod<Request: Codable & Sendable, Response: Codable & Sendabl
     /// Whether a client may retry the call after a timeout or reconnect without changing its effect.
     public let idempotent: Bool
 
+    /// A method served under `name`; `idempotent` only if calling it again changes nothing more.
     public init(name: String, idempotent: Bool = false) {
         self.name = name
         self.idempotent = idempotent
@@ -20,5 +21,6 @@ public struct RPCMethod<Request: Codable & Sendable, Response: Codable & Sendabl
 
 /// An empty message, for methods that take or return nothing.
 public struct Empty: Codable, Sendable, Hashable {
+    /// The empty message.
     public init() {}
 }

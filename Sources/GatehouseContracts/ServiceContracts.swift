@@ -11,6 +11,7 @@ public struct ClientInfo: Codable, Sendable, Hashable {
     /// The client's IP address, textual.
     public var ip: String
 
+    /// Client details as the gateway saw them; "" for what it did not know.
     public init(userAgent: String = "", ip: String = "") {
         self.userAgent = userAgent
         self.ip = ip
@@ -29,14 +30,18 @@ public struct UserClaims: Codable, Sendable, Hashable {
     public var exists: Bool
     /// True when the user is disabled: the session must be revoked.
     public var disabled: Bool
+    /// The user's email address as typed (trimmed); the `email` claim, left out when "".
     public var email: String
+    /// Whether the user proved they own `email`; the `email_verified` claim.
     public var emailVerified: Bool
+    /// Whether the user is anonymous (no email address); the `is_anonymous` claim.
     public var isAnonymous: Bool
     /// The user's custom claims as a JSON object (at most 1,000 bytes), or "" for none.
     public var customClaimsJSON: String
     /// Sessions whose `authTime` is before this instant are no longer valid. Nil: no cut-off.
     public var tokensValidAfter: Date?
 
+    /// Claims of an existing, enabled user with no email and no cut-off unless given.
     public init(
         exists: Bool = true, disabled: Bool = false, email: String = "", emailVerified: Bool = false,
         isAnonymous: Bool = false, customClaimsJSON: String = "", tokensValidAfter: Date? = nil
@@ -63,13 +68,16 @@ public struct UserClaims: Codable, Sendable, Hashable {
 
 /// `identity.claimsForSession` request.
 public struct ClaimsForSessionRequest: Codable, Sendable, Hashable {
+    /// The session's user; an id that names no user is answered `exists = false`, not an error.
     public var userID: String
+    /// A request for the claims of `userID`.
     public init(userID: String) { self.userID = userID }
     enum CodingKeys: Int, CodingKey { case userID = 1 }
 }
 
 /// `token.issueSession` request: the identity service has verified the user and asks for a session.
 public struct IssueSessionRequest: Codable, Sendable, Hashable {
+    /// The user the session is for (1 to 128 bytes): the `sub` claim.
     public var userID: String
     /// The user's claims at issue time.
     public var claims: UserClaims
@@ -77,8 +85,10 @@ public struct IssueSessionRequest: Codable, Sendable, Hashable {
     public var amr: [String]
     /// When the user authenticated.
     public var authTime: Date
+    /// The client that signed in, stored with the session.
     public var client: ClientInfo
 
+    /// A request for a session of a user who has just authenticated.
     public init(userID: String, claims: UserClaims, amr: [String], authTime: Date, client: ClientInfo) {
         self.userID = userID
         self.claims = claims
@@ -98,7 +108,10 @@ public struct IssueSessionRequest: Codable, Sendable, Hashable {
 
 /// A session's tokens, as returned by `token.issueSession` and `token.refresh`.
 public struct SessionTokens: Codable, Sendable, Hashable {
+    /// The access token, a JWT signed with the active key, valid for `expiresIn` seconds.
     public var accessToken: String
+    /// The opaque refresh token; `token.refresh` exchanges
+    /// it for a successor and a new access token.
     public var refreshToken: String
     /// Always `Bearer`.
     public var tokenType: String
@@ -107,6 +120,7 @@ public struct SessionTokens: Codable, Sendable, Hashable {
     /// The session id (the `sid` claim).
     public var sessionID: String
 
+    /// A session's tokens; `tokenType` is `Bearer` unless given.
     public init(accessToken: String, refreshToken: String, tokenType: String = "Bearer", expiresIn: Int64, sessionID: String) {
         self.accessToken = accessToken
         self.refreshToken = refreshToken

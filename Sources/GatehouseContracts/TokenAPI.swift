@@ -5,8 +5,12 @@ import Foundation
 
 /// `token.refresh` request.
 public struct RefreshRequest: Codable, Sendable, Hashable {
+    /// The refresh token to exchange: the session's latest
+    /// (or, within the grace window, the one before).
     public var refreshToken: String
+    /// The client refreshing.
     public var client: ClientInfo
+    /// A refresh of `refreshToken`, from an unknown client unless `client` is given.
     public init(refreshToken: String, client: ClientInfo = ClientInfo()) {
         self.refreshToken = refreshToken
         self.client = client
@@ -19,9 +23,12 @@ public struct RefreshRequest: Codable, Sendable, Hashable {
 
 /// `token.revokeSession` request.
 public struct RevokeSessionRequest: Codable, Sendable, Hashable {
+    /// The session to revoke (1 to 64 bytes); an unknown
+    /// or already revoked one is left alone (count 0).
     public var sessionID: String
     /// Why (`sign_out`, `admin`, ...); stored with the session.
     public var reason: String
+    /// A revocation of `sessionID`, for `reason` (a sign-out unless given).
     public init(sessionID: String, reason: String = "sign_out") {
         self.sessionID = sessionID
         self.reason = reason
@@ -34,8 +41,12 @@ public struct RevokeSessionRequest: Codable, Sendable, Hashable {
 
 /// `token.revokeAllSessions` / `token.listSessions` request.
 public struct UserSessionsRequest: Codable, Sendable, Hashable {
+    /// The user whose sessions are meant.
     public var userID: String
+    /// Why the sessions are revoked, stored with each
+    /// (`token.revokeAllSessions` only; "": `sign_out_everywhere`).
     public var reason: String
+    /// A request about `userID`'s sessions; `reason` matters only to `token.revokeAllSessions`.
     public init(userID: String, reason: String = "sign_out_everywhere") {
         self.userID = userID
         self.reason = reason
@@ -48,24 +59,39 @@ public struct UserSessionsRequest: Codable, Sendable, Hashable {
 
 /// How many sessions a call revoked.
 public struct RevokedCount: Codable, Sendable, Hashable {
+    /// Sessions this call revoked; 0 when none was left unrevoked.
     public var count: Int64
+    /// A count of revoked sessions.
     public init(count: Int64) { self.count = count }
     enum CodingKeys: Int, CodingKey { case count = 1 }
 }
 
 /// A session as listed to its user.
 public struct SessionInfo: Codable, Sendable, Hashable {
+    /// The session's id (the `sid` claim of its access tokens).
     public var sessionID: String
+    /// The user the session is for.
     public var userID: String
+    /// When the session was issued.
     public var createdAt: Date
+    /// When the user authenticated for it (the `auth_time` claim).
     public var authTime: Date
+    /// When the current refresh token was made (issue or
+    /// last refresh); the idle timeout counts from it.
     public var lastUsedAt: Date
+    /// The end of the session's absolute lifetime.
     public var expiresAt: Date
+    /// Authentication methods used (RFC 8176 values, e.g. `pwd`).
     public var amr: [String]
+    /// The client that signed in, as stored at issue.
     public var client: ClientInfo
+    /// When the session was revoked; nil while it is not.
     public var revokedAt: Date?
+    /// Why it was revoked (`sign_out`, `refresh_token_reused`,
+    /// `user_disabled`, ...); "" while it is not.
     public var revokeReason: String
 
+    /// A listed session, every field given.
     public init(
         sessionID: String, userID: String, createdAt: Date, authTime: Date, lastUsedAt: Date, expiresAt: Date,
         amr: [String], client: ClientInfo, revokedAt: Date?, revokeReason: String
@@ -90,16 +116,20 @@ public struct SessionInfo: Codable, Sendable, Hashable {
 
 /// `token.listSessions` reply.
 public struct SessionList: Codable, Sendable, Hashable {
+    /// The user's sessions, revoked and expired ones included, oldest first.
     public var sessions: [SessionInfo]
+    /// A list of `sessions`.
     public init(sessions: [SessionInfo]) { self.sessions = sessions }
     enum CodingKeys: Int, CodingKey { case sessions = 1 }
 }
 
 /// `token.verifyAccessToken` request.
 public struct VerifyRequest: Codable, Sendable, Hashable {
+    /// The access token (compact JWT) to verify.
     public var token: String
     /// Also refuse tokens of sessions revoked since they were minted.
     public var checkRevoked: Bool
+    /// A verification of `token`, checking revocation unless told not to.
     public init(token: String, checkRevoked: Bool = true) {
         self.token = token
         self.checkRevoked = checkRevoked
@@ -112,19 +142,30 @@ public struct VerifyRequest: Codable, Sendable, Hashable {
 
 /// The verified claims of an access token.
 public struct VerifiedClaims: Codable, Sendable, Hashable {
+    /// The user the token is for (`sub`).
     public var subject: String
+    /// The session the token belongs to (`sid`).
     public var sessionID: String
+    /// When the token was minted (`iat`).
     public var issuedAt: Date
+    /// When the token expires (`exp`).
     public var expiresAt: Date
+    /// When the user authenticated for the session (`auth_time`).
     public var authTime: Date
+    /// Authentication methods used (`amr`).
     public var amr: [String]
+    /// The user's email address at minting; "" when the token has none.
     public var email: String
+    /// The `email_verified` claim.
     public var emailVerified: Bool
+    /// The `is_anonymous` claim.
     public var isAnonymous: Bool
+    /// The token's unique id (`jti`).
     public var tokenID: String
     /// Custom claims as a JSON object ("" when none).
     public var customClaimsJSON: String
 
+    /// Verified claims, every field given.
     public init(
         subject: String, sessionID: String, issuedAt: Date, expiresAt: Date, authTime: Date, amr: [String],
         email: String, emailVerified: Bool, isAnonymous: Bool, tokenID: String, customClaimsJSON: String
@@ -150,7 +191,9 @@ public struct VerifiedClaims: Codable, Sendable, Hashable {
 
 /// `token.jwks` reply: the JWKS document (RFC 7517) as JSON.
 public struct JWKSDocument: Codable, Sendable, Hashable {
+    /// The JWKS document (`{"keys": [...]}`) of every published public key.
     public var json: String
+    /// A reply carrying `json`.
     public init(json: String) { self.json = json }
     enum CodingKeys: Int, CodingKey { case json = 1 }
 }
@@ -161,7 +204,9 @@ public struct RotateKeysResponse: Codable, Sendable, Hashable {
     public var kid: String
     /// The previous key's id, published until `previousRetiresAt`.
     public var previousKid: String
+    /// When the previous key's last token has expired (plus leeway) and it stops being published.
     public var previousRetiresAt: Date?
+    /// A rotation's outcome.
     public init(kid: String, previousKid: String, previousRetiresAt: Date?) {
         self.kid = kid
         self.previousKid = previousKid
@@ -176,10 +221,15 @@ public struct RotateKeysResponse: Codable, Sendable, Hashable {
 
 /// Published on `session.revoked`.
 public struct SessionRevokedEvent: Codable, Sendable, Hashable {
+    /// The revoked session.
     public var sessionID: String
+    /// The session's user.
     public var userID: String
+    /// Why it was revoked (as in `SessionInfo.revokeReason`).
     public var reason: String
+    /// When it was revoked.
     public var revokedAt: Date
+    /// The event for one revoked session.
     public init(sessionID: String, userID: String, reason: String, revokedAt: Date) {
         self.sessionID = sessionID
         self.userID = userID
@@ -193,17 +243,29 @@ public struct SessionRevokedEvent: Codable, Sendable, Hashable {
 
 /// The token service's methods.
 public enum TokenAPI {
+    /// Mints a session for a user the identity service has verified
+    /// (`ServiceContracts.issueSession`).
     public static let issueSession = ServiceContracts.issueSession
+    /// Rotates a refresh token and mints a new access token;
+    /// reuse of a superseded token revokes the session.
     public static let refresh = RPCMethod<RefreshRequest, SessionTokens>(name: "token.refresh")
+    /// Revokes one session (sign-out). Idempotent.
     public static let revokeSession = RPCMethod<RevokeSessionRequest, RevokedCount>(name: "token.revokeSession", idempotent: true)
+    /// Revokes every session of a user not revoked yet. Idempotent.
     public static let revokeAllSessions = RPCMethod<UserSessionsRequest, RevokedCount>(name: "token.revokeAllSessions", idempotent: true)
+    /// Lists a user's sessions. Idempotent.
     public static let listSessions = RPCMethod<UserSessionsRequest, SessionList>(name: "token.listSessions", idempotent: true)
+    /// Verifies an access token and returns its claims. Errors:
+    /// `invalid_token`, `token_expired`, `session_revoked`.
     public static let verifyAccessToken = RPCMethod<VerifyRequest, VerifiedClaims>(name: "token.verifyAccessToken", idempotent: true)
+    /// The JWKS document of every published key, for verifying access tokens. Idempotent.
     public static let jwks = RPCMethod<Empty, JWKSDocument>(name: "token.jwks", idempotent: true)
+    /// Makes a new signing key; the old one stays published until its last token expires.
     public static let rotateKeys = RPCMethod<Empty, RotateKeysResponse>(name: "token.rotateKeys")
 
     /// Event topics.
     public enum Topic {
+        /// Published for each revoked session, with a `SessionRevokedEvent`.
         public static let sessionRevoked = "session.revoked"
     }
 }

@@ -5,6 +5,7 @@ public struct JSONObjectWriter {
     private var bytes: [UInt8] = [UInt8(ascii: "{")]
     private var first = true
 
+    /// A writer holding an empty object.
     public init() {}
 
     private mutating func key(_ name: String) {
@@ -14,18 +15,22 @@ public struct JSONObjectWriter {
         bytes.append(UInt8(ascii: ":"))
     }
 
+    /// Adds `"name": "value"` (escaped), or `null` when `value` is nil.
     public mutating func string(_ name: String, _ value: String?) {
         key(name)
         if let value { Self.appendString(value, to: &bytes) } else { Self.appendLiteral("null", to: &bytes) }
     }
+    /// Adds `"name": value` as a decimal integer.
     public mutating func int(_ name: String, _ value: Int) {
         key(name)
         Self.appendInt(value, to: &bytes)
     }
+    /// Adds `"name": true` or `false`.
     public mutating func bool(_ name: String, _ value: Bool) {
         key(name)
         Self.appendLiteral(value ? "true" : "false", to: &bytes)
     }
+    /// Adds `"name": [...]`, an array of strings.
     public mutating func strings(_ name: String, _ values: [String]) {
         key(name)
         bytes.append(UInt8(ascii: "["))
@@ -41,6 +46,7 @@ public struct JSONObjectWriter {
         bytes.append(contentsOf: json)
     }
 
+    /// Closes the object and returns its UTF-8 bytes; the writer is used up.
     public consuming func finish() -> [UInt8] {
         bytes.append(UInt8(ascii: "}"))
         return bytes

@@ -4,18 +4,33 @@ public import JWTKit
 /// The claims of a Gatehouse access token. Time, issuer and audience checks are done by
 /// `BearerVerifier` against the gateway's clock and configuration, not here.
 public struct AccessTokenClaims: JWTPayload, Sendable, Equatable {
+    /// Subject: the user's id; `GET /v1/me` looks this user up.
     public var sub: String
+    /// The session id; a token of a session the gateway
+    /// has seen revoked (`session.revoked`) is refused.
     public var sid: String
+    /// Expiry; past it (plus the leeway) the token is refused as expired.
     public var exp: Date
+    /// When the token was minted; a token from the future (past the leeway) is refused.
     public var iat: Date
+    /// Not before: a token before it (past the leeway) is refused; Gatehouse's tokens have none.
     public var nbf: Date?
+    /// Issuer; must be the configured `issuer`.
     public var iss: String
+    /// Audiences (a single string in the token reads as
+    /// one); must include the configured `audience`.
     public var aud: [String]
+    /// The token's unique id.
     public var jti: String
+    /// The user's email address, when the user has one.
     public var email: String?
+    /// `email_verified`, when present.
     public var emailVerified: Bool?
+    /// `is_anonymous`, when present.
     public var isAnonymous: Bool?
+    /// Authentication methods used (RFC 8176 values), when present.
     public var amr: [String]?
+    /// `auth_time`: when the user authenticated for the session, when present.
     public var authTime: Date?
 
     enum CodingKeys: String, CodingKey {
@@ -25,6 +40,7 @@ public struct AccessTokenClaims: JWTPayload, Sendable, Equatable {
         case authTime = "auth_time"
     }
 
+    /// Claims as given; the optional ones default to absent (tests mint tokens with it).
     public init(
         sub: String, sid: String, exp: Date, iat: Date, nbf: Date? = nil, iss: String, aud: [String], jti: String,
         email: String? = nil, emailVerified: Bool? = nil, isAnonymous: Bool? = nil, amr: [String]? = nil, authTime: Date? = nil
@@ -44,6 +60,7 @@ public struct AccessTokenClaims: JWTPayload, Sendable, Equatable {
         self.authTime = authTime
     }
 
+    /// Reads a payload; times are seconds since 1970, `aud` a string or an array.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         sub = try c.decode(String.self, forKey: .sub)
@@ -65,6 +82,7 @@ public struct AccessTokenClaims: JWTPayload, Sendable, Equatable {
         authTime = try c.decodeIfPresent(Double.self, forKey: .authTime).map(Date.init(timeIntervalSince1970:))
     }
 
+    /// Writes a payload: times as whole seconds, a single audience as a string.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(sub, forKey: .sub)

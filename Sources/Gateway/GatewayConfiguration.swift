@@ -36,6 +36,8 @@ public struct GatewayConfiguration: Sendable {
     /// default, plus one job per core).
     public var maxPasswordRequests: Int
 
+    /// A configuration with the defaults above; `issuer`,
+    /// `audience` and `publicBaseURL` must be given.
     public init(
         host: String = "127.0.0.1",
         port: Int = 8080,

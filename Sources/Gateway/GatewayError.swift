@@ -21,6 +21,7 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
     /// Reasons behind `weak_password`.
     public var reasons: [String]?
 
+    /// An error answered with `status` and a problem body with `code` and `detail`.
     public init(_ status: HTTPResponse.Status, code: String, detail: String, headers: HTTPFields = [:], reasons: [String]? = nil) {
         self.status = status
         self.code = code
@@ -44,6 +45,7 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
         return w.finish()
     }
 
+    /// Hummingbird's hook: the problem response (see `makeResponse()`).
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         makeResponse()
     }

@@ -21,6 +21,8 @@ public final class GatewayMetrics: Sendable {
         .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
     ]
 
+    /// Metrics in `registry` (a new one unless given),
+    /// with the gateway's latency buckets (1 ms to 5 s).
     public init(registry: PrometheusCollectorRegistry = PrometheusCollectorRegistry()) {
         self.registry = registry
         var factory = PrometheusMetricsFactory(registry: registry)

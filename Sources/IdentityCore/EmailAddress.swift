@@ -17,7 +17,9 @@ public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
     /// The canonical form: NFKC, lowercased.
     public let normalized: String
 
+    /// RFC 5321's limit on the local part, in UTF-8 octets (typed and normalized).
     public static let maxLocalPartOctets = 64
+    /// RFC 5321's limit on the whole address, in UTF-8 octets (typed and normalized).
     public static let maxOctets = 254
 
     /// Validates and normalizes `raw`. Throws `IdentityError.invalidEmail`.
@@ -60,6 +62,7 @@ public struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         self.normalized = normalized
     }
 
+    /// The address as typed.
     public var description: String { typed }
 
     /// The normalized form of `raw`, or nil when it is not a valid address.

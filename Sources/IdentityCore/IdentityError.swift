@@ -19,6 +19,7 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     /// The database failed in a way the caller cannot fix (the cause is only logged).
     case storage(cause: String)
 
+    /// A short English line for logs; not the wire message (see `rpcError` in IdentityService).
     public var description: String {
         switch self {
         case .storage(let cause): return "storage failure: \(cause)"

@@ -13,19 +13,25 @@ public struct PHCString: Sendable, Hashable, CustomStringConvertible {
     public var version: Int?
     /// The parameters in order, e.g. `[("m", "19456"), ("t", "2"), ("p", "1")]`.
     public var parameters: [Parameter]
+    /// The salt's bytes (empty when the string has none).
     public var salt: [UInt8]
+    /// The hash's bytes (empty when the string has none).
     public var hash: [UInt8]
 
     /// One `name=value` parameter.
     public struct Parameter: Sendable, Hashable {
+        /// The parameter's name, e.g. `m`.
         public var name: String
+        /// The parameter's value as written, e.g. `19456`.
         public var value: String
+        /// The parameter `name=value`.
         public init(_ name: String, _ value: String) {
             self.name = name
             self.value = value
         }
     }
 
+    /// A hash with every part given; `description` writes it in the PHC format.
     public init(id: String, version: Int? = nil, parameters: [Parameter] = [], salt: [UInt8] = [], hash: [UInt8] = []) {
         self.id = id
         self.version = version

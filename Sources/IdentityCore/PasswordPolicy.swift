@@ -25,6 +25,8 @@ public struct PasswordPolicy: Sendable, Hashable {
     /// The most scalars accepted.
     public var maxLength: Int
 
+    /// A policy of `minLength` to `maxLength` scalars; the minimum
+    /// is at least 1 and the maximum at least the minimum.
     public init(minLength: Int = 8, maxLength: Int = 256) {
         self.minLength = max(1, minLength)
         self.maxLength = max(self.minLength, maxLength)

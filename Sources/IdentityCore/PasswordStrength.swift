@@ -10,8 +10,11 @@ import Foundation
 public struct PasswordStrength: Sendable, Hashable {
     /// A reason the score is not higher, with a stable code and an English message.
     public struct Reason: Sendable, Hashable {
+        /// A stable code, e.g. `common_password`, `short`, `sequence`, `contains_user_data`.
         public var code: String
+        /// English text a client may show.
         public var message: String
+        /// A reason with its code and message.
         public init(code: String, message: String) {
             self.code = code
             self.message = message
@@ -22,6 +25,7 @@ public struct PasswordStrength: Sendable, Hashable {
     public var score: Int
     /// The estimated entropy in bits after penalties.
     public var bits: Double
+    /// Why the score is not higher, and what would help; empty when nothing held it back.
     public var reasons: [Reason]
 
     /// Estimates the strength of `password`. `userInputs` are words tied to the user (email,

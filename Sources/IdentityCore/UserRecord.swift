@@ -3,9 +3,13 @@ import GatehouseSupport
 
 /// A user id: 128 random bits, Base64url without padding (22 characters).
 public struct UserID: RawRepresentable, Sendable, Hashable, Codable, CustomStringConvertible {
+    /// The id's text.
     public var rawValue: String
+    /// `RawRepresentable`'s initializer: the id with this text (not checked: see `isWellFormed`).
     public init(rawValue: String) { self.rawValue = rawValue }
+    /// The id with this text (not checked: see `isWellFormed`).
     public init(_ rawValue: String) { self.rawValue = rawValue }
+    /// The id's text.
     public var description: String { rawValue }
 
     /// A new random id from `generator`.
@@ -55,33 +59,47 @@ public struct UserID: RawRepresentable, Sendable, Hashable, Codable, CustomStrin
 
 /// A user as stored, credentials included. Never sent over the wire as is (see `User`).
 public struct UserRecord: Sendable, Hashable {
+    /// The user's id, unique among users.
     public var id: UserID
     /// The email as typed (trimmed); nil for an anonymous user.
     public var email: String?
     /// The normalized email (unique); nil exactly when `email` is nil.
     public var emailNormalized: String?
+    /// Whether the user proved they own `email`.
     public var emailVerified: Bool
+    /// The name shown for the user (trimmed, at most 256 characters); nil when unset.
     public var displayName: String?
+    /// The URL of the user's photo (http or https); nil when unset.
     public var photoURL: String?
     /// A PHC string (or a legacy crypt string for imported users); nil without a password.
     public var passwordHash: String?
+    /// Whether the user is anonymous: no email address.
     public var isAnonymous: Bool
+    /// Whether the user is disabled: sign-in refuses
+    /// them and their sessions end at the next refresh.
     public var disabled: Bool
     /// A JSON object of at most 1,000 bytes, or "" for none.
     public var customClaimsJSON: String
     /// A JSON object of at most 16 KiB.
     public var settingsJSON: String
+    /// When the user was created (milliseconds, as stored).
     public var createdAt: Date
+    /// When the record last changed (milliseconds, as stored).
     public var updatedAt: Date
+    /// The last successful sign-in (sign-up counts as one); nil: never.
     public var lastSignInAt: Date?
     /// Sessions authenticated before this instant are invalid.
     public var tokensValidAfter: Date?
     /// Starts at 1; each profile change adds 1.
     public var version: Int64
 
+    /// The largest `customClaimsJSON` a store accepts, in bytes.
     public static let maxCustomClaimsBytes = 1_000
+    /// The largest `settingsJSON` a store (and `identity.updateProfile`) accepts, in bytes.
     public static let maxSettingsBytes = 16 * 1024
 
+    /// A record; times are rounded to milliseconds (what the
+    /// store keeps), and `updatedAt` defaults to `createdAt`.
     public init(
         id: UserID, email: EmailAddress?, emailVerified: Bool = false, displayName: String? = nil,
         photoURL: String? = nil, passwordHash: String? = nil, isAnonymous: Bool = false, disabled: Bool = false,

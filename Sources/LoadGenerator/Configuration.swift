@@ -21,6 +21,7 @@ public enum Operation: String, CaseIterable, Sendable, Codable, Comparable {
     case signup, signin, me, refresh
     case rawGet = "raw-get"
 
+    /// Orders operations as `allCases` lists them.
     public static func < (lhs: Operation, rhs: Operation) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
@@ -28,11 +29,16 @@ public enum Operation: String, CaseIterable, Sendable, Codable, Comparable {
 
 /// Relative weights of the operations in the `mixed` scenario.
 public struct MixWeights: Sendable, Equatable, Codable {
+    /// Weight of `GET /v1/me`.
     public var me: Int
+    /// Weight of `POST /v1/sessions/refresh`.
     public var refresh: Int
+    /// Weight of sign-ins (`POST /v1/sessions`).
     public var signin: Int
+    /// Weight of sign-ups (`POST /v1/accounts`).
     public var signup: Int
 
+    /// Weights as given; the defaults are the `default` mix.
     public init(me: Int = 70, refresh: Int = 20, signin: Int = 8, signup: Int = 2) {
         self.me = me
         self.refresh = refresh
@@ -40,6 +46,7 @@ public struct MixWeights: Sendable, Equatable, Codable {
         self.signup = signup
     }
 
+    /// 70 me, 20 refresh, 8 sign-in, 2 sign-up: mostly reads.
     public static let `default` = MixWeights()
 
     /// Parses `me=70,refresh=20,signin=8,signup=2`; operations not named get weight 0.
@@ -62,6 +69,7 @@ public struct MixWeights: Sendable, Equatable, Codable {
         guard total > 0 else { throw LoadError.invalidConfiguration("mix weights must not all be 0") }
     }
 
+    /// The sum of the weights; an operation is picked with probability weight / total.
     public var total: Int { me + refresh + signin + signup }
 
     /// Operations with a positive weight, in a fixed order, with their weights.
@@ -79,12 +87,12 @@ public struct MixWeights: Sendable, Equatable, Codable {
         return entries.last!.0
     }
 
+    /// The operations with a positive weight, as `me=70,refresh=20,...` (shown in the report).
     public var description: String {
         entries.map { "\($0.0.rawValue)=\($0.1)" }.joined(separator: ",")
     }
 }
 
-/// Everything a run needs. The CLI fills it from flags; tests build it directly.
 /// Which HTTP client sends the load.
 public enum HTTPEngine: String, Sendable, CaseIterable {
     /// Keep-alive connections on non-blocking sockets, each virtual user a task on the event-loop
@@ -92,18 +100,26 @@ public enum HTTPEngine: String, Sendable, CaseIterable {
     case loop
     /// Keep-alive connections on SwiftNIO (`LeanHTTPClient`).
     case nio
+    /// AsyncHTTPClient with its connection pool; also what `https://` targets use.
     case asyncHTTPClient = "async-http-client"
 }
 
+/// Everything a run needs. The CLI fills it from flags; tests build it directly.
 public struct LoadConfiguration: Sendable {
+    /// The longest `duration` accepted, in seconds.
     public static let maxDuration: Double = 3600
+    /// The longest `warmup` accepted, in seconds.
     public static let maxWarmup: Double = 600
+    /// The longest `timeout` accepted, in seconds.
     public static let maxTimeout: Double = 600
+    /// The most virtual users accepted.
     public static let maxConcurrency = 10_000
+    /// The most setup users accepted.
     public static let maxSetupUsers = 100_000
 
     /// Base URL of the gateway, e.g. `http://127.0.0.1:8080`.
     public var url: String
+    /// What each virtual user sends.
     public var scenario: Scenario
     /// Virtual users, each with one request in flight; also the connection pool size.
     public var concurrency: Int
@@ -123,6 +139,7 @@ public struct LoadConfiguration: Sendable {
     public var path: String
     /// Optional bearer token sent by `raw-get`.
     public var bearer: String?
+    /// Weights of the operations in the `mixed` scenario.
     public var mix: MixWeights
     /// Tag that makes this run's emails unique: `load-<runID>-<n>@example.com`.
     public var runID: String
@@ -136,8 +153,11 @@ public struct LoadConfiguration: Sendable {
     public var engine: HTTPEngine = .loop
     /// Event-loop threads of the `loop` engine; virtual users are spread over them.
     public var threads = 1
+    /// The most `threads` accepted.
     public static let maxThreads = 64
 
+    /// A configuration with the CLI's defaults (64 users for 10 s against
+    /// `http://127.0.0.1:8080`), a new run id and a new password.
     public init(
         url: String = "http://127.0.0.1:8080",
         scenario: Scenario,
@@ -230,6 +250,7 @@ public enum LoadError: Error, Equatable, CustomStringConvertible {
     case remoteTargetRefused(host: String, reason: String)
     case setupFailed(String)
 
+    /// The message the CLI prints.
     public var description: String {
         switch self {
         case .invalidConfiguration(let message): return "invalid configuration: \(message)"

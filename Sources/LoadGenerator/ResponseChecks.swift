@@ -2,7 +2,9 @@ import Foundation
 
 /// A session as the generator keeps it.
 public struct SessionTokens: Sendable, Equatable {
+    /// The access token, sent as the bearer of `GET /v1/me`.
     public var accessToken: String
+    /// The refresh token; presented once, then replaced by its successor.
     public var refreshToken: String
     /// Access token lifetime in seconds, as the server said.
     public var expiresIn: Double = 0
@@ -10,14 +12,18 @@ public struct SessionTokens: Sendable, Equatable {
 
 /// A user created during setup.
 public struct SetupUser: Sendable {
+    /// The user's id from the sign-up or sign-in reply.
     public var id: String
+    /// The email the user signed up with (sign-ins of the pool send it).
     public var email: String
+    /// The session the user's sign-up or sign-in returned.
     public var session: SessionTokens
 }
 
 /// The checks applied to each response body. Each returns what was wrong, or the useful parts.
 /// Status codes are checked by the caller; these only look at bodies of the expected status.
 public enum ResponseChecks {
+    /// What a check found: the useful parts of a good body, or what was wrong with a bad one.
     public enum Outcome<Value> {
         case ok(Value)
         case bad(String)

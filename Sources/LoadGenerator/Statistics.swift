@@ -14,13 +14,21 @@ public enum RequestOutcome: Sendable, Equatable {
 
 /// Latency summary in milliseconds (µs resolution).
 public struct LatencySummary: Codable, Sendable, Equatable {
+    /// Requests measured.
     public var count: UInt64
+    /// The fastest, in ms (0 when `count` is 0, as every figure).
     public var min: Double
+    /// The mean, in ms.
     public var mean: Double
+    /// The median, in ms.
     public var p50: Double
+    /// The 90th percentile, in ms.
     public var p90: Double
+    /// The 99th percentile, in ms.
     public var p99: Double
+    /// The 99.9th percentile, in ms.
     public var p999: Double
+    /// The slowest, in ms.
     public var max: Double
 
     init(_ histogram: Histogram<UInt64>) {
@@ -42,8 +50,11 @@ public struct LatencySummary: Codable, Sendable, Equatable {
 
 /// Counts and latencies of one operation (or of all of them).
 public struct OperationResult: Codable, Sendable, Equatable {
+    /// Measured requests (warm-up and setup not included).
     public var totalRequests: Int
+    /// Requests with the expected status and a body that passed its check.
     public var successfulRequests: Int
+    /// `totalRequests` minus `successfulRequests`.
     public var failedRequests: Int
     /// Successful requests per second of the measured phase.
     public var throughput: Double
@@ -61,37 +72,54 @@ public struct OperationResult: Codable, Sendable, Equatable {
 
 /// The result of a run. `--json` prints exactly this.
 public struct LoadResult: Codable, Sendable {
+    /// The scenario run, e.g. `refresh`.
     public var scenario: String
+    /// The target's base URL.
     public var url: String
+    /// Virtual users.
     public var concurrency: Int
     /// The duration bound in seconds.
     public var durationSeconds: Double
     /// The request bound, if any.
     public var requestLimit: Int?
+    /// Seconds of unrecorded load before measuring.
     public var warmupSeconds: Double
     /// Wall time of the measured phase (from its start until the last measured request ended).
     public var elapsedSeconds: Double
     /// `duration` or `requests`: which bound ended the run.
     public var stoppedBy: String
+    /// Users created during setup (0 for scenarios that need none).
     public var setupUsers: Int
+    /// How long setup took, in seconds (not part of any figure below).
     public var setupSeconds: Double
+    /// The weights of a `mixed` run (`me=70,refresh=20,...`); nil for other scenarios.
     public var mix: String?
     /// Sessions re-established by a sign-in after a failed refresh (not recorded as requests).
     public var sessionRecoveries: Int
     /// Sessions rotated outside the measurements because their access token was about to expire.
     public var sessionRenewals: Int
+    /// Measured requests of every operation.
     public var totalRequests: Int
+    /// Requests with the expected status and a body that passed its check.
     public var successfulRequests: Int
+    /// `totalRequests` minus `successfulRequests`.
     public var failedRequests: Int
+    /// Successful requests per second of the measured phase.
     public var throughput: Double
+    /// Latency of successful requests.
     public var latencyMs: LatencySummary
+    /// Latency of failed requests (any kind).
     public var errorLatencyMs: LatencySummary
+    /// Responses with an unexpected status, by status code.
     public var errorsByStatus: [String: Int]
+    /// Other failures by kind: `bad_body`, `timeout`, `connect`, `connection_closed`, ...
     public var errorsByKind: [String: Int]
+    /// The first detail seen for each error kind or status (for diagnosis).
     public var errorSamples: [String: String]
     /// Per operation (one entry for single-operation scenarios).
     public var operations: [String: OperationResult]
 
+    /// Whether any measured request failed (with `--fail-on-error` the CLI then exits 1).
     public var hadErrors: Bool { failedRequests > 0 }
 }
 

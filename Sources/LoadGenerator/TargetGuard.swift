@@ -12,10 +12,12 @@ import Darwin
 public struct Target: Sendable, Equatable {
     /// Base URL without a trailing slash, e.g. `http://127.0.0.1:8080`.
     public var baseURL: String
+    /// The host of the URL, without IPv6 brackets.
     public var host: String
     /// The addresses `host` resolved to (empty when the check was skipped with `allowRemote`).
     public var addresses: [String]
 
+    /// The full URL of `path` (which starts with `/`).
     public func url(_ path: String) -> String { baseURL + path }
 }
 
@@ -26,6 +28,8 @@ public struct Target: Sendable, Equatable {
 /// exists, so a refused target never receives a packet. Redirects are disabled in the client, so a
 /// loopback server cannot bounce the load elsewhere either.
 public enum TargetGuard {
+    /// Parses `text` and, unless `allowRemote`, refuses it
+    /// when any address its host resolves to is not loopback.
     public static func check(url text: String, allowRemote: Bool) throws -> Target {
         guard let components = URLComponents(string: text),
               let scheme = components.scheme?.lowercased(),
@@ -61,9 +65,12 @@ public enum TargetGuard {
 
     /// One address from the resolver, as raw bytes (4 or 16) and text.
     public struct ResolvedAddress: Sendable, Equatable {
+        /// The address: 4 bytes for IPv4, 16 for IPv6.
         public var bytes: [UInt8]
+        /// The address in numeric text form.
         public var text: String
 
+        /// Whether this address is this machine (see `isLoopback(_:)`).
         public var isLoopback: Bool { TargetGuard.isLoopback(bytes) }
     }
 

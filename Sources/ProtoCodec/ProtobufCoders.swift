@@ -65,6 +65,7 @@ public struct ProtobufEncoder: Sendable {
     /// Initial output capacity in bytes (the buffer grows as needed).
     public var initialCapacity: Int = 128
 
+    /// An encoder with no user info and the default initial capacity.
     public init() {}
 
     /// Encodes a message (a type that encodes through a keyed container).
@@ -95,33 +96,41 @@ public struct ProtobufDecoder: Sendable {
         /// Largest accepted input in bytes (default 16 MiB; at most 4 GiB - 1).
         public var maxMessageSize: Int
 
+        /// Limits of `maxDepth` nested messages and `maxMessageSize` bytes.
         public init(maxDepth: Int = 64, maxMessageSize: Int = 16 << 20) {
             self.maxDepth = maxDepth
             self.maxMessageSize = maxMessageSize
         }
     }
 
+    /// How deep and how large an input may be; past either, decoding throws.
     public var limits: Limits
     /// Made available to `init(from:)` implementations.
     public var userInfo: [CodingUserInfoKey: any Sendable] = [:]
 
+    /// A decoder with the default limits (depth 64, 16 MiB).
     public init() { limits = Limits() }
+    /// A decoder with `limits`.
     public init(limits: Limits) { self.limits = limits }
 
+    /// Shorthand for `limits.maxDepth`.
     public var maxDepth: Int {
         get { limits.maxDepth }
         set { limits.maxDepth = newValue }
     }
 
+    /// Shorthand for `limits.maxMessageSize`.
     public var maxMessageSize: Int {
         get { limits.maxMessageSize }
         set { limits.maxMessageSize = newValue }
     }
 
+    /// Decodes a message of type `T` from `bytes`.
     public func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
         try bytes.withUnsafeBytes { try decode(type, from: $0) }
     }
 
+    /// Decodes a message of type `T` from `data`.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try data.withUnsafeBytes { try decode(type, from: $0) }
     }

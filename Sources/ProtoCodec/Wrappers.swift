@@ -6,13 +6,18 @@
 /// Encodes a signed integer as a zigzag varint: `sint32` for types up to 32 bits, else `sint64`.
 @propertyWrapper
 public struct ZigZag<Value: FixedWidthInteger & SignedInteger & Codable & Sendable>: Sendable, Hashable, Codable {
+    /// The number, as Swift sees it.
     public var wrappedValue: Value
+    /// Wraps `wrappedValue` (the property-wrapper form, `@ZigZag var`).
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+    /// Wraps `value` (the plain-type form, `ZigZag(-1)`).
     public init(_ value: Value) { self.wrappedValue = value }
 
+    /// Reads the bare number, for other coders (`ProtobufDecoder` reads the zigzag varint itself).
     public init(from decoder: any Decoder) throws {
         wrappedValue = try decoder.singleValueContainer().decode(Value.self)
     }
+    /// Writes the bare number, for other coders (`ProtobufEncoder` writes a zigzag varint itself).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(wrappedValue)
@@ -23,13 +28,18 @@ public struct ZigZag<Value: FixedWidthInteger & SignedInteger & Codable & Sendab
 /// 32 bits, else `fixed64`/`sfixed64`.
 @propertyWrapper
 public struct Fixed<Value: FixedWidthInteger & Codable & Sendable>: Sendable, Hashable, Codable {
+    /// The number, as Swift sees it.
     public var wrappedValue: Value
+    /// Wraps `wrappedValue` (the property-wrapper form, `@Fixed var`).
     public init(wrappedValue: Value) { self.wrappedValue = wrappedValue }
+    /// Wraps `value` (the plain-type form, `Fixed(7)`).
     public init(_ value: Value) { self.wrappedValue = value }
 
+    /// Reads the bare number, for other coders (`ProtobufDecoder` reads the fixed width itself).
     public init(from decoder: any Decoder) throws {
         wrappedValue = try decoder.singleValueContainer().decode(Value.self)
     }
+    /// Writes the bare number, for other coders (`ProtobufEncoder` writes the fixed width itself).
     public func encode(to encoder: any Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(wrappedValue)
@@ -37,10 +47,12 @@ public struct Fixed<Value: FixedWidthInteger & Codable & Sendable>: Sendable, Ha
 }
 
 extension ZigZag: ExpressibleByIntegerLiteral {
+    /// Lets a literal stand for a `ZigZag` value: `var delta: ZigZag<Int64> = -1`.
     public init(integerLiteral value: Value.IntegerLiteralType) { self.wrappedValue = Value(integerLiteral: value) }
 }
 
 extension Fixed: ExpressibleByIntegerLiteral {
+    /// Lets a literal stand for a `Fixed` value: `var id: Fixed<UInt64> = 7`.
     public init(integerLiteral value: Value.IntegerLiteralType) { self.wrappedValue = Value(integerLiteral: value) }
 }
 

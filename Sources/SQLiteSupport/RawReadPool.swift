@@ -17,6 +17,7 @@ public final class RawReadPool: Sendable {
     /// `WALCheckpointer.connectionPragmas`).
     public static let mmapSize = 256 << 20
 
+    /// The database file the connections open (read-only).
     public let path: String
     /// Idle connections kept; more may be open at once, the excess closed when returned.
     public let maxIdle: Int
@@ -26,6 +27,7 @@ public final class RawReadPool: Sendable {
     public let memoryMapSize: Int
     private let idle = Mutex<[Connection]>([])
 
+    /// A pool for the database at `path`; connections open on first use, not here.
     public init(path: String, maxIdle: Int = 8, memoryMapSize: Int = RawReadPool.mmapSize) {
         self.path = path
         self.maxIdle = maxIdle

@@ -80,12 +80,16 @@ public enum RawArgument: Sendable {
 public struct RawRow {
     let handle: OpaquePointer
 
+    /// Whether the column is NULL.
     public func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
+    /// The column as an integer (0 for NULL).
     public func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(handle, column) }
 
+    /// The column as an integer, nil for NULL.
     public func optionalInt64(_ column: Int32) -> Int64? { isNull(column) ? nil : int64(column) }
 
+    /// The column as a boolean: true when its integer value is not 0.
     public func bool(_ column: Int32) -> Bool { sqlite3_column_int64(handle, column) != 0 }
 
     /// The column as UTF-8 text ("" for NULL).
@@ -95,6 +99,7 @@ public struct RawRow {
         return String(decoding: UnsafeBufferPointer(start: text, count: count), as: UTF8.self)
     }
 
+    /// The column as UTF-8 text, nil for NULL.
     public func optionalString(_ column: Int32) -> String? { isNull(column) ? nil : string(column) }
 
     /// The column as bytes (empty for NULL).

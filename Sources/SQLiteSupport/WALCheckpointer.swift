@@ -100,6 +100,7 @@ public final class WALCheckpointer: Sendable {
     }
 
     private let shared: Shared
+    /// How often the thread checkpoints.
     public var interval: Duration { shared.interval }
 
     /// Opens a connection to the database at `path` (which must already be in WAL mode) and
@@ -184,7 +185,10 @@ public final class WALCheckpointer: Sendable {
     }
 }
 
+/// Why a checkpointer could not start: its connection did not open or could not read the database.
 public struct CheckpointerError: Error, CustomStringConvertible {
+    /// What failed, with the path and SQLite's message.
     public var message: String
+    /// The message.
     public var description: String { message }
 }

@@ -11,6 +11,7 @@ public enum JSONValue: Codable, Sendable, Hashable {
     case array([JSONValue])
     case object([String: JSONValue])
 
+    /// Reads any JSON value (a number always as `Double`).
     public init(from decoder: any Decoder) throws {
         let c = try decoder.singleValueContainer()
         if c.decodeNil() { self = .null }
@@ -21,6 +22,7 @@ public enum JSONValue: Codable, Sendable, Hashable {
         else { self = .object(try c.decode([String: JSONValue].self)) }
     }
 
+    /// Writes the value as JSON; a whole number below 9e15 is written without a fraction.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.singleValueContainer()
         switch self {
@@ -43,21 +45,37 @@ public struct AccessClaims: JWTPayload, Hashable {
         "is_anonymous", "azp", "acr", "nonce", "at_hash", "c_hash", "cnf", "scope", "client_id", "typ",
     ]
 
+    /// Issuer: the token service's configured issuer (by default the public URL).
     public var iss: String
+    /// Audience: the configured audience (one string; an array of one is accepted when read).
     public var aud: String
+    /// Subject: the user's id.
     public var sub: String
+    /// Issued at, in seconds since 1970.
     public var iat: Int64
+    /// Expires at, in seconds since 1970.
     public var exp: Int64
+    /// Not before, in seconds since 1970; nil in the tokens Gatehouse mints, checked when present.
     public var nbf: Int64?
+    /// The token's unique id.
     public var jti: String
+    /// The session the token belongs to; refresh and revocation act on it.
     public var sid: String
+    /// `auth_time`: when the user authenticated for the session, in seconds since 1970.
     public var authTime: Int64
+    /// Authentication methods used (RFC 8176 values, e.g. `pwd`).
     public var amr: [String]
+    /// The user's email address; nil (and left out of the token) when the user has none.
     public var email: String?
+    /// `email_verified`: whether the user proved they own `email`.
     public var emailVerified: Bool
+    /// `is_anonymous`: whether the user is anonymous.
     public var isAnonymous: Bool
+    /// The user's custom claims, top-level members of the
+    /// payload; reserved names are never written or read here.
     public var custom: [String: JSONValue]
 
+    /// The claims of a token to mint (no `nbf`).
     public init(
         iss: String, aud: String, sub: String, iat: Int64, exp: Int64, jti: String, sid: String, authTime: Int64,
         amr: [String], email: String?, emailVerified: Bool, isAnonymous: Bool, custom: [String: JSONValue] = [:]
@@ -86,6 +104,7 @@ public struct AccessClaims: JWTPayload, Hashable {
         init?(intValue: Int) { nil }
     }
 
+    /// Reads a payload: the registered claims by name, every member not reserved into `custom`.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: Key.self)
         iss = try c.decode(String.self, forKey: Key("iss"))
@@ -117,6 +136,7 @@ public struct AccessClaims: JWTPayload, Hashable {
         self.custom = custom
     }
 
+    /// Writes the payload with custom claims in name order (what `jsonBytes()` writes faster).
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: Key.self)
         try c.encode(iss, forKey: Key("iss"))

@@ -8,10 +8,13 @@ import GatehouseSupport
 /// The published signing keys: the active one signs, every published one verifies. Signing
 /// and verification go through jwt-kit; the verifier pins each `kid` to its key's algorithm.
 public final class KeyRing: Sendable {
+    /// A key with the time it stops being published.
     public struct Entry: Sendable, Hashable {
+        /// The key: its algorithm, `kid`, public JWK and private material.
         public let key: SigningKey
         /// When the key stops being published (nil while it may still sign or verify).
         public let retireAfter: Date?
+        /// An entry for `key`, published until `retireAfter` (nil: no end yet).
         public init(key: SigningKey, retireAfter: Date?) {
             self.key = key
             self.retireAfter = retireAfter
@@ -22,6 +25,7 @@ public final class KeyRing: Sendable {
     private let collection = JWTKeyCollection()
     private let state = Mutex<(active: String, entries: [String: Entry], signer: JWSSigner?)>(("", [:], nil))
 
+    /// An empty ring: it signs and verifies nothing until `load`.
     public init() {}
 
     /// Replaces the published keys; `active` signs from now on.
@@ -83,14 +87,18 @@ public final class KeyRing: Sendable {
 
 /// Checks access tokens: size, header, pinned algorithm, signature, issuer, audience and time.
 public struct TokenVerifier: Sendable {
+    /// The published keys the signatures are checked with.
     public let keys: KeyRing
+    /// The `iss` a token must carry.
     public let issuer: String
+    /// The `aud` a token must carry.
     public let audience: String
     /// Clock skew tolerated on `exp`, `nbf` and `iat`.
     public let leeway: TimeInterval
     /// Tokens longer than this are refused before parsing.
     public static let maxTokenLength = 8192
 
+    /// A verifier; `leeway` is clamped to 0…120 seconds.
     public init(keys: KeyRing, issuer: String, audience: String, leeway: TimeInterval = 30) {
         self.keys = keys
         self.issuer = issuer
@@ -98,6 +106,8 @@ public struct TokenVerifier: Sendable {
         self.leeway = min(max(0, leeway), 120)
     }
 
+    /// The claims of `token` if it verifies at `now`; throws
+    /// `TokenError.invalidToken` (with why) or `.tokenExpired`.
     public func verify(_ token: String, now: Date) async throws -> AccessClaims {
         guard token.utf8.count <= Self.maxTokenLength else { throw TokenError.invalidToken("too long") }
         let parts = token.split(separator: ".", omittingEmptySubsequences: false)

@@ -14,7 +14,9 @@ public enum SigningAlgorithm: String, Sendable, CaseIterable, Codable {
 /// A signing key: its private material (PEM for ES256/RS256, raw 32 bytes base64url for EdDSA),
 /// its public JWK, and its `kid` (the RFC 7638 thumbprint of the public JWK).
 public struct SigningKey: Sendable, Hashable {
+    /// The algorithm the key signs with; a token's `alg` must be this.
     public let algorithm: SigningAlgorithm
+    /// The key id (the RFC 7638 thumbprint of its public JWK), the `kid` of its tokens.
     public let kid: String
     /// The private key, serialized (never logged).
     public let privateMaterial: String
@@ -96,7 +98,9 @@ public struct SigningKey: Sendable, Hashable {
     }
 }
 
+/// Why a signing key cannot be used.
 public enum SigningKeyError: Error, Equatable {
+    /// The stored private material does not decode.
     case corrupt
     /// No key has been loaded into the key ring yet.
     case noActiveKey

@@ -29,5 +29,6 @@ public enum TokenError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// The same text as `message`.
     public var description: String { message }
 }

@@ -2,9 +2,12 @@ import CZeroMQ
 
 /// A CURVE key pair (Curve25519), as raw 32-byte keys with their Z85 text forms.
 public struct CurveKeyPair: Sendable, Hashable {
+    /// The 32-byte public key: peers know it (a server's clients must, to connect).
     public let publicKey: [UInt8]
+    /// The 32-byte secret key: it proves, in the handshake, that this side owns `publicKey`.
     public let secretKey: [UInt8]
 
+    /// A pair from raw keys, as given (not checked against each other).
     public init(publicKey: [UInt8], secretKey: [UInt8]) {
         self.publicKey = publicKey
         self.secretKey = secretKey

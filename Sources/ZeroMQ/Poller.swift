@@ -8,7 +8,9 @@ import Darwin
 
 /// What to wait for on a socket or file descriptor.
 public struct PollEvents: OptionSet, Sendable, Hashable {
+    /// The `ZMQ_POLLIN`/`ZMQ_POLLOUT` bits.
     public let rawValue: Int16
+    /// The events of these bits.
     public init(rawValue: Int16) { self.rawValue = rawValue }
     /// A message (or data) can be read.
     public static let readable = PollEvents(rawValue: Int16(ZMQ_POLLIN))
@@ -22,6 +24,7 @@ public final class Poller {
     private var items: [zmq_pollitem_t] = []
     private var sockets: [Socket] = []
 
+    /// A poller watching nothing yet.
     public init() {}
 
     /// Watches `socket` for `events`; returns the item's index.
@@ -70,6 +73,7 @@ public final class PollSignal: Sendable {
     public let fileDescriptor: Int32
     private let writeDescriptor: Int32
 
+    /// A signal not yet raised; throws when no eventfd (or pipe) can be made.
     public init() throws {
         #if os(Linux)
         let fd = eventfd(0, Int32(EFD_NONBLOCK) | Int32(EFD_CLOEXEC))

@@ -17,6 +17,7 @@ public struct ZMQError: Error, Sendable, Hashable, CustomStringConvertible {
     /// What the failing call was.
     public let operation: String
 
+    /// An error of `operation` with `errno` value `code`.
     public init(code: Int32, operation: String) {
         self.code = code
         self.operation = operation
@@ -36,6 +37,7 @@ public struct ZMQError: Error, Sendable, Hashable, CustomStringConvertible {
     /// The message could not be routed (`EHOSTUNREACH`, ROUTER with `routerMandatory`).
     public var isHostUnreachable: Bool { code == EHOSTUNREACH }
 
+    /// `operation: libzmq's text (errno N)`, for logs.
     public var description: String {
         "\(operation): \(String(cString: zmq_strerror(code))) (errno \(code))"
     }
