@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import GatehouseSupport
 import IdentityCore
 import IdentityService
 import Logging
@@ -58,8 +59,9 @@ public struct IdentityRole: Sendable {
     /// Endpoints actually bound (wildcard ports resolved).
     public let rpcEndpoint: String
 
-    /// Creates the data folder, opens and migrates the database, binds the sockets.
-    public static func start(_ settings: IdentityRoleSettings, logger: Logger) async throws -> IdentityRole {
+    /// Creates the data folder, opens and migrates the database, binds the sockets. The service
+    /// reads the time from `clock`.
+    public static func start(_ settings: IdentityRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> IdentityRole {
         let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for warning in settings.links.warnings { logger.warning("\(warning)") }
@@ -69,7 +71,8 @@ public struct IdentityRole: Sendable {
         tokenConfiguration.curve = curve?.client(of: curve?.tokenServerKey)
         let tokenClient = try RPCClient(configuration: tokenConfiguration, logger: logger)
         let service = try await IdentityService.start(
-            configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), logger: logger)
+            configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), clock: clock,
+            logger: logger)
         var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
         serverConfiguration.curve = curve?.server
         let server = try RPCServer(router: service.router, configuration: serverConfiguration, logger: logger)

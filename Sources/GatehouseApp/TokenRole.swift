@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import GatehouseSupport
 import Logging
 import ServiceLifecycle
 import TokenCore
@@ -89,7 +90,9 @@ public struct TokenRole: Sendable {
     /// Sweeps ended sessions and old refresh tokens; run it in the role's service group.
     public let sweeper: TokenSweeper
 
-    public static func start(_ settings: TokenRoleSettings, logger: Logger) async throws -> TokenRole {
+    /// Creates the data folder, opens the store, loads the keys and binds the sockets. The service
+    /// reads the time from `clock`.
+    public static func start(_ settings: TokenRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> TokenRole {
         let folder = URL(fileURLWithPath: settings.service.databasePath).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         for warning in settings.links.warnings { logger.warning("\(warning)") }
@@ -100,7 +103,8 @@ public struct TokenRole: Sendable {
         let identityClient = try RPCClient(configuration: identityConfiguration, logger: logger)
         let service = try await TokenService.start(
             configuration: settings.service, identity: identityClient,
-            publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, logger: logger)
+            publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, clock: clock,
+            logger: logger)
         var serverConfiguration = RPCServer.Configuration(endpoints: [settings.rpcBind])
         serverConfiguration.curve = curve?.server
         let server = try RPCServer(router: service.router(), configuration: serverConfiguration, logger: logger)
@@ -120,6 +124,8 @@ public struct TokenSweeper: Service {
     let interval: Duration?
     let logger: Logger
     var firstDelay: Duration = .seconds(60)
+    /// Waits between passes (tests replace it to run passes on demand, without waiting).
+    var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
 
     public func run() async throws {
         guard let interval else {
@@ -129,7 +135,7 @@ public struct TokenSweeper: Service {
         try? await cancelWhenGracefulShutdown {
             var delay = firstDelay
             while true {
-                try await Task.sleep(for: delay)
+                try await sleep(delay)
                 delay = interval
                 do { try await service.sweep() } catch is CancellationError { return } catch {
                     logger.warning("token sweep failed; trying again in \(interval): \(error)")

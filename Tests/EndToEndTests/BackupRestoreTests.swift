@@ -1,28 +1,14 @@
 import Foundation
+import GatehouseTestSupport
+import GatehouseTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
 #endif
 
 /// Runs the `gatehouse` binary to completion without blocking a cooperative thread.
-func runGatehouse(_ arguments: [String], environment: [String: String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = try gatehouseBinary()
-    process.arguments = arguments
-    process.environment = environment
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    let status: Int32 = try await withCheckedThrowingContinuation { continuation in
-        process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
-        do { try process.run() } catch {
-            process.terminationHandler = nil
-            continuation.resume(throwing: error)
-        }
-    }
-    let stdout = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    return (status, stdout, stderr)
+func runGatehouse(_ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
+    try await runProcess(try gatehouseBinary(), arguments, environment: environment)
 }
 
 /// What the load acknowledged, with when the acknowledgement arrived.
@@ -99,15 +85,17 @@ struct BackupRestoreTests {
         let ledger = Ledger()
         let workers = (0..<4).map { worker in Task { await backupLoadWorker(stack, worker: worker, ledger: ledger) } }
         // Let the load build up some state, then back up while it keeps going.
-        let warmDeadline = ContinuousClock.now + .seconds(20)
-        while ledger.sessions.count < 40 || ledger.users.count < 40, ContinuousClock.now < warmDeadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitUntil("40 users and 40 sessions acknowledged", timeout: .seconds(60), interval: .milliseconds(50)) {
+            ledger.sessions.count >= 40 && ledger.users.count >= 40
+        }
         let backupStart = ContinuousClock.now
         let backup = try await runGatehouse(["backup", "--out", backupDir.path], environment: stack.environment)
         let backupEnd = ContinuousClock.now
         // Keep loading a little after the backup, so the live data moves on past it.
         let usersAtEnd = ledger.users.count
-        let afterDeadline = ContinuousClock.now + .seconds(20)
-        while ledger.users.count < usersAtEnd + 10, ContinuousClock.now < afterDeadline { try await Task.sleep(for: .milliseconds(50)) }
+        try await waitUntil("10 more users after the backup", timeout: .seconds(60), interval: .milliseconds(50)) {
+            ledger.users.count >= usersAtEnd + 10
+        }
         ledger.stop()
         for worker in workers { await worker.value }
 
@@ -134,7 +122,7 @@ struct BackupRestoreTests {
         #expect(!later.isEmpty)
         #expect(ledger.refreshes > 0)
         print("backup took \(backupEnd - backupStart); \(users.count) users and \(sessions.count) sessions before it, \(during) users while it ran; \(ledger.refreshes) refreshes")
-        for role in roles.reversed() { stack.kill(role, signal: SIGTERM) }
+        for role in roles.reversed() { await stack.kill(role, signal: SIGTERM) }
 
         // Restore into a fresh data folder (the documented procedure, via `gatehouse restore`) and start on it.
         let restored = Stack()

@@ -5,43 +5,18 @@
 // `SerializeToString(deterministic=True)`; a protobuf release that changes that order would show
 // up here as a "bytes differ" on the "collections" message only.
 import Foundation
+import GatehouseTestSupport
 import Testing
 
-private let repoRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-private struct ProcessResult {
-    var status: Int32
-    var stdout: String
-    var stderr: String
-}
-
-private func python(_ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3"] + arguments
-    process.currentDirectoryURL = repoRoot
-    let output = Pipe()
-    let errors = Pipe()
-    let input = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    let err = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(
-        status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-        stderr: String(decoding: err, as: UTF8.self))
+/// `python3 ARGUMENTS` run from the repository root, without blocking a cooperative thread.
+private func python(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessResult {
+    try await runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, stdin: stdin, in: BuiltProducts.packageRoot)
 }
 
 /// Generates testing_pb2.py into a fresh temporary directory; nil (with a recorded issue) when
 /// python3 or grpc_tools is missing.
-private func generatePythonModules() throws -> URL? {
-    let probe = try? python(["-c", "import grpc_tools.protoc, google.protobuf"])
+private func generatePythonModules() async throws -> URL? {
+    let probe = try? await python(["-c", "import grpc_tools.protoc, google.protobuf"])
     guard let probe, probe.status == 0 else {
         Issue.record("""
             python3 with grpcio-tools and protobuf is required for the interop tests: run scripts/setup \
@@ -51,7 +26,7 @@ private func generatePythonModules() throws -> URL? {
     }
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("protocodec-interop-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let protoc = try python(["-m", "grpc_tools.protoc", "-I", "proto", "--python_out=\(directory.path)", "proto/testing.proto"])
+    let protoc = try await python(["-m", "grpc_tools.protoc", "-I", "proto", "--python_out=\(directory.path)", "proto/testing.proto"])
     guard protoc.status == 0 else {
         Issue.record("protoc failed: \(protoc.stderr)")
         return nil
@@ -75,11 +50,11 @@ private func bytes(hex: String) -> [UInt8]? {
 
 @Suite("Interop with Python protobuf")
 struct InteropTests {
-    @Test func pythonBytesMatchSwiftBothWays() throws {
-        guard let generated = try generatePythonModules() else { return }
+    @Test func pythonBytesMatchSwiftBothWays() async throws {
+        guard let generated = try await generatePythonModules() else { return }
         defer { try? FileManager.default.removeItem(at: generated) }
 
-        let encoded = try python(["Tests/Interop/golden.py", "encode", "--gen", generated.path])
+        let encoded = try await python(["Tests/Interop/golden.py", "encode", "--gen", generated.path])
         try #require(encoded.status == 0, "golden.py encode failed: \(encoded.stderr)")
         let pythonHex = try JSONDecoder().decode([String: String].self, from: Data(encoded.stdout.utf8))
         #expect(Set(pythonHex.keys) == Set(goldenMessages.keys))
@@ -99,8 +74,8 @@ struct InteropTests {
         }
     }
 
-    @Test func pythonParsesSwiftBytes() throws {
-        guard let generated = try generatePythonModules() else { return }
+    @Test func pythonParsesSwiftBytes() async throws {
+        guard let generated = try await generatePythonModules() else { return }
         defer { try? FileManager.default.removeItem(at: generated) }
 
         var swiftHex: [String: String] = [:]
@@ -108,7 +83,7 @@ struct InteropTests {
             swiftHex[name] = hex(try golden.encode())
         }
         let input = try JSONEncoder().encode(swiftHex)
-        let checked = try python(["Tests/Interop/golden.py", "check", "--gen", generated.path], stdin: input)
+        let checked = try await python(["Tests/Interop/golden.py", "check", "--gen", generated.path], stdin: input)
         #expect(checked.status == 0, "golden.py check failed:\n\(checked.stdout)\(checked.stderr)")
         #expect(checked.stdout.contains("0 mismatches"))
     }

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import NIOCore
 import NIOPosix
@@ -245,6 +246,8 @@ final class ScriptedServer: Sendable {
 
     let connections = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
+    /// Connections closed for being idle (`idleClose`), counted once the close is done.
+    let idleClosed = Atomic<Int>(0)
     let reply: @Sendable (Int) -> Reply
     /// Close a connection that has been idle this long after a response (nil: never).
     let idleClose: TimeAmount?
@@ -296,7 +299,9 @@ final class ScriptedServer: Sendable {
                         if reply.close {
                             channel.close(promise: nil)
                         } else if let idle = self.server.idleClose {
-                            self.idleTimer = loop.scheduleTask(in: idle) { channel.close(promise: nil) }
+                            self.idleTimer = loop.scheduleTask(in: idle) {
+                                channel.close().whenComplete { _ in self.server.idleClosed.wrappingAdd(1, ordering: .relaxed) }
+                            }
                         }
                     }
                 }
@@ -385,10 +390,11 @@ struct LoopEngineTests {
         let server = ScriptedServer(idleClose: .milliseconds(20)) { _ in .init(pieces: ["HTTP/1.1 204 No Content\r\n\r\n"]) }
         try await server.serve { url in
             let client = try client(url)
-            for _ in 0..<3 {
+            for round in 1...3 {
                 let response = try await client.execute(method: "GET", path: "/", headers: [], body: nil)
                 #expect(response.status == 204)
-                try await Task.sleep(for: .milliseconds(150))
+                // Until the server has closed the idle connection (its FIN is then at the client).
+                try await waitUntil("idle close \(round)") { server.idleClosed.load(ordering: .relaxed) == round }
             }
             await client.shutdown()
         }
@@ -475,7 +481,7 @@ struct LoopEngineTests {
                     return (error as? LoopHTTPClient.Failure)?.kind.rawValue ?? "\(error)"
                 }
             }()
-            while server.requests.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await waitUntil("the request reached the server") { server.requests.load(ordering: .relaxed) > 0 }
             await client.shutdown()
             let first = await waiting
             var later = "ok"
