@@ -228,9 +228,11 @@ let package = Package(
         // deadline, shared by the test targets (no production target depends on it).
         .target(
             name: "GatehouseTestSupport",
-            dependencies: ["GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "ProtoCodec"],
+            dependencies: ["GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "ProtoCodec", "CTestSupport"],
             swiftSettings: swiftSettings
         ),
+        // Caps how many tests run at once in the test process (see parallelism.c).
+        .target(name: "CTestSupport"),
         // Drives the LoadGenerator core against an in-process Hummingbird fake of the HTTP API.
         .testTarget(
             name: "LoadGeneratorTests",
@@ -255,7 +257,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Reads Package.swift and ARCHITECTURE.md: every arrow between our targets must be allowed.
-        .testTarget(name: "ArchitectureTests", swiftSettings: swiftSettings),
+        .testTarget(name: "ArchitectureTests", dependencies: ["GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         // Byte-for-byte interop with Python's protobuf (needs python3 with grpcio-tools and protobuf).
         .testTarget(name: "InteropTests", dependencies: ["ProtoCodec", "GatehouseTestSupport"], swiftSettings: swiftSettings),
