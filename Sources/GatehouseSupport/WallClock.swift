@@ -8,6 +8,7 @@ import Foundation
 /// cost (one indirect call), which matters on the refresh and `GET /v1/me` hot paths.
 /// Elapsed time (RPC deadlines, timeouts, hash-pool estimates) stays on `ContinuousClock`.
 public struct WallClock: Sendable {
+    /// Reads the time (inlinable, so `now` is one indirect call at the caller).
     @usableFromInline let read: @Sendable () -> Date
 
     /// A clock that answers `now` with `read()`.
