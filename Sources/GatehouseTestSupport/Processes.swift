@@ -156,6 +156,7 @@ public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], coun
     return (lines, process)
 }
 
+/// Waiting for and stopping child processes without blocking the cooperative pool.
 extension Process {
     /// Waits until the process has ended, on a dispatch thread (not the cooperative pool).
     public func exited() async {
