@@ -225,11 +225,20 @@ let package = Package(
         ),
 
         // MARK: Tests
+        // Fakes, the manual wall clock, temporary folders, process launchers and waiting with a
+        // deadline, shared by the test targets (no production target depends on it).
+        .target(
+            name: "GatehouseTestSupport",
+            dependencies: ["GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "ProtoCodec", "CTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        // Caps how many tests run at once in the test process (see parallelism.c).
+        .target(name: "CTestSupport"),
         // Drives the LoadGenerator core against an in-process Hummingbird fake of the HTTP API.
         .testTarget(
             name: "LoadGeneratorTests",
             dependencies: [
-                "LoadGenerator",
+                "LoadGenerator", "GatehouseTestSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -241,7 +250,7 @@ let package = Package(
             name: "GatehouseAppTests",
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenService", "TokenCore",
+                "TokenService", "TokenCore", "GatehouseTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -249,19 +258,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Reads Package.swift and ARCHITECTURE.md: every arrow between our targets must be allowed.
-        .testTarget(name: "ArchitectureTests", swiftSettings: swiftSettings),
+        .testTarget(name: "ArchitectureTests", dependencies: ["GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
         // Byte-for-byte interop with Python's protobuf, and the contract golden test (GatehouseContracts vs
         // proto/*.proto); needs python3 with grpcio-tools and protobuf.
-        .testTarget(name: "InteropTests", dependencies: ["ProtoCodec", "GatehouseContracts"], swiftSettings: swiftSettings),
-        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "InteropTests", dependencies: ["ProtoCodec", "GatehouseContracts", "GatehouseTestSupport"],
+            swiftSettings: swiftSettings),
+        .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
         .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
                 "IdentityService", "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                "identity-crash-writer", "SQLiteSupport",
+                "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -276,12 +287,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Starts the built `gatehouse` binary as processes and drives it over HTTP.
-        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse"], swiftSettings: swiftSettings),
+        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
                 "TokenService", "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                "token-crash-writer",
+                "token-crash-writer", "GatehouseTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -291,7 +302,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
-                "ProtoCodec",
+                "ProtoCodec", "GatehouseTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GRDB
 #if canImport(Glibc)
 import Glibc
@@ -42,9 +43,9 @@ public enum DatabaseBackup {
         public var description: String { message }
     }
 
-    /// `<data-dir>/backups/<UTC timestamp>`, e.g. `backups/20260123T020304Z`.
-    public static func defaultOutputDirectory(dataDir: URL, now: Date = Date()) -> URL {
-        dataDir.appendingPathComponent("backups").appendingPathComponent(timestamp(now))
+    /// `<data-dir>/backups/<UTC timestamp>`, e.g. `backups/20260123T020304Z`, the time read from `clock`.
+    public static func defaultOutputDirectory(dataDir: URL, clock: WallClock = .system) -> URL {
+        dataDir.appendingPathComponent("backups").appendingPathComponent(timestamp(clock.now))
     }
 
     static func timestamp(_ date: Date) -> String {
@@ -152,8 +153,8 @@ public enum DatabaseBackup {
     /// target database is open in another process (stop the services first), when `from` holds
     /// no database, or when a backup file fails `integrity_check`. The files it replaces (with
     /// their `-wal`) are moved to `<data-dir>/backups/before-restore-<UTC timestamp>/`, not deleted.
-    /// Migrations run when the services next start.
-    public static func restore(from: URL, dataDir: URL, now: Date = Date()) throws -> [FileReport] {
+    /// Migrations run when the services next start. The folder's timestamp is read from `clock`.
+    public static func restore(from: URL, dataDir: URL, clock: WallClock = .system) throws -> [FileReport] {
         let fm = FileManager.default
         let present = databaseNames.filter { fm.fileExists(atPath: from.appendingPathComponent($0).path) }
         guard !present.isEmpty else {
@@ -176,7 +177,7 @@ public enum DatabaseBackup {
             }
         }
         try fm.createDirectory(at: dataDir, withIntermediateDirectories: true)
-        let aside = dataDir.appendingPathComponent("backups").appendingPathComponent("before-restore-\(timestamp(now))")
+        let aside = dataDir.appendingPathComponent("backups").appendingPathComponent("before-restore-\(timestamp(clock.now))")
         var reports: [FileReport] = []
         for name in present {
             let source = from.appendingPathComponent(name)

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import GatehouseSupport
 import IdentityCore
 import IdentityService
 import Logging
@@ -70,13 +71,15 @@ public struct IdentityRole: Sendable {
     /// Endpoints actually bound (wildcard ports resolved).
     public let rpcEndpoint: String
 
-    /// Creates the data folder, opens and migrates the database, binds the sockets.
-    public static func start(_ settings: IdentityRoleSettings, logger: Logger) async throws -> IdentityRole {
+    /// Creates the data folder, opens and migrates the database, binds the sockets. The service
+    /// reads the time from `clock`.
+    public static func start(_ settings: IdentityRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> IdentityRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
         let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
         let service = try await IdentityService.start(
-            configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), logger: logger)
+            configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), clock: clock,
+            logger: logger)
         let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
         return IdentityRole(server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound)
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import Logging
 import Synchronization
 
@@ -14,11 +15,14 @@ struct StandardErrorLogHandler: LogHandler {
     var logLevel: Logger.Level
     var metadata: Logger.Metadata = [:]
     var metadataProvider: Logger.MetadataProvider?
+    /// Stamps each line.
+    let clock: WallClock
 
-    init(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil) {
+    init(label: String, level: Logger.Level, metadataProvider: Logger.MetadataProvider? = nil, clock: WallClock = .system) {
         self.label = label
         self.logLevel = level
         self.metadataProvider = metadataProvider
+        self.clock = clock
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -28,7 +32,7 @@ struct StandardErrorLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         let line = Self.format(
-            timestamp: Self.timestamp(), level: event.level, label: label,
+            timestamp: Self.timestamp(clock.now), level: event.level, label: label,
             metadata: Self.merge(base: metadata, provided: metadataProvider?.get(), explicit: event.metadata, error: event.error),
             source: event.source, message: event.message.description)
         Self.write(line)
@@ -55,9 +59,9 @@ struct StandardErrorLogHandler: LogHandler {
         return "\(timestamp) \(level)\(label.isEmpty ? "" : " ")\(label):\(pretty) [\(source)] \(message)\n"
     }
 
-    /// Local time, `%Y-%m-%dT%H:%M:%S%z`, as `StreamLogHandler` writes it.
-    static func timestamp() -> String {
-        var now = time(nil)
+    /// `date` in local time, `%Y-%m-%dT%H:%M:%S%z`, as `StreamLogHandler` writes it.
+    static func timestamp(_ date: Date) -> String {
+        var now = time_t(date.timeIntervalSince1970.rounded(.down))
         var local = tm()
         guard localtime_r(&now, &local) != nil else { return "<unknown>" }
         var buffer = [CChar](repeating: 0, count: 64)

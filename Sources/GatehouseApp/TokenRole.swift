@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import GatehouseSupport
 import Logging
 import ServiceLifecycle
 import TokenCore
@@ -103,14 +104,14 @@ public struct TokenRole: Sendable {
     public let sweeper: TokenSweeper
 
     /// Creates the data folder, opens and migrates the database, loads the signing keys (making the
-    /// first one), binds the sockets.
-    public static func start(_ settings: TokenRoleSettings, logger: Logger) async throws -> TokenRole {
+    /// first one), binds the sockets. The service reads the time from `clock`.
+    public static func start(_ settings: TokenRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> TokenRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
         let identityClient = try start.client(settings.identityURL) { $0.identityServerKey }
         let service = try await TokenService.start(
             configuration: settings.service, identity: identityClient,
-            publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, logger: logger)
+            publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, clock: clock, logger: logger)
         let (server, bound) = try start.serve(
             "token service", router: service.router(), rpcBind: settings.rpcBind, publisher: publisher,
             note: "; signing key \(service.keys.activeKid)")
@@ -128,6 +129,8 @@ public struct TokenSweeper: Service {
     let interval: Duration?
     let logger: Logger
     var firstDelay: Duration = .seconds(60)
+    /// Waits between passes (tests replace it to run passes on demand, without waiting).
+    var sleep: @Sendable (Duration) async throws -> Void = { try await Task.sleep(for: $0) }
 
     /// Sweeps until graceful shutdown (see the type).
     public func run() async throws {
@@ -138,7 +141,7 @@ public struct TokenSweeper: Service {
         try? await cancelWhenGracefulShutdown {
             var delay = firstDelay
             while true {
-                try await Task.sleep(for: delay)
+                try await sleep(delay)
                 delay = interval
                 do { try await service.sweep() } catch is CancellationError { return } catch {
                     logger.warning("token sweep failed; trying again in \(interval): \(error)")

@@ -11,7 +11,7 @@ struct BearerVerifier: Sendable {
     let issuer: String
     let audience: String
     let leeway: TimeInterval
-    let clock: GatewayClock
+    let clock: WallClock
 
     /// Largest token accepted, in bytes.
     static let maxTokenLength = 8 * 1024
@@ -38,7 +38,7 @@ struct BearerVerifier: Sendable {
         } catch {
             throw GatewayError.invalidToken()
         }
-        let now = clock.now()
+        let now = clock.now
         guard claims.iss == issuer, claims.aud.contains(audience) else { throw GatewayError.invalidToken() }
         if now.timeIntervalSince(claims.exp) > leeway {
             throw GatewayError.invalidToken(.tokenExpired, "The access token has expired.")

@@ -1,3 +1,4 @@
+import GatehouseSupport
 import GatehouseContracts
 public import Hummingbird
 public import Logging
@@ -33,7 +34,7 @@ func makeGateway(
     services: GatewayServices,
     logger: Logger,
     metrics: GatewayMetrics,
-    clock: GatewayClock
+    clock: WallClock
 ) -> GatewayParts {
     let jwks = JWKSCache(
         fetch: { [timeout = configuration.requestTimeout] in

@@ -18,9 +18,3 @@ public struct GatewayRequestContext: RequestContext {
         self.peerIP = source.channel.remoteAddress?.ipAddress
     }
 }
-
-/// A clock for token checks and cache ages; tests move it.
-struct GatewayClock: Sendable {
-    var now: @Sendable () -> Date
-    static let system = GatewayClock { Date() }
-}

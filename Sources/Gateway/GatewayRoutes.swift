@@ -16,7 +16,7 @@ struct GatewayRoutes: Sendable {
     let jwks: JWKSCache
     let revoked: RevocationList
     let metrics: GatewayMetrics
-    let clock: GatewayClock
+    let clock: WallClock
     /// Sign-ups and sign-ins in flight (`configuration.maxPasswordRequests`).
     let passwordRequests: InFlightLimit
 
@@ -148,14 +148,14 @@ struct GatewayRoutes: Sendable {
     @Sendable func signOut(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
         _ = try await call(services.tokens, TokenAPI.revokeSession, RevokeSessionRequest(sessionID: claims.sid, reason: "sign_out"))
-        revoked.insert(claims.sid, now: clock.now())
+        revoked.insert(claims.sid, now: clock.now)
         return Response(status: .noContent)
     }
 
     @Sendable func signOutEverywhere(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
         _ = try await call(services.tokens, TokenAPI.revokeAllSessions, UserSessionsRequest(userID: claims.sub, reason: "sign_out_everywhere"))
-        revoked.insert(claims.sid, now: clock.now())
+        revoked.insert(claims.sid, now: clock.now)
         return Response(status: .noContent)
     }
 

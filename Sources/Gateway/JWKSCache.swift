@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GatehouseContracts
 import JWTKit
 import Synchronization
@@ -15,7 +16,7 @@ actor JWKSCache {
     static let allowedAlgorithms: Set<String> = ["ES256", "EdDSA", "RS256"]
 
     private let fetch: @Sendable () async throws -> String
-    private let clock: GatewayClock
+    private let clock: WallClock
     private let ttl: TimeInterval
     private let minRefetchInterval: TimeInterval
 
@@ -38,7 +39,7 @@ actor JWKSCache {
     }
     private nonisolated let snapshot = Mutex<Snapshot?>(nil)
 
-    init(fetch: @escaping @Sendable () async throws -> String, clock: GatewayClock, ttl: Duration, minRefetchInterval: Duration) {
+    init(fetch: @escaping @Sendable () async throws -> String, clock: WallClock, ttl: Duration, minRefetchInterval: Duration) {
         self.fetch = fetch
         self.clock = clock
         self.ttl = ttl.seconds
@@ -60,7 +61,7 @@ actor JWKSCache {
     /// The key collection and expected algorithm for `kid` when the installed set is fresh and
     /// knows it; nil sends the caller to `key(for:)` (fetch rules, rate limits).
     nonisolated func cachedKey(for kid: String) -> (JWTKeyCollection, String)? {
-        let now = clock.now()
+        let now = clock.now
         return snapshot.withLock { snapshot in
             guard let snapshot, now.timeIntervalSince(snapshot.fetchedAt) < ttl, let alg = snapshot.algorithmByKID[kid] else {
                 return nil
@@ -83,7 +84,7 @@ actor JWKSCache {
 
     /// True (and the attempt recorded in `last`) when the previous attempt is older than `minRefetchInterval`.
     private func mayFetch(_ last: inout Date?) -> Bool {
-        let now = clock.now()
+        let now = clock.now
         if let previous = last, now.timeIntervalSince(previous) < minRefetchInterval { return false }
         last = now
         return true
@@ -91,7 +92,7 @@ actor JWKSCache {
 
     private var isStale: Bool {
         guard let fetchedAt else { return true }
-        return clock.now().timeIntervalSince(fetchedAt) >= ttl
+        return clock.now.timeIntervalSince(fetchedAt) >= ttl
     }
 
     /// A fetched and parsed document, ready to install.
@@ -118,7 +119,7 @@ actor JWKSCache {
         keys = set.keys
         algorithmByKID = set.algorithmByKID
         document = set.document
-        let now = clock.now()
+        let now = clock.now
         fetchedAt = now
         snapshot.withLock { $0 = Snapshot(keys: set.keys, algorithmByKID: set.algorithmByKID, fetchedAt: now) }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import Logging
 import ServiceLifecycle
 
@@ -7,13 +8,13 @@ import ServiceLifecycle
 struct RevocationFeedService: Service {
     let subscribe: @Sendable () -> AsyncStream<String>
     let list: RevocationList
-    let clock: GatewayClock
+    let clock: WallClock
     let logger: Logger
 
     func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             for await sid in subscribe().cancelOnGracefulShutdown() {
-                list.insert(sid, now: clock.now())
+                list.insert(sid, now: clock.now)
             }
             if Task.isCancelled || Task.isShuttingDownGracefully { break }
             logger.debug("revocation feed ended; resubscribing")

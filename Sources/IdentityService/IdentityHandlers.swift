@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
 import Logging
 import ProtoCodec
@@ -17,7 +18,8 @@ public struct IdentityHandlers: Sendable {
     /// Reaches the token service (`token.issueSession`).
     public let tokens: any RPCCaller
     public let events: any EventSink
-    public let now: @Sendable () -> Date
+    /// Stamps records and events (created, updated, signed in).
+    public let clock: WallClock
     public let logger: Logger
 
     public static let maxDisplayNameLength = 256
@@ -25,7 +27,7 @@ public struct IdentityHandlers: Sendable {
 
     public init(
         store: any UserStore, hasher: PasswordHasher, policy: PasswordPolicy, tokens: any RPCCaller,
-        events: any EventSink = DiscardingEventSink(), now: @escaping @Sendable () -> Date = { Date() },
+        events: any EventSink = DiscardingEventSink(), clock: WallClock = .system,
         logger: Logger = Logger(label: "gatehouse.identity")
     ) {
         self.store = store
@@ -33,7 +35,7 @@ public struct IdentityHandlers: Sendable {
         self.policy = policy
         self.tokens = tokens
         self.events = events
-        self.now = now
+        self.clock = clock
         self.logger = logger
     }
 
@@ -98,7 +100,7 @@ public struct IdentityHandlers: Sendable {
         // Cheap early answer for a taken email (the insert still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
-        let at = now()
+        let at = clock.now
         let user = UserRecord(
             id: .random(), email: email, displayName: displayName, passwordHash: hash, createdAt: at,
             lastSignInAt: at)
@@ -130,7 +132,7 @@ public struct IdentityHandlers: Sendable {
         }
         guard matched else { throw IdentityError.invalidCredentials }
         guard !user.disabled else { throw IdentityError.userDisabled }
-        let at = now()
+        let at = clock.now
         var upgraded: String?
         if hasher.needsRehash(stored) {
             do {
@@ -163,7 +165,7 @@ public struct IdentityHandlers: Sendable {
         if let v = request.expectedVersion, v < 1 {
             throw IdentityError.invalidArgument(field: "expectedVersion", reason: "must be 1 or more")
         }
-        let user = try await store.update(id: id, expectedVersion: request.expectedVersion, now: now()) { user in
+        let user = try await store.update(id: id, expectedVersion: request.expectedVersion, now: clock.now) { user in
             if let displayName { user.displayName = displayName }
             if let photoURL { user.photoURL = photoURL }
             if let settings { user.settingsJSON = settings }
@@ -175,7 +177,7 @@ public struct IdentityHandlers: Sendable {
     public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
         let id = try Self.validID(request.userID)
         try await store.delete(id: id)
-        let event = UserEvent(userID: id.rawValue, version: 0, occurredAt: now())
+        let event = UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now)
         await publish(IdentityAPI.Topic.userDeleted, event)
         return Empty()
     }
@@ -186,7 +188,7 @@ public struct IdentityHandlers: Sendable {
         let id = try Self.validID(request.userID)
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
         if current.disabled == request.disabled { return User(current) }
-        let user = try await store.update(id: id, expectedVersion: nil, now: now()) { $0.disabled = request.disabled }
+        let user = try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.disabled = request.disabled }
         await publish(request.disabled ? IdentityAPI.Topic.userDisabled : IdentityAPI.Topic.userUpdated, user)
         return User(user)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
 import Logging
 import RPCRouting
@@ -12,9 +13,10 @@ public struct IdentityService: Sendable {
     public let hashPool: HashPool
     public let handlers: IdentityHandlers
 
-    /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers.
+    /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,
+    /// which read the time from `clock`.
     public static func start(
-        configuration: IdentityConfiguration, tokens: any RPCCaller, events: any EventSink,
+        configuration: IdentityConfiguration, tokens: any RPCCaller, events: any EventSink, clock: WallClock = .system,
         logger: Logger = Logger(label: "gatehouse.identity")
     ) async throws -> IdentityService {
         let store = try await SQLiteUserStore.open(path: configuration.databasePath, durability: configuration.durability)
@@ -23,7 +25,7 @@ public struct IdentityService: Sendable {
         let hasher = PasswordHasher(parameters: configuration.argon2, limits: configuration.verifyLimits, pool: pool)
         let policy = PasswordPolicy(minLength: configuration.minPasswordLength, maxLength: configuration.maxPasswordLength)
         let handlers = IdentityHandlers(
-            store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, logger: logger)
+            store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger)
         return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
     }
 

@@ -46,7 +46,8 @@ public final class TokenService: Sendable {
     public let verifier: TokenVerifier
     let identity: any RPCCaller
     let publish: @Sendable (String, [UInt8]) -> Void
-    let now: @Sendable () -> Date
+    /// Token expiry, refresh grace, session lifetimes and sweeps read the time here.
+    public let clock: WallClock
     let random: @Sendable (Int) -> [UInt8]
     let successorKey: SymmetricKey
     let logger: Logger
@@ -56,7 +57,7 @@ public final class TokenService: Sendable {
     public static func start(
         configuration: TokenConfiguration, identity: any RPCCaller,
         publish: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in },
-        now: @escaping @Sendable () -> Date = { Date() },
+        clock: WallClock = .system,
         random: @escaping @Sendable (Int) -> [UInt8] = TokenService.secureRandom,
         logger: Logger = Logger(label: "gatehouse.token")
     ) async throws -> TokenService {
@@ -73,14 +74,14 @@ public final class TokenService: Sendable {
         let service = TokenService(
             configuration: configuration, store: store, keys: keys,
             verifier: TokenVerifier(keys: keys, issuer: configuration.issuer, audience: configuration.audience, leeway: configuration.leeway),
-            identity: identity, publish: publish, now: now, random: random, successorKey: SymmetricKey(data: secret), logger: logger)
+            identity: identity, publish: publish, clock: clock, random: random, successorKey: SymmetricKey(data: secret), logger: logger)
         try await service.loadKeys()
         return service
     }
 
     init(
         configuration: TokenConfiguration, store: TokenStore, keys: KeyRing, verifier: TokenVerifier, identity: any RPCCaller,
-        publish: @escaping @Sendable (String, [UInt8]) -> Void, now: @escaping @Sendable () -> Date,
+        publish: @escaping @Sendable (String, [UInt8]) -> Void, clock: WallClock,
         random: @escaping @Sendable (Int) -> [UInt8], successorKey: SymmetricKey, logger: Logger
     ) {
         self.configuration = configuration
@@ -89,7 +90,7 @@ public final class TokenService: Sendable {
         self.verifier = verifier
         self.identity = identity
         self.publish = publish
-        self.now = now
+        self.clock = clock
         self.random = random
         self.successorKey = successorKey
         self.logger = logger
@@ -120,7 +121,7 @@ public final class TokenService: Sendable {
             try await addKey()
             stored = try await store.keys()
         }
-        let at = now()
+        let at = clock.now
         var active: SigningKey?
         var others: [KeyRing.Entry] = []
         for row in stored {
@@ -136,7 +137,7 @@ public final class TokenService: Sendable {
 
     func addKey() async throws {
         let key = try SigningKey.generate(configuration.algorithm)
-        let at = now()
+        let at = clock.now
         let sealed = try Self.seal(Data(key.privateMaterial.utf8), with: configuration.encryptionKey)
         try await store.insertKey(
             TokenStore.StoredKey(
@@ -153,7 +154,7 @@ public final class TokenService: Sendable {
         try await loadKeys()
         return RotateKeysResponse(
             kid: keys.activeKid, previousKid: previous,
-            previousRetiresAt: now().addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
+            previousRetiresAt: clock.now.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
     }
 
     // MARK: Tokens
@@ -180,7 +181,7 @@ public final class TokenService: Sendable {
     }
 
     func mintAccessToken(userID: String, sessionID: String, authTime: Date, amr: [String], claims: UserClaims) throws -> (String, Int64) {
-        let issued = now()
+        let issued = clock.now
         let ttl = Int64(configuration.accessTokenTTL)
         let custom: [String: JSONValue]
         do { custom = try AccessClaims.parseCustomClaims(claims.customClaimsJSON) } catch {
@@ -207,7 +208,7 @@ public final class TokenService: Sendable {
                 throw TokenError.invalidArgument("custom claims are not acceptable: \(error)")
             }
         }
-        let at = now()
+        let at = clock.now
         let sessionID = newID(16)
         let refresh = newID(32)
         let client = ClientInfo(userAgent: request.client.userAgent.truncated(toUTF8Bytes: 512), ip: request.client.ip.truncated(toUTF8Bytes: 64))
@@ -231,12 +232,12 @@ public final class TokenService: Sendable {
         let claims = try await identity.call(ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID))
         if !claims.exists || claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {
             let reason = !claims.exists ? "user_deleted" : claims.disabled ? "user_disabled" : "tokens_invalidated"
-            if let revoked = try await store.revoke(sessionID: session.id, reason: reason, at: now()) { announce(revoked) }
+            if let revoked = try await store.revoke(sessionID: session.id, reason: reason, at: clock.now) { announce(revoked) }
             throw TokenError.sessionRevoked
         }
         let successor = successor(of: presented)
         let outcome = try await store.rotate(
-            hash: hash, successorHash: Self.hash(successor), now: now(), grace: configuration.refreshGrace,
+            hash: hash, successorHash: Self.hash(successor), now: clock.now, grace: configuration.refreshGrace,
             idleTimeout: configuration.idleTimeout)
         switch outcome {
         case .invalid: throw TokenError.invalidRefreshToken
@@ -257,7 +258,7 @@ public final class TokenService: Sendable {
     /// answers `invalid_refresh_token`.
     @discardableResult
     public func sweep() async throws -> TokenStore.SweepCounts {
-        let counts = try await store.sweep(now: now(), retention: configuration.sessionRetention, idleTimeout: configuration.idleTimeout)
+        let counts = try await store.sweep(now: clock.now, retention: configuration.sessionRetention, idleTimeout: configuration.idleTimeout)
         if counts != TokenStore.SweepCounts() {
             logger.info("sweep deleted \(counts.sessions) ended sessions and \(counts.refreshTokens) old refresh tokens")
         }
@@ -266,14 +267,14 @@ public final class TokenService: Sendable {
 
     func announce(_ session: TokenStore.SessionRow) {
         let event = SessionRevokedEvent(
-            sessionID: session.id, userID: session.userID, reason: session.revokeReason, revokedAt: session.revokedAt ?? now())
+            sessionID: session.id, userID: session.userID, reason: session.revokeReason, revokedAt: session.revokedAt ?? clock.now)
         if let payload = try? ProtobufEncoder().encode(event) { publish(TokenAPI.Topic.sessionRevoked, payload) }
     }
 
     public func revokeSession(_ request: RevokeSessionRequest) async throws -> RevokedCount {
         guard !request.sessionID.isEmpty, request.sessionID.utf8.count <= 64 else { throw TokenError.invalidArgument("sessionID must be 1 to 64 bytes") }
         let reason = request.reason.isEmpty ? "sign_out" : String(request.reason.prefix(64))
-        guard let revoked = try await store.revoke(sessionID: request.sessionID, reason: reason, at: now()) else { return RevokedCount(count: 0) }
+        guard let revoked = try await store.revoke(sessionID: request.sessionID, reason: reason, at: clock.now) else { return RevokedCount(count: 0) }
         announce(revoked)
         return RevokedCount(count: 1)
     }
@@ -281,7 +282,7 @@ public final class TokenService: Sendable {
     public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
         guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
         let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
-        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: now())
+        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: clock.now)
         revoked.forEach(announce)
         return RevokedCount(count: Int64(revoked.count))
     }
@@ -296,7 +297,7 @@ public final class TokenService: Sendable {
     }
 
     public func verifyAccessToken(_ request: VerifyRequest) async throws -> VerifiedClaims {
-        let claims = try await verifier.verify(request.token, now: now())
+        let claims = try await verifier.verify(request.token, now: clock.now)
         if request.checkRevoked, try await store.isRevoked(sessionID: claims.sid) { throw TokenError.sessionRevoked }
         let customJSON: String
         if claims.custom.isEmpty { customJSON = "" } else {
@@ -318,7 +319,7 @@ public final class TokenService: Sendable {
         router.register(TokenAPI.revokeAllSessions) { request, _ in try await self.revokeAllSessions(request) }
         router.register(TokenAPI.listSessions) { request, _ in try await self.listSessions(request) }
         router.register(TokenAPI.verifyAccessToken) { request, _ in try await self.verifyAccessToken(request) }
-        router.register(TokenAPI.jwks) { _, _ in JWKSDocument(json: self.keys.jwksJSON(at: self.now())) }
+        router.register(TokenAPI.jwks) { _, _ in JWKSDocument(json: self.keys.jwksJSON(at: self.clock.now)) }
         router.register(TokenAPI.rotateKeys) { _, _ in try await self.rotateKeys() }
         return router
     }

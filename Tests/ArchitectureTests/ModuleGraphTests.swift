@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import Testing
 
 /// Reads `Package.swift`'s target graph and checks every arrow between our targets against the
@@ -26,6 +27,20 @@ struct ModuleGraphTests {
             }
         }
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
+    @Test("only test targets depend on GatehouseTestSupport: production holds no fakes")
+    func testSupportOnlyInTests() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let targets = try PackageGraph.targets(in: manifest)
+        #expect(targets.contains { $0.name == "GatehouseTestSupport" && !$0.isTest })
+        let production = targets.filter { !$0.isTest && $0.dependencies.contains("GatehouseTestSupport") }.map(\.name)
+        #expect(production.isEmpty, "production targets depending on GatehouseTestSupport: \(production)")
+    }
+
+    @Test("the test process runs a bounded number of tests at once (CTestSupport), unless the caller chose")
+    func testParallelismIsBounded() {
+        #expect(TestParallelism.width > 0)
     }
 
     @Test("the reader finds arrows, products excluded, and flags one the list lacks")

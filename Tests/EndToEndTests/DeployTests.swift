@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -23,26 +24,26 @@ struct ComposeProject {
         return files
     }
 
-    static func load() throws -> ComposeProject {
+    static func load() async throws -> ComposeProject {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("gh-compose-\(UUID().uuidString)")
         let deploy = root.appendingPathComponent("deploy")
         let secrets = deploy.appendingPathComponent("secrets")
         try FileManager.default.createDirectory(at: secrets, withIntermediateDirectories: true)
         for name in ["docker-compose.yml", "Dockerfile"] {
             try FileManager.default.copyItem(
-                at: repositoryRoot.appendingPathComponent("deploy/\(name)"), to: deploy.appendingPathComponent(name))
+                at: BuiltProducts.packageRoot.appendingPathComponent("deploy/\(name)"), to: deploy.appendingPathComponent(name))
         }
-        try generateSecrets(into: secrets)
+        try await generateSecrets(into: secrets)
         // Only PATH and HOME: nothing from the caller's environment (or a deploy/.env) is interpolated.
         let environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": root.path]
-        let composed = try runProcess(
+        let composed = try await runProcess(
             try which("docker-compose"), ["-f", deploy.appendingPathComponent("docker-compose.yml").path, "config"],
             environment: environment)
         guard composed.status == 0 else { throw StackError("docker-compose config exited \(composed.status): \(composed.stderr)") }
         // YAML → JSON with PyYAML: the python3 on PATH, else the system one docker-compose itself runs on.
         var json = ProcessResult(status: -1, stdout: "", stderr: "no python3")
         for python in [try? which("python3"), URL(fileURLWithPath: "/usr/bin/python3")].compactMap({ $0 }).filter({ FileManager.default.isExecutableFile(atPath: $0.path) }) where json.status != 0 {
-            json = try runProcess(
+            json = try await runProcess(
                 python, ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(sys.stdin)))"],
                 environment: environment, stdin: Data(composed.stdout.utf8))
         }
@@ -54,8 +55,8 @@ struct ComposeProject {
 
     /// The secrets an operator makes with `gatehouse keys generate --out DIR` (real CURVE keys,
     /// so the compose-env test runs the service links encrypted and authenticated).
-    static func generateSecrets(into folder: URL) throws {
-        let generated = try runProcess(try gatehouseBinary(), ["keys", "generate", "--out", folder.path], environment: ProcessInfo.processInfo.environment)
+    static func generateSecrets(into folder: URL) async throws {
+        let generated = try await runProcess(try gatehouseBinary(), ["keys", "generate", "--out", folder.path], environment: ProcessInfo.processInfo.environment)
         guard generated.status == 0 else { throw StackError("gatehouse keys generate exited \(generated.status): \(generated.stderr)") }
     }
 
@@ -99,10 +100,10 @@ struct LoopbackSubstitution {
         var ports: [Int: Int] = [:]
         for service in services.values {
             for value in (service["environment"] as? [String: Any] ?? [:]).values.map({ "\($0)" }) {
-                for port in Self.endpointPorts(value) where ports[port] == nil { ports[port] = freePort() }
+                for port in Self.endpointPorts(value) where ports[port] == nil { ports[port] = freeLoopbackPort() }
             }
             if let http = (service["environment"] as? [String: Any])?["GATEHOUSE_HTTP_PORT"].map({ "\($0)" }), let port = Int(http), ports[port] == nil {
-                ports[port] = freePort()
+                ports[port] = freeLoopbackPort()
             }
         }
         self.ports = ports
@@ -151,9 +152,9 @@ func dockerStages(_ dockerfile: String) -> [(from: String, packages: [String])] 
 @Suite("deploy/", .serialized)
 struct DeployTests {
     @Test("the Dockerfile matches the package: Swift version, product, build packages, and every library the binary links")
-    func dockerfile() throws {
-        let dockerfile = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/Dockerfile"), encoding: .utf8)
-        let manifest = try String(contentsOf: repositoryRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
+    func dockerfile() async throws {
+        let dockerfile = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/Dockerfile"), encoding: .utf8)
+        let manifest = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("Package.swift"), encoding: .utf8)
         let stages = dockerStages(dockerfile)
         try #require(stages.count == 2, "\(stages)")
         let tools = try #require(manifest.split(separator: "\n").first?.split(separator: ":").last)
@@ -166,7 +167,7 @@ struct DeployTests {
         #expect(dockerfile.contains("USER gatehouse"))
 
         // The build stage installs what scripts/setup installs for building (not the test tools).
-        let setup = try String(contentsOf: repositoryRoot.appendingPathComponent("scripts/setup"), encoding: .utf8)
+        let setup = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("scripts/setup"), encoding: .utf8)
         let aptLine = try #require(setup.split(separator: "\n").first { $0.contains("for p in libzmq3-dev") })
         let listed = try #require(aptLine.range(of: " in ").map { aptLine[$0.upperBound...] }?.split(separator: ";").first)
         let setupPackages = Set(listed.split(separator: " ").map(String.init))
@@ -176,8 +177,8 @@ struct DeployTests {
         // comes from a runtime package the image installs or from bookworm-slim's required set.
         guard FileManager.default.isExecutableFile(atPath: "/usr/bin/dpkg") else { return }
         let binary = try gatehouseBinary()
-        let needed = try runProcess(try which("readelf"), ["-d", binary.path], environment: ProcessInfo.processInfo.environment)
-        let resolved = try runProcess(try which("ldd"), [binary.path], environment: ProcessInfo.processInfo.environment)
+        let needed = try await runProcess(try which("readelf"), ["-d", binary.path], environment: ProcessInfo.processInfo.environment)
+        let resolved = try await runProcess(try which("ldd"), [binary.path], environment: ProcessInfo.processInfo.environment)
         let names = needed.stdout.split(separator: "\n").compactMap { line -> String? in
             guard line.contains("(NEEDED)"), let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]") else { return nil }
             return String(line[line.index(after: open)..<close])
@@ -187,15 +188,15 @@ struct DeployTests {
         for name in names {
             let path = resolved.stdout.split(separator: "\n").first { $0.contains("\(name) => ") }.map(String.init) ?? ""
             if path.contains("swift") || name.hasPrefix("libswift") { continue }
-            let owner = try runProcess(URL(fileURLWithPath: "/usr/bin/dpkg"), ["-S", "*/\(name)"], environment: ProcessInfo.processInfo.environment)
+            let owner = try await runProcess(URL(fileURLWithPath: "/usr/bin/dpkg"), ["-S", "*/\(name)"], environment: ProcessInfo.processInfo.environment)
             let package = owner.stdout.split(separator: ":").first.map(String.init) ?? "?"
             #expect(installed.contains(package), "the binary links \(name) from \(package), which the runtime image does not install")
         }
     }
 
     @Test("docker-compose accepts the file; only the gateway publishes a port; every service has its role, healthcheck and documented variables")
-    func composeConfig() throws {
-        let project = try ComposeProject.load()
+    func composeConfig() async throws {
+        let project = try await ComposeProject.load()
         defer { project.remove() }
         let services = project.services
         #expect(Set(services.keys) == ["identity", "token", "gateway"])
@@ -234,9 +235,9 @@ struct DeployTests {
         }
 
         // Every interpolated variable is in .env.example; every GATEHOUSE_* key is in the deploy README.
-        let compose = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/docker-compose.yml"), encoding: .utf8)
-        let example = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/.env.example"), encoding: .utf8)
-        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
+        let compose = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/docker-compose.yml"), encoding: .utf8)
+        let example = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/.env.example"), encoding: .utf8)
+        let readme = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
         let yamlLines = compose.split(separator: "\n").filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("#") }
         let interpolated = Set(yamlLines.joined(separator: "\n").components(separatedBy: "${").dropFirst().compactMap {
             $0.split(whereSeparator: { ":}-".contains($0) }).first.map(String.init)
@@ -254,11 +255,11 @@ struct DeployTests {
 
     @Test("the compose environment, run as three processes, passes the healthchecks and the README's smoke test")
     func composeEnvironment() async throws {
-        let project = try ComposeProject.load()
+        let project = try await ComposeProject.load()
         defer { project.remove() }
         let services = project.services
         let substitution = LoopbackSubstitution(services: services)
-        let dockerfile = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/Dockerfile"), encoding: .utf8)
+        let dockerfile = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/Dockerfile"), encoding: .utf8)
         let image = imageEnvironment(dockerfile: dockerfile)
         let binary = try gatehouseBinary()
         var processes: [Process] = []
@@ -293,16 +294,7 @@ struct DeployTests {
             let name = try #require(ready.first, "depends_on has a cycle")
             let service = services[name] ?? [:]
             let log = project.root.appendingPathComponent("\(name).log")
-            FileManager.default.createFile(atPath: log.path, contents: nil)
-            let process = Process()
-            process.executableURL = binary
-            process.arguments = service["command"] as? [String] ?? []
-            process.environment = environments[name]
-            let logHandle = try FileHandle(forWritingTo: log)
-            process.standardOutput = logHandle
-            process.standardError = logHandle
-            try process.run()
-            processes.append(process)
+            processes.append(try launchProcess(binary, service["command"] as? [String] ?? [], environment: environments[name], log: log))
             let check = (service["healthcheck"] as? [String: Any])?["test"] as? [String] ?? []
             try #require(check.prefix(3) == ["CMD", "gatehouse", "healthcheck"], "\(check)")
             do {
@@ -315,13 +307,13 @@ struct DeployTests {
         }
 
         // The smoke test from deploy/README.md, against the gateway's published port.
-        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "<!-- smoke -->\n```sh\n"))
         let end = try #require(readme.range(of: "```\n<!-- /smoke -->"))
         let script = String(readme[start.upperBound..<end.lowerBound])
         #expect(script.contains("localhost:8080"))
         let port = try #require(substitution.ports[8080])
-        let smoke = try runProcess(
+        let smoke = try await runProcess(
             URL(fileURLWithPath: "/bin/bash"),
             ["-euo", "pipefail", "-c", script.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(port)")],
             environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])

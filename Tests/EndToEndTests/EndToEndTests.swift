@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import Testing
 
 /// Drives every endpoint of a running stack over real HTTP.
@@ -87,12 +88,9 @@ func exerciseAPI(_ stack: Stack) async throws {
     let third = try await stack.request("POST", "/v1/sessions", json: ["email": email, "password": "correct horse battery"])
     let thirdAccess = (third.json["session"] as? [String: Any])?["accessToken"] as? String ?? ""
     #expect(try await stack.request("DELETE", "/v1/sessions", bearer: otherAccess).status == 204)
-    var refused = false
-    for _ in 0..<50 where !refused {
-        refused = try await stack.request("GET", "/v1/me", bearer: thirdAccess).status == 401
-        if !refused { try await Task.sleep(for: .milliseconds(20)) }
+    try await waitUntil("the revocation feed reaching the gateway", interval: .milliseconds(20)) {
+        try await stack.request("GET", "/v1/me", bearer: thirdAccess).status == 401
     }
-    #expect(refused, "a session revoked through the feed was still accepted after 1 s")
 }
 
 @Suite("End to end over HTTP", .serialized)
@@ -113,13 +111,8 @@ struct EndToEndTests {
         let stack = Stack()
         defer { stack.stopAll() }
         let keys = stack.dataDir.appendingPathComponent("keys")
-        let generate = Process()
-        generate.executableURL = try gatehouseBinary()
-        generate.arguments = ["keys", "generate", "--out", keys.path]
-        generate.standardOutput = FileHandle.nullDevice
-        try generate.run()
-        generate.waitUntilExit()
-        #expect(generate.terminationStatus == 0)
+        let generate = try await runProcess(try gatehouseBinary(), ["keys", "generate", "--out", keys.path])
+        #expect(generate.status == 0, "\(generate.stderr)")
         let key = { (name: String) in keys.appendingPathComponent(name).path }
         try stack.start("identity", environment: [
             "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": key("identity.allow"),
@@ -155,7 +148,7 @@ struct EndToEndTests {
         try stack.start("token")
         try stack.start("gateway")
         try await stack.waitReady()
-        stack.kill("identity")
+        await stack.kill("identity")
         let start = ContinuousClock.now
         let down = try await stack.request("POST", "/v1/password-strength", json: ["password": "whatever it is"])
         #expect(down.status == 503)
@@ -173,25 +166,21 @@ struct EndToEndTests {
 struct QuickStartTests {
     @Test("the README's curl commands work against gatehouse serve")
     func quickStart() async throws {
-        let readme = try String(contentsOf: repositoryRoot.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "<!-- quickstart -->\n```sh\n"))
         let end = try #require(readme.range(of: "```\n<!-- /quickstart -->"))
         let script = String(readme[start.upperBound..<end.lowerBound])
         #expect(readme.contains("scripts/run"))
-        #expect(try String(contentsOf: repositoryRoot.appendingPathComponent("scripts/run"), encoding: .utf8).contains("gatehouse serve"))
+        #expect(try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("scripts/run"), encoding: .utf8).contains("gatehouse serve"))
         let stack = Stack()
         defer { stack.stopAll() }
         try stack.start("serve")
         try await stack.waitReady()
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = ["-euo", "pipefail", "-c", script.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(stack.httpPort)")]
-        let out = Pipe()
-        process.standardOutput = out
-        try process.run()
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let result = try await runProcess(
+            URL(fileURLWithPath: "/bin/bash"),
+            ["-euo", "pipefail", "-c", script.replacingOccurrences(of: "localhost:8080", with: "127.0.0.1:\(stack.httpPort)")])
+        let output = result.stdout
+        #expect(result.status == 0, "\(result.stderr)")
         #expect(output.contains(#""email":"ada@example.com""#))
         #expect(output.components(separatedBy: #""accessToken""#).count == 3, "sign-up and refresh each print a session: \(output)")
         #expect(output.hasSuffix("}") || output.hasSuffix("}\n"))

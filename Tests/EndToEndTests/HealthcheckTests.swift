@@ -1,61 +1,24 @@
 import Foundation
+import GatehouseTestSupport
 import Testing
 
-/// The outcome of a finished process.
-struct ProcessResult {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-}
-
-/// Runs `executable` to completion; output goes through temporary files so a chatty stderr
-/// cannot block it.
-func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String], stdin: Data? = nil) throws -> ProcessResult {
-    let folder = FileManager.default.temporaryDirectory.appendingPathComponent("gh-run-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(at: folder) }
-    let out = folder.appendingPathComponent("stdout"), err = folder.appendingPathComponent("stderr")
-    FileManager.default.createFile(atPath: out.path, contents: nil)
-    FileManager.default.createFile(atPath: err.path, contents: nil)
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    process.environment = environment
-    let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    let input = Pipe()
-    process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-    try process.run()
-    if let stdin {
-        input.fileHandleForWriting.write(stdin)
-        try input.fileHandleForWriting.close()
-    }
-    process.waitUntilExit()
-    try outHandle.close()
-    try errHandle.close()
-    return ProcessResult(
-        status: process.terminationStatus,
-        stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
-}
-
 /// `gatehouse healthcheck ARGS` with `environment`.
-func healthcheck(_ arguments: [String], environment: [String: String]) throws -> ProcessResult {
-    try runProcess(try gatehouseBinary(), ["healthcheck"] + arguments, environment: environment)
+func healthcheck(_ arguments: [String], environment: [String: String]) async throws -> ProcessResult {
+    try await runProcess(try gatehouseBinary(), ["healthcheck"] + arguments, environment: environment)
 }
 
 /// Polls `gatehouse healthcheck` until it exits 0 (as compose's `service_healthy` does), or
 /// fails with its last message after `timeout`.
-func waitHealthy(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(30)) async throws {
-    let deadline = ContinuousClock.now + timeout
+func waitHealthy(_ arguments: [String], environment: [String: String], timeout: Duration = .seconds(60)) async throws {
     var last = ProcessResult(status: -1, stdout: "", stderr: "never ran")
-    while ContinuousClock.now < deadline {
-        last = try healthcheck(arguments, environment: environment)
-        if last.status == 0 { return }
-        try await Task.sleep(for: .milliseconds(200))
+    do {
+        try await waitUntil("healthcheck \(arguments)", timeout: timeout, interval: .milliseconds(200)) {
+            last = try await healthcheck(arguments, environment: environment)
+            return last.status == 0
+        }
+    } catch is WaitTimedOut {
+        throw StackError("healthcheck \(arguments) did not pass within \(timeout): \(last.stderr)")
     }
-    throw StackError("healthcheck \(arguments) did not pass within \(timeout): \(last.stderr)")
 }
 
 @Suite("gatehouse healthcheck", .serialized)
@@ -73,21 +36,21 @@ struct HealthcheckTests {
         tokenEnvironment["GATEHOUSE_ROLE"] = "token"
         try await waitHealthy([], environment: tokenEnvironment)
         try await waitHealthy(["--role", "gateway"], environment: stack.environment)
-        let up = try healthcheck(["--role", "gateway"], environment: stack.environment)
+        let up = try await healthcheck(["--role", "gateway"], environment: stack.environment)
         #expect(up.status == 0 && up.stdout.contains("gateway: up"))
 
-        stack.kill("token")
-        let tokenDown = try healthcheck([], environment: tokenEnvironment)
+        await stack.kill("token")
+        let tokenDown = try await healthcheck([], environment: tokenEnvironment)
         #expect(tokenDown.status == 1)
         #expect(tokenDown.stderr.hasPrefix("token: ") && tokenDown.stderr.filter { $0 == "\n" }.count == 1, "\(tokenDown.stderr)")
         // The gateway's check is liveness only: it stays healthy while a service is down.
-        #expect(try healthcheck(["--role", "gateway"], environment: stack.environment).status == 0)
-        #expect(try healthcheck(["--role", "identity"], environment: stack.environment).status == 0)
+        #expect(try await healthcheck(["--role", "gateway"], environment: stack.environment).status == 0)
+        #expect(try await healthcheck(["--role", "identity"], environment: stack.environment).status == 0)
 
-        stack.kill("identity")
-        #expect(try healthcheck(["--role", "identity"], environment: stack.environment).status == 1)
-        stack.kill("gateway")
-        let gatewayDown = try healthcheck(["--role", "gateway"], environment: stack.environment)
+        await stack.kill("identity")
+        #expect(try await healthcheck(["--role", "identity"], environment: stack.environment).status == 1)
+        await stack.kill("gateway")
+        let gatewayDown = try await healthcheck(["--role", "gateway"], environment: stack.environment)
         #expect(gatewayDown.status == 1 && gatewayDown.stderr.hasPrefix("gateway: "), "\(gatewayDown.stderr)")
     }
 
@@ -96,27 +59,21 @@ struct HealthcheckTests {
         let stack = Stack()
         defer { stack.stopAll() }
         var environment = stack.environment
-        environment["GATEHOUSE_IDENTITY_BIND"] = "tcp://0.0.0.0:\(freePort())"
+        environment["GATEHOUSE_IDENTITY_BIND"] = "tcp://0.0.0.0:\(freeLoopbackPort())"
         environment["GATEHOUSE_ALLOW_PLAINTEXT"] = "true"  // a wildcard bind without CURVE keys needs it
         environment.removeValue(forKey: "GATEHOUSE_ROLE")
         // Not started yet: down.
-        #expect(try healthcheck(["--role", "identity"], environment: environment).status == 1)
-        let identity = Process()
-        identity.executableURL = try gatehouseBinary()
-        identity.arguments = ["identity"]
-        identity.environment = environment
-        identity.standardOutput = FileHandle.nullDevice
-        identity.standardError = FileHandle.nullDevice
-        try identity.run()
+        #expect(try await healthcheck(["--role", "identity"], environment: environment).status == 1)
+        let identity = try launchProcess(try gatehouseBinary(), ["identity"], environment: environment)
         defer {
             identity.terminate()
             identity.waitUntilExit()
         }
         try await waitHealthy(["--role", "identity"], environment: environment)
-        let noRole = try healthcheck([], environment: environment)
+        let noRole = try await healthcheck([], environment: environment)
         #expect(noRole.status == 1 && noRole.stderr.contains("GATEHOUSE_ROLE"))
-        #expect(try healthcheck(["--role", "database"], environment: environment).status == 1)
+        #expect(try await healthcheck(["--role", "database"], environment: environment).status == 1)
         // Flags override the environment, as for the roles.
-        #expect(try healthcheck(["--role", "identity", "--identity-bind", "tcp://0.0.0.0:\(freePort())"], environment: environment).status == 1)
+        #expect(try await healthcheck(["--role", "identity", "--identity-bind", "tcp://0.0.0.0:\(freeLoopbackPort())"], environment: environment).status == 1)
     }
 }

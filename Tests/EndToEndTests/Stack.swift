@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -6,40 +7,13 @@ import FoundationNetworking
 import Glibc
 #endif
 
-let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// The built `gatehouse` binary (next to the test bundle in the build folder).
-func gatehouseBinary() throws -> URL {
-    var dir = Bundle.main.bundleURL
-    for _ in 0..<4 {
-        let candidate = dir.appendingPathComponent("gatehouse")
-        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
-        dir = dir.deletingLastPathComponent()
-    }
-    let fallback = repositoryRoot.appendingPathComponent(".build/debug/gatehouse")
-    guard FileManager.default.isExecutableFile(atPath: fallback.path) else {
-        throw StackError("gatehouse binary not found; run `swift build` first")
-    }
-    return fallback
-}
-
 struct StackError: Error, CustomStringConvertible {
     let description: String
     init(_ d: String) { description = d }
 }
 
-/// A free loopback TCP port.
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
+/// The built `gatehouse` binary.
+func gatehouseBinary() throws -> URL { try BuiltProducts.executable(named: "gatehouse") }
 
 /// Gatehouse processes started for a test, with one shared environment.
 final class Stack: @unchecked Sendable {
@@ -49,15 +23,16 @@ final class Stack: @unchecked Sendable {
     var processes: [String: Process] = [:]
 
     init() {
+        // Unique per stack: stacks of suites running in parallel share no folder and no port.
         dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-e2e-\(UUID().uuidString)")
-        httpPort = freePort()
+        httpPort = freeLoopbackPort()
         var env = ProcessInfo.processInfo.environment
         env["GATEHOUSE_DATA_DIR"] = dataDir.path
         env["GATEHOUSE_HTTP_PORT"] = "\(httpPort)"
         env["GATEHOUSE_ARGON2_MEMORY_KIB"] = "1024"
         env["GATEHOUSE_ARGON2_ITERATIONS"] = "1"
         env["GATEHOUSE_LOG_LEVEL"] = "warning"
-        let identity = freePort(), identityEvents = freePort(), token = freePort(), tokenEvents = freePort()
+        let identity = freeLoopbackPort(), identityEvents = freeLoopbackPort(), token = freeLoopbackPort(), tokenEvents = freeLoopbackPort()
         env["GATEHOUSE_IDENTITY_BIND"] = "tcp://127.0.0.1:\(identity)"
         env["GATEHOUSE_IDENTITY_URL"] = "tcp://127.0.0.1:\(identity)"
         env["GATEHOUSE_IDENTITY_EVENTS_BIND"] = "tcp://127.0.0.1:\(identityEvents)"
@@ -72,35 +47,31 @@ final class Stack: @unchecked Sendable {
 
     /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys).
     func start(_ role: String, environment extra: [String: String] = [:]) throws {
-        let process = Process()
-        process.executableURL = try gatehouseBinary()
-        process.arguments = [role]
-        process.environment = environment.merging(extra) { _, new in new }
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        processes[role] = process
+        processes[role] = try launchProcess(try gatehouseBinary(), [role], environment: environment.merging(extra) { _, new in new })
     }
 
-    func kill(_ role: String, signal: Int32 = SIGKILL) {
+    /// Sends `signal` to ROLE's process and waits until it ended.
+    func kill(_ role: String, signal: Int32 = SIGKILL) async {
         guard let process = processes.removeValue(forKey: role) else { return }
-        Glibc.kill(process.processIdentifier, signal)
-        process.waitUntilExit()
+        await process.stop(signal: signal)
     }
 
+    /// Stops every process (SIGTERM, waiting for each) and deletes the data folder. Blocks: it
+    /// runs in `defer`, once the test is done.
     func stopAll() {
-        for role in Array(processes.keys) { kill(role, signal: SIGTERM) }
+        for (_, process) in processes {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        processes = [:]
         try? FileManager.default.removeItem(at: dataDir)
     }
 
     /// Waits until `/readyz` answers 200.
-    func waitReady(timeout: Duration = .seconds(20)) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let r = try? await request("GET", "/readyz"), r.status == 200 { return }
-            try await Task.sleep(for: .milliseconds(100))
+    func waitReady(timeout: Duration = .seconds(60)) async throws {
+        try await waitUntil("\(baseURL)/readyz answering 200", timeout: timeout, interval: .milliseconds(100)) {
+            (try? await request("GET", "/readyz"))?.status == 200
         }
-        throw StackError("the stack did not become ready")
     }
 
     struct Response {

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import GRDB
 import Testing
 @testable import GatehouseApp
@@ -97,7 +98,7 @@ struct BackupTests {
         #expect(try count(target) == 0)
         // A stale -wal (e.g. from a copied-in data folder) must not be replayed onto the restored file.
         try Data("stale".utf8).write(to: URL(fileURLWithPath: target + "-wal"))
-        let reports = try DatabaseBackup.restore(from: out, dataDir: dataDir, now: Date(timeIntervalSince1970: 0))
+        let reports = try DatabaseBackup.restore(from: out, dataDir: dataDir, clock: .fixed(Date(timeIntervalSince1970: 0)))
         #expect(reports.map(\.name) == ["identity.sqlite"])
         #expect(!FileManager.default.fileExists(atPath: target + "-wal"))
         #expect(try count(target) == 10)
@@ -112,5 +113,11 @@ struct BackupTests {
         #expect(throws: DatabaseBackup.Failure.self) { try DatabaseBackup.restore(from: bad, dataDir: dataDir) }
         #expect(try count(target) == 10)
         #expect(throws: DatabaseBackup.Failure.self) { try DatabaseBackup.restore(from: root.appendingPathComponent("nothing"), dataDir: dataDir) }
+    }
+
+    @Test("a backup folder is named after the UTC time its clock reads")
+    func outputFolderName() {
+        let folder = DatabaseBackup.defaultOutputDirectory(dataDir: URL(fileURLWithPath: "/data"), clock: ManualClock().wallClock)
+        #expect(folder.path == "/data/backups/20270115T080000Z")
     }
 }

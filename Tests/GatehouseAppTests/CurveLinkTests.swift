@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import GatehouseRPC
 import IdentityCore
 import Logging
@@ -153,17 +154,14 @@ struct CurveLinkTests {
         let tokenPair = try pair("token"), gatewayPair = try pair("gateway"), identityPair = try pair("identity")
 
         // A stand-in token service, itself a CURVE server that accepts the identity service.
-        var router = RPCRouter()
-        router.register(ServiceContracts.issueSession) { request, _ in
-            SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
-        }
+        let router = FakeTokenService().router
         var tokenConfiguration = RPCServer.Configuration(endpoints: ["tcp://127.0.0.1:0"])
         tokenConfiguration.curve = CurveServerKeys(publicKey: tokenPair.publicKey, secretKey: tokenPair.secretKey, allowedClientKeys: [identityPair.publicKey])
         let tokenServer = try RPCServer(router: router, configuration: tokenConfiguration)
         let tokenEndpoint = try tokenServer.start()[0]
 
-        let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-curve-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: dataDir) }
+        let dataDir = try TemporaryDirectory(prefix: "gh-curve")
+        defer { dataDir.remove() }
         let config = try Config(environment: [
             "GATEHOUSE_DATA_DIR": dataDir.path, "GATEHOUSE_ARGON2_MEMORY_KIB": "1024", "GATEHOUSE_ARGON2_ITERATIONS": "1",
             "GATEHOUSE_CURVE_SECRET_KEY_FILE": path("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": path("identity.allow"),
@@ -190,11 +188,7 @@ struct CurveLinkTests {
             try await stranger.call(IdentityAPI.getUser, UserIDRequest(userID: signUp.user.id), timeout: .milliseconds(800))
         }
         let handler = try ZAPHandler.handler(for: .shared)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while handler.refusals(of: strangerPair.publicKey) == 0 && ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(5))
-        }
-        #expect(handler.refusals(of: strangerPair.publicKey) > 0)
+        try await waitUntil("the ZAP handler counted the stranger's refusal") { handler.refusals(of: strangerPair.publicKey) > 0 }
         let plain = try client(nil)
         await #expect(throws: RPCError.self) {
             try await plain.call(IdentityAPI.getUser, UserIDRequest(userID: signUp.user.id), timeout: .milliseconds(800))

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import GatehouseRPC
 import IdentityCore
 import Logging
@@ -16,16 +17,12 @@ struct IdentityOverZeroMQTests {
         let tokenServer: RPCServer
         let client: RPCClient
         let events: EventSubscriber
-        let dataDir: URL
+        let dataDir: TemporaryDirectory
 
         static func start() async throws -> Harness {
-            var router = RPCRouter()
-            router.register(ServiceContracts.issueSession) { request, _ in
-                SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
-            }
-            let tokenServer = try RPCServer(router: router, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
+            let tokenServer = try RPCServer(router: FakeTokenService().router, configuration: .init(endpoints: ["tcp://127.0.0.1:0"]))
             let tokenEndpoint = try tokenServer.start()[0]
-            let dataDir = FileManager.default.temporaryDirectory.appendingPathComponent("gh-identity-\(UUID().uuidString)")
+            let dataDir = try TemporaryDirectory(prefix: "gh-identity")
             let config = try Config(environment: [
                 "GATEHOUSE_DATA_DIR": dataDir.path,
                 "GATEHOUSE_ARGON2_MEMORY_KIB": "1024", "GATEHOUSE_ARGON2_ITERATIONS": "1",
@@ -47,15 +44,41 @@ struct IdentityOverZeroMQTests {
             await role.tokenClient.close()
             tokenServer.stop()
             await tokenServer.waitUntilStopped()
-            try? FileManager.default.removeItem(at: dataDir)
+            dataDir.remove()
+        }
+
+        /// A topic the service never publishes, under the subscribed prefix.
+        static let probeTopic = "user.probe"
+
+        /// Publishes probe events on the role's publisher until the subscriber receives one: then
+        /// its subscription has reached the publisher (subscriptions propagate asynchronously).
+        func waitForSubscription(timeout: Duration = .seconds(30)) async throws {
+            let publisher = role.publisher, events = events
+            let probing = Task {
+                let deadline = ContinuousClock.now + timeout
+                while !Task.isCancelled, ContinuousClock.now < deadline {
+                    publisher.publish(topic: Self.probeTopic, payload: [])
+                    try? await Task.sleep(for: .milliseconds(10))
+                }
+                // Gave up: ending the stream ends the wait below.
+                if !Task.isCancelled { await events.close() }
+            }
+            var subscribed = false
+            for await event in events.events where event.topic == Self.probeTopic {
+                subscribed = true
+                break
+            }
+            probing.cancel()
+            await probing.value
+            guard subscribed else { throw WaitTimedOut(description: "no probe event reached the subscriber within \(timeout)") }
         }
     }
 
     @Test("sign-up, sign-in, profile, claims and deletion over tcp, with user events")
     func lifecycle() async throws {
         let h = try await Harness.start()
-        // Let the subscription reach the publisher before anything happens.
-        try await Task.sleep(for: .milliseconds(200))
+        // The subscription reaches the publisher before anything happens.
+        try await h.waitForSubscription()
         let email = "Ada.Lovelace@Example.com"
         let signUp = try await h.client.call(IdentityAPI.signUp, SignUpRequest(email: email, password: "analytical engine 1843", displayName: "Ada"))
         #expect(signUp.user.email == email)
@@ -106,7 +129,8 @@ struct IdentityOverZeroMQTests {
         }
 
         var topics: [String] = []
-        for await event in h.events.events {
+        // Probes published before the subscription was seen may still be queued ahead.
+        for await event in h.events.events where event.topic != Harness.probeTopic {
             topics.append(event.topic)
             let decoded = try event.decode(UserEvent.self)
             #expect(decoded.userID == id)

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import Logging
 import Testing
 
@@ -36,9 +37,10 @@ import Testing
     }
 
     @Test func timestampsLookLikeStreamLogHandlers() {
-        let stamp = StandardErrorLogHandler.timestamp()
-        // 2026-01-31T12:00:00+0000
+        let stamp = StandardErrorLogHandler.timestamp(ManualClock().now)
+        // 2027-01-15T08:00:00+0000 (in the machine's time zone)
         #expect(stamp.utf8.count == 24, "\(stamp)")
         #expect(stamp.dropFirst(10).first == "T")
+        #expect(stamp.hasPrefix("2027-01-1"), "\(stamp)")
     }
 }

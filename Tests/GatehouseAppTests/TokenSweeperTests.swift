@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import Logging
 import ServiceLifecycle
 import ServiceLifecycleTestKit
@@ -10,31 +11,79 @@ import TokenService
 @testable import GatehouseApp
 import RPCRouting
 
-/// A clock the test moves.
-final class MovableClock: Sendable {
-    private let current = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
-    var now: Date { current.withLock { $0 } }
-    func advance(_ seconds: TimeInterval) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
+/// Stands in for the sweeper's sleep between passes: each call is recorded and returns only
+/// when the test lets one pass through (or the task is cancelled, as at shutdown), so passes
+/// run on demand and no test waits for time to pass.
+final class SweepTicks: Sendable {
+    private struct State {
+        var requested: [Duration] = []
+        var granted = 0
+        var waiting: [(id: Int, continuation: CheckedContinuation<Void, Never>)] = []
+        var cancelled: Set<Int> = []
+    }
+    private let state = Mutex(State())
+
+    /// The delays the sweeper asked to sleep, in order.
+    var requested: [Duration] { state.withLock { $0.requested } }
+
+    /// The sleep the sweeper calls: returns once `allow()` lets it, throws once cancelled.
+    func sleep(_ delay: Duration) async throws {
+        let id = state.withLock { state in
+            state.requested.append(delay)
+            return state.requested.count
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let resume = state.withLock { state -> Bool in
+                    if state.cancelled.remove(id) != nil { return true }
+                    if state.granted > 0 {
+                        state.granted -= 1
+                        return true
+                    }
+                    state.waiting.append((id, continuation))
+                    return false
+                }
+                if resume { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+                if let index = state.waiting.firstIndex(where: { $0.id == id }) { return state.waiting.remove(at: index).continuation }
+                state.cancelled.insert(id)
+                return nil
+            }
+            waiter?.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    /// Ends one sleep (the one waiting, or the next).
+    func allow() {
+        let waiter = state.withLock { state -> CheckedContinuation<Void, Never>? in
+            if state.waiting.isEmpty {
+                state.granted += 1
+                return nil
+            }
+            return state.waiting.removeFirst().continuation
+        }
+        waiter?.resume()
+    }
 }
 
 @Suite("Token sweeper")
 struct TokenSweeperTests {
     /// A token service on a real SQLite file, holding one session revoked 8 days ago (due for a
     /// sweep under the default 7-day retention).
-    static func serviceWithDueSession() async throws -> (TokenService, URL) {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("sweeper-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        let config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: "https://auth.test", audience: "app")
-        var identity = RPCRouter()
-        identity.register(ServiceContracts.claimsForSession) { _, _ in UserClaims(email: "a@example.com") }
-        let clock = MovableClock()
-        let service = try await TokenService.start(
-            configuration: config, identity: LocalCaller(router: identity), now: { clock.now })
+    static func serviceWithDueSession() async throws -> (TokenService, TemporaryDirectory) {
+        let dir = try TemporaryDirectory(prefix: "sweeper")
+        let config = TokenConfiguration(databasePath: dir.path("token.sqlite"), issuer: "https://auth.test", audience: "app")
+        let identity = FakeIdentityService(unknownUser: UserClaims(email: "a@example.com"))
+        let clock = ManualClock()
+        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: clock.wallClock)
         let tokens = try await service.issueSession(IssueSessionRequest(
             userID: "user-1", claims: UserClaims(email: "a@example.com"), amr: ["pwd"], authTime: clock.now,
             client: ClientInfo(userAgent: "tests", ip: "127.0.0.1")))
         _ = try await service.revokeSession(RevokeSessionRequest(sessionID: tokens.sessionID, reason: ""))
-        clock.advance(8 * 86_400)
+        clock.advance(by: 8 * 86_400)
         return (service, dir)
     }
 
@@ -55,26 +104,32 @@ struct TokenSweeperTests {
     @Test("in a service group it sweeps on its interval, and graceful shutdown stops it")
     func sweepsUntilShutdown() async throws {
         let (service, dir) = try await Self.serviceWithDueSession()
-        defer { try? FileManager.default.removeItem(at: dir) }
-        var sweeper = TokenSweeper(service: service, interval: .milliseconds(50), logger: Logger(label: "test"))
-        sweeper.firstDelay = Duration.milliseconds(10)
+        defer { dir.remove() }
+        let ticks = SweepTicks()
+        var sweeper = TokenSweeper(service: service, interval: .seconds(600), logger: Logger(label: "test"))
+        sweeper.sleep = { try await ticks.sleep($0) }
         try await Self.run(sweeper) {
-            var swept = false
-            for _ in 0..<200 where !swept {
-                try await Task.sleep(for: .milliseconds(10))
-                swept = try await service.store.rowCounts().sessions == 0
-            }
-            #expect(swept)
+            // Nothing is swept before the first delay has passed.
+            try await waitUntil("the sweeper waiting for its first pass") { ticks.requested.count == 1 }
+            #expect(try await service.store.rowCounts().sessions == 1)
+            ticks.allow()
+            try await waitUntil("the first pass deleted the due session") { try await service.store.rowCounts().sessions == 0 }
+            // Then it waits one interval before the next pass.
+            try await waitUntil("the sweeper waiting for its second pass") { ticks.requested.count == 2 }
+            #expect(ticks.requested == [.seconds(60), .seconds(600)])
         }
     }
 
     @Test("with the sweep turned off it deletes nothing and still stops on shutdown")
     func turnedOff() async throws {
         let (service, dir) = try await Self.serviceWithDueSession()
-        defer { try? FileManager.default.removeItem(at: dir) }
+        defer { dir.remove() }
+        let ticks = SweepTicks()
         var sweeper = TokenSweeper(service: service, interval: nil, logger: Logger(label: "test"))
-        sweeper.firstDelay = Duration.milliseconds(1)
-        try await Self.run(sweeper) { try await Task.sleep(for: .milliseconds(100)) }
+        sweeper.sleep = { try await ticks.sleep($0) }
+        try await Self.run(sweeper) {}
+        // It never waited for a pass, so it never swept.
+        #expect(ticks.requested.isEmpty)
         #expect(try await service.store.rowCounts().sessions == 1)
     }
 

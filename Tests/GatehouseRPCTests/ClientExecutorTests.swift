@@ -1,6 +1,6 @@
 import Foundation
 import GatehouseContracts
-import GatehouseRPC
+@testable import GatehouseRPC
 import Testing
 import GatehouseSupport
 
@@ -62,7 +62,7 @@ struct ClientExecutorTests {
         let slow = Task(executorPreference: client.executor) {
             try await client.call(TestAPI.echo, Ping(text: "slow", delayMs: 2_000), timeout: .seconds(5))
         }
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await waitUntil { client.core.socket.withLock { $0.pendingCount } == 1 })
         slow.cancel()
         do {
             _ = try await slow.value
@@ -80,7 +80,7 @@ struct ClientExecutorTests {
                 return error
             }
         }
-        try await Task.sleep(for: .milliseconds(20))
+        #expect(try await waitUntil { client.core.socket.withLock { $0.pendingCount } == 1 })
         await client.close()
         let failure = try await waiting.value
         #expect(failure?.code == .unavailable)

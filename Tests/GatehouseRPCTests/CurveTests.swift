@@ -106,6 +106,7 @@ struct CurveTests {
         let publisher = try EventPublisher(endpoints: ["tcp://127.0.0.1:0"], curve: keys.serverKeys)
         let subscriber = try EventSubscriber(endpoints: publisher.endpoints, topics: ["user."], curve: keys.clientKeys(keys.client))
         let stranger = try EventSubscriber(endpoints: publisher.endpoints, topics: [""], curve: keys.clientKeys(keys.stranger))
+        // Publishes every 5 ms until the subscriber has an event (subscriptions propagate asynchronously).
         let publishing = Task {
             while !Task.isCancelled {
                 publisher.publish(topic: "user.created", payload: [42])

@@ -41,6 +41,7 @@ struct DirectSendTests {
                 }
                 if t % 4 == 1 {
                     group.addTask {
+                        // The scenario: a cancel at a random moment of the task's calls.
                         try await Task.sleep(for: .milliseconds(Int.random(in: 1...30)))
                         task.cancel()
                         return try await task.value
@@ -71,7 +72,7 @@ struct DirectSendTests {
         let client = try RPCClient(configuration: .init(endpoint: bound))
         // A long call makes the I/O thread sleep until its (far) deadline.
         async let long = client.call(TestAPI.echo, Ping(text: "long", delayMs: 1500), timeout: .seconds(10))
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(try await waitUntil { server.inFlight == 1 })
         let start = ContinuousClock.now
         do {
             _ = try await client.call(TestAPI.echo, Ping(text: "short", delayMs: 3000), timeout: .milliseconds(100))
@@ -91,7 +92,7 @@ struct DirectSendTests {
         let endpoint = try freeTCPEndpoint()
         let client = try RPCClient(configuration: .init(endpoint: endpoint))
         async let reply = client.call(TestAPI.echo, Ping(text: "late"), timeout: .seconds(5))
-        try await Task.sleep(for: .milliseconds(200))
+        #expect(try await waitUntil { client.core.socket.withLock { $0.pendingCount } == 1 })
         let server = try await restartServer(testRouter(), endpoint: endpoint)
         #expect(try await reply.text == "late")
         await client.close()

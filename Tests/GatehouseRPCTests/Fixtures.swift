@@ -37,6 +37,7 @@ struct SomeInternalError: Error {}
 func testRouter(tag: String = "") -> RPCRouter {
     var router = RPCRouter()
     let echo: @Sendable (Ping, RPCContext) async throws -> Pong = { ping, _ in
+        // A slow handler when asked (the scenario of deadline, cancellation and drain tests).
         if ping.delayMs > 0 { try await Task.sleep(for: .milliseconds(ping.delayMs)) }
         return Pong(text: tag + ping.text)
     }

@@ -121,7 +121,7 @@ struct RPCTests {
         let (server, bound) = try startServer(testRouter(), endpoint: inprocEndpoint())
         let client = try RPCClient(configuration: .init(endpoint: bound))
         let task = Task { try await client.call(TestAPI.echo, Ping(text: "slow", delayMs: 800), timeout: .seconds(10)) }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(try await waitUntil { server.inFlight == 1 })
         let start = ContinuousClock.now
         task.cancel()
         do {

@@ -38,9 +38,9 @@ import GatehouseSupport
             #expect(r.headers[.wwwAuthenticate] == Self.invalidChallenge)
             // Within the leeway it still works; past it, it does not.
             let token = session["accessToken"] as! String
-            h.clock.advance(900 + 5)
+            h.clock.advance(by: 900 + 5)
             #expect(try await h.request(.get, "/v1/me", token: token).status == .ok)
-            h.clock.advance(10)
+            h.clock.advance(by: 10)
             try await h.request(.get, "/v1/me", token: token).expectProblem(.unauthorized, "token_expired")
         }
     }
@@ -117,7 +117,7 @@ import GatehouseSupport
                 try await h.request(.get, "/v1/me", token: unknown).expectProblem(.unauthorized, "invalid_token")
             }
             #expect(h.services.calls(to: TokenAPI.jwks) == 2)
-            h.clock.advance(6)
+            h.clock.advance(by: 6)
             try await h.request(.get, "/v1/me", token: unknown).expectProblem(.unauthorized, "invalid_token")
             #expect(h.services.calls(to: TokenAPI.jwks) == 3)
         }

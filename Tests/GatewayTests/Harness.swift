@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Logging
 import NIOCore
 import Testing
+import GatehouseTestSupport
 
 @testable import Gateway
 
@@ -14,7 +15,7 @@ struct Harness {
     let client: any TestClientProtocol
     let services: InProcessServices
     let parts: GatewayParts
-    let clock: TestClock
+    let clock: ManualClock
     let metrics: GatewayMetrics
 
     static func configuration(_ edit: (inout GatewayConfiguration) -> Void = { _ in }) -> GatewayConfiguration {
@@ -29,14 +30,14 @@ struct Harness {
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
-        let clock = TestClock()
+        let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
         let services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
         await services.signer.addSigningKey(kid: "test-key-1", publish: true)
         let metrics = GatewayMetrics()
         var logger = Logger(label: "gateway-test")
         logger.logLevel = .warning
         let parts = makeGateway(
-            configuration: configuration(configure), services: services.gatewayServices, logger: logger, metrics: metrics, clock: clock.gatewayClock)
+            configuration: configuration(configure), services: services.gatewayServices, logger: logger, metrics: metrics, clock: clock.wallClock)
         try await parts.application.test(framework) { client in
             try await test(Harness(client: client, services: services, parts: parts, clock: clock, metrics: metrics))
         }

@@ -2,6 +2,8 @@ import Foundation
 import GatehouseContracts
 import IdentityCore
 import IdentityService
+import GatehouseTestSupport
+import GatehouseSupport
 import JWTKit
 import ProtoCodec
 import RPCRouting
@@ -30,7 +32,7 @@ final class InProcessServices: Sendable {
     private let requests = Mutex<[String: any Sendable]>([:])
     private let feeds: Feeds
 
-    init(clock: TestClock, issuer: String, audience: String) async throws {
+    init(clock: ManualClock, issuer: String, audience: String) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         signer = await TestSigner(issuer: issuer, audience: audience, now: { clock.now })
@@ -48,11 +50,11 @@ final class InProcessServices: Sendable {
                 else { return }
                 feeds.yield(event.sessionID)
             },
-            now: { clock.now })
+            clock: clock.wallClock)
         let pool = HashPool(workers: 2, queueLimit: 64)
         identityHandlers = IdentityHandlers(
             store: InMemoryUserStore(), hasher: PasswordHasher(parameters: .testing, pool: pool), policy: PasswordPolicy(),
-            tokens: LocalCaller(router: token.router()), now: { clock.now })
+            tokens: LocalCaller(router: token.router()), clock: clock.wallClock)
         identityBox.caller.withLock { $0 = LocalCaller(router: identityHandlers.router()) }
     }
 
@@ -216,12 +218,4 @@ final class TestSigner: Sendable {
         guard let data = try? JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]) else { return json }
         return String(decoding: data, as: UTF8.self)
     }
-}
-
-/// A clock tests can move.
-final class TestClock: Sendable {
-    private let value = Mutex(Date(timeIntervalSince1970: 1_700_000_000))
-    var now: Date { value.withLock { $0 } }
-    func advance(_ seconds: TimeInterval) { value.withLock { $0 = $0.addingTimeInterval(seconds) } }
-    var gatewayClock: GatewayClock { GatewayClock { [self] in self.now } }
 }

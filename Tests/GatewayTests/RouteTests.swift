@@ -64,7 +64,7 @@ import Synchronization
 
             // Reusing the old refresh token after the grace window is detected by the token service
             // and mapped to 401.
-            h.clock.advance(11)
+            h.clock.advance(by: 11)
             let reused = try await h.request(.post, "/v1/sessions/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
             try reused.expectProblem(.unauthorized, "refresh_token_reused")
             #expect(reused.headers[.wwwAuthenticate] == #"Bearer realm="gatehouse", error="invalid_token""#)
@@ -149,7 +149,7 @@ import Synchronization
             let fresh = try await h.request(.get, "/.well-known/jwks.json")
             #expect(fresh.status == .ok)
             h.services.fail(TokenAPI.jwks, with: RPCError(.unavailable, "token service down"))
-            h.clock.advance(120)  // past the cache TTL
+            h.clock.advance(by: 120)  // past the cache TTL
             let stale = try await h.request(.get, "/.well-known/jwks.json")
             #expect(stale.status == .ok)
             #expect(stale.text == fresh.text)

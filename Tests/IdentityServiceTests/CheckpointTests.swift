@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import IdentityCore
 import SQLiteSupport
@@ -8,17 +9,14 @@ import Testing
 /// The WAL is checkpointed by the store's own thread, not inside commits.
 @Suite struct CheckpointTests {
     @Test func commitsDoNotCheckpointAndTheCheckpointerKeepsTheWALSmall() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         #expect(try await store.pragma("wal_autocheckpoint") == "0")
         #expect(try await store.pragma("journal_mode") == "wal")
         // 1,500 single-row transactions: well past the 1,000 pages an automatic checkpoint waits for.
         for i in 0..<1_500 { try store.insertSync(try makeUser("wal\(i)@example.com")) }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while store.checkpointer.counts.frames == 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil("the store's checkpointer copied frames") { store.checkpointer.counts.frames > 0 }
         #expect(store.checkpointer.counts.checkpoints > 0)
         #expect(store.checkpointer.counts.frames > 0)
         // Every row is there, read through the pool after the checkpoints.
@@ -27,8 +25,8 @@ import Testing
     }
 
     @Test func stoppingIsIdempotentAndTheStoreStillWorks() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         store.checkpointer.stop()
         store.checkpointer.stop()
@@ -37,19 +35,20 @@ import Testing
     }
 
     @Test func aGrowingWALIsStartedOver() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         store.checkpointer.stop()
         let checkpointer = try WALCheckpointer(path: dir.databasePath, interval: .milliseconds(5), restartFrames: 50)
         for i in 0..<1_500 {
             try store.insertSync(try makeUser("restart\(i)@example.com"))
-            if i % 100 == 0 { try await Task.sleep(for: .milliseconds(10)) }
+            if i % 100 == 99 {
+                // A pause in the writes, until the checkpointer has copied what they added.
+                let before = checkpointer.counts.checkpoints
+                try await waitUntil("a checkpoint after insert \(i)") { checkpointer.counts.checkpoints > before }
+            }
         }
-        let deadline = ContinuousClock.now + .seconds(5)
-        while checkpointer.counts.restarts == 0, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
-        }
+        try await waitUntil("a WAL restart") { checkpointer.counts.restarts > 0 }
         #expect(checkpointer.counts.restarts > 0)
         // Without restarts the WAL would hold every frame of the 1,500 commits (over 6 MB).
         let wal = try FileManager.default.attributesOfItem(atPath: dir.databasePath + "-wal")[.size] as? Int ?? 0

@@ -20,7 +20,7 @@ import Testing
         #expect(reply.user.version == 1)
         #expect(reply.user.settingsJSON == "{}")
         #expect(reply.user.id.count == 22)
-        #expect(reply.tokens.accessToken == "access-\(reply.user.id)")
+        #expect(reply.tokens.accessToken == "at-\(reply.user.id)")
         let issued = try #require(h.tokens.requests.first)
         #expect(issued.userID == reply.user.id)
         #expect(issued.amr == ["pwd"])

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import IdentityCore
 @testable import IdentityService
@@ -94,7 +95,7 @@ import Testing
         // Wait until the worker is busy, then fill the one queue slot.
         await withCheckedContinuation { c in DispatchQueue.global().async { started.wait(); c.resume() } }
         async let second: Int = pool.run { 2 }
-        while pool.queueDepth < 1 { try await Task.sleep(for: .milliseconds(1)) }
+        try await waitUntil("the second job queued") { pool.queueDepth >= 1 }
         await expectCode(.overloaded) { try await pool.run { 3 } }
         #expect(pool.busyWorkers == 1)
         gate.signal()
@@ -115,13 +116,14 @@ import Testing
     @Test func aJobThatCannotMeetItsDeadlineIsRefusedAtOnce() async throws {
         let pool = HashPool(workers: 1, queueLimit: 100)
         defer { pool.shutdown() }
-        // Teach the pool a job takes about 50 ms.
-        for _ in 0..<3 { _ = try await pool.run { usleep(50_000); return 0 } }
-        #expect(pool.snapshot.averageJob > .milliseconds(40))
-        // 20 ms is not enough for a 50 ms job: refused without running, and without waiting.
+        // Teach the pool a job takes 300 ms (the sleep stands for a slow hash: it is the scenario).
+        _ = try await pool.run { usleep(300_000); return 0 }
+        #expect(pool.snapshot.averageJob >= .milliseconds(300))
+        // 150 ms is not enough for a 300 ms job: refused without running, and without waiting
+        // for the deadline (the margin is wide: a loaded machine may pause this task a while).
         let start = ContinuousClock.now
-        await expectCode(.overloaded) { try await pool.run(deadline: .now + .milliseconds(20)) { Issue.record("ran"); return 1 } }
-        #expect(ContinuousClock.now - start < .milliseconds(20))
+        await expectCode(.overloaded) { try await pool.run(deadline: .now + .milliseconds(150)) { Issue.record("ran"); return 1 } }
+        #expect(ContinuousClock.now - start < .milliseconds(150))
         // Plenty of time: runs.
         #expect(try await pool.run(deadline: .now + .seconds(5)) { 2 } == 2)
         #expect(pool.snapshot.rejected == 1)
@@ -135,6 +137,7 @@ import Testing
         // run for a caller who has gone.
         let pool = HashPool(workers: 1, queueLimit: 100)
         defer { pool.shutdown() }
+        // The sleeps stand for 20 ms hashes (the scenario); the first three teach the pool their length.
         for _ in 0..<3 { _ = try await pool.run { usleep(20_000); return 0 } }
         // Each caller: (served, whether its job ended past its deadline).
         let outcomes = await withTaskGroup(of: (Bool, Bool).self) { group in

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import GRDB
 import IdentityCore
@@ -8,8 +9,8 @@ import Testing
 /// UNIQUE index on `users.emailNormalized`, not scan the table.
 @Suite struct QueryPlanTests {
     @Test func lookupByNormalizedEmailSearchesTheUniqueIndex() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         // A real file, migrated by the store itself, with some rows and fresh statistics so the
         // planner is not choosing on an empty table.
         let store = try await dir.migratedStore()

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import GRDB
 import IdentityCore
@@ -9,8 +10,8 @@ import Testing
 /// Point reads on connections of their own see every committed write, from many threads at once.
 @Suite struct RawReadPoolTests {
     @Test func readsSeeCommittedWritesWhileOthersWrite() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         // Writers and readers at once: every user read back right after its insert committed.
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -31,8 +32,8 @@ import Testing
     }
 
     @Test func nullsEmptyStringsAndBlobs() throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let queue = try DatabaseQueue(path: dir.databasePath)
         try queue.writeWithoutTransaction { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")

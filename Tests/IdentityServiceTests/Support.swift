@@ -1,17 +1,12 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import IdentityCore
 import IdentityService
 
-/// A fresh temporary directory, removed by `cleanup()`.
-struct TempDirectory {
-    let url: URL
-    init() throws {
-        url = FileManager.default.temporaryDirectory.appendingPathComponent("identity-tests-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
-    }
-    var databasePath: String { url.appendingPathComponent("users.sqlite").path }
-    func cleanup() { try? FileManager.default.removeItem(at: url) }
+extension TemporaryDirectory {
+    /// `users.sqlite` in the folder.
+    var databasePath: String { path("users.sqlite") }
 
     /// A store on `databasePath`, opened and migrated.
     func migratedStore() async throws -> SQLiteUserStore {
@@ -31,9 +26,9 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
         case .memory:
             return (InMemoryUserStore(), {})
         case .sqlite:
-            let dir = try TempDirectory()
+            let dir = try TemporaryDirectory(prefix: "identity-tests")
             let store = try await dir.migratedStore()
-            return (store, { dir.cleanup() })
+            return (store, { dir.remove() })
         }
     }
 }
@@ -63,28 +58,14 @@ func makeUser(_ email: String, at date: Date = t0, hash: String? = "$argon2id$v=
     UserRecord(id: .random(), email: try EmailAddress(email), passwordHash: hash, createdAt: date)
 }
 
-/// A fake token service: answers `token.issueSession` with fixed tokens and remembers requests.
-final class FakeTokenService: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [IssueSessionRequest] = []
-    var requests: [IssueSessionRequest] { lock.withLock { stored } }
-
-    var caller: LocalCaller {
-        var router = RPCRouter()
-        router.register(ServiceContracts.issueSession) { [self] request, _ in
-            lock.withLock { stored.append(request) }
-            return SessionTokens(accessToken: "access-\(request.userID)", refreshToken: "refresh", expiresIn: 900, sessionID: "sid-1")
-        }
-        return LocalCaller(router: router)
-    }
-}
-
-/// Handlers over a store, with cheap Argon2 parameters, a fake token service and a recording sink.
+/// Handlers over a store, with cheap Argon2 parameters, a fake token service, a recording sink
+/// and a manual clock.
 struct Harness {
     let store: any UserStore
     let handlers: IdentityHandlers
     let caller: LocalCaller
     let tokens: FakeTokenService
+    let clock: ManualClock
     let events: RecordingEventSink
     let pool: HashPool
     let cleanup: @Sendable () -> Void
@@ -94,11 +75,12 @@ struct Harness {
         self.store = store
         self.cleanup = cleanup
         tokens = FakeTokenService()
+        clock = ManualClock(start: Date(timeIntervalSince1970: 1_750_000_000.123))
         events = RecordingEventSink()
         pool = HashPool(workers: 2, queueLimit: queueLimit)
         handlers = IdentityHandlers(
             store: store, hasher: PasswordHasher(parameters: argon2, pool: pool), policy: PasswordPolicy(),
-            tokens: tokens.caller, events: events, now: { Date(timeIntervalSince1970: 1_750_000_000.123) })
+            tokens: tokens.caller, events: events, clock: clock.wallClock)
         caller = LocalCaller(router: handlers.router())
     }
 }

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import IdentityCore
 import IdentityService
@@ -146,8 +147,8 @@ import Testing
 
 @Suite struct SQLiteUserStoreTests {
     @Test func walForeignKeysAndSynchronousNormal() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         #expect(try await store.pragma("journal_mode") == "wal")
         #expect(try await store.pragma("foreign_keys") == "1")
@@ -157,16 +158,16 @@ import Testing
     }
 
     @Test func migrationsAreNumberedAndIdempotent() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         try await store.migrate()
         #expect(try await store.appliedMigrations() == ["0001-users-and-identities"])
     }
 
     @Test func withoutMigrateNothingWorksButNothingEscapes() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await SQLiteUserStore.open(path: dir.databasePath)
         do {
             _ = try await store.user(normalizedEmail: "a@example.com")
@@ -177,8 +178,8 @@ import Testing
     }
 
     @Test func dataSurvivesReopen() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let user = try makeUser("ivy@example.com")
         do {
             let store = try await dir.migratedStore()
@@ -190,8 +191,8 @@ import Testing
     }
 
     @Test func concurrentSignUpsForOneEmailLeaveOneUser() async throws {
-        let dir = try TempDirectory()
-        defer { dir.cleanup() }
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
         let store = try await dir.migratedStore()
         let results = await withTaskGroup(of: Bool.self) { group in
             for i in 0..<20 {

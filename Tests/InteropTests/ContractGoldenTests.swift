@@ -89,13 +89,13 @@ private struct CheckEntry: Encodable {
 struct ContractGoldenTests {
     /// Every contract message round-trips through its Swift type, and every Swift fixture is
     /// exactly the proto's fields, all set.
-    @Test func swiftTypesMatchTheProtosFieldByField() throws {
+    @Test func swiftTypesMatchTheProtosFieldByField() async throws {
         let names = contractTable.map(\.protoName)
         #expect(Set(names).count == names.count, "contractTable names a proto message twice")
-        guard let generated = try generatePythonModules(contractProtos) else { return }
+        guard let generated = try await generatePythonModules(contractProtos) else { return }
         defer { try? FileManager.default.removeItem(at: generated) }
 
-        let populated = try python(["Tests/Interop/contracts.py", "populate", "--gen", generated.path])
+        let populated = try await python(["Tests/Interop/contracts.py", "populate", "--gen", generated.path])
         try #require(populated.status == 0, "contracts.py populate failed:\n\(populated.stdout)\(populated.stderr)")
         let pythonHex = try JSONDecoder().decode([String: String].self, from: Data(populated.stdout.utf8))
 
@@ -114,7 +114,7 @@ struct ContractGoldenTests {
             }
             report[row.protoName] = entry
         }
-        let checked = try python(
+        let checked = try await python(
             ["Tests/Interop/contracts.py", "check", "--gen", generated.path], stdin: try JSONEncoder().encode(report))
         #expect(
             checked.status == 0 && checked.stdout.contains(" 0 mismatches"),

@@ -6,15 +6,16 @@
 // release that changes that order would show up here as a "bytes differ" on the "collections"
 // message only.
 import Foundation
+import GatehouseTestSupport
 import Testing
 
 @Suite("Interop with Python protobuf")
 struct InteropTests {
-    @Test func pythonBytesMatchSwiftBothWays() throws {
-        guard let generated = try generatePythonModules() else { return }
+    @Test func pythonBytesMatchSwiftBothWays() async throws {
+        guard let generated = try await generatePythonModules() else { return }
         defer { try? FileManager.default.removeItem(at: generated) }
 
-        let encoded = try python(["Tests/Interop/golden.py", "encode", "--gen", generated.path])
+        let encoded = try await python(["Tests/Interop/golden.py", "encode", "--gen", generated.path])
         try #require(encoded.status == 0, "golden.py encode failed: \(encoded.stderr)")
         let pythonHex = try JSONDecoder().decode([String: String].self, from: Data(encoded.stdout.utf8))
         #expect(Set(pythonHex.keys) == Set(goldenMessages.keys))
@@ -34,8 +35,8 @@ struct InteropTests {
         }
     }
 
-    @Test func pythonParsesSwiftBytes() throws {
-        guard let generated = try generatePythonModules() else { return }
+    @Test func pythonParsesSwiftBytes() async throws {
+        guard let generated = try await generatePythonModules() else { return }
         defer { try? FileManager.default.removeItem(at: generated) }
 
         var swiftHex: [String: String] = [:]
@@ -43,7 +44,7 @@ struct InteropTests {
             swiftHex[name] = hex(try golden.encode())
         }
         let input = try JSONEncoder().encode(swiftHex)
-        let checked = try python(["Tests/Interop/golden.py", "check", "--gen", generated.path], stdin: input)
+        let checked = try await python(["Tests/Interop/golden.py", "check", "--gen", generated.path], stdin: input)
         #expect(checked.status == 0, "golden.py check failed:\n\(checked.stdout)\(checked.stderr)")
         #expect(checked.stdout.contains("0 mismatches"))
     }

@@ -2,50 +2,20 @@
 // exchange with the scripts of Tests/Interop. Needs python3 with grpcio-tools and protobuf
 // (scripts/setup installs them).
 import Foundation
+import GatehouseTestSupport
 import Testing
 
-/// The repository's root directory (the scripts run from there, with paths relative to it).
-let repoRoot = URL(fileURLWithPath: #filePath)
-    .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-/// A finished python3 process: exit status and everything it printed.
-struct ProcessResult {
-    /// The exit status.
-    var status: Int32
-    /// Standard output, decoded as UTF-8.
-    var stdout: String
-    /// Standard error, decoded as UTF-8.
-    var stderr: String
-}
-
-/// Runs `python3 arguments…` in the repository root, writing `stdin` to it, and waits for it.
-func python(_ arguments: [String], stdin: Data? = nil) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3"] + arguments
-    process.currentDirectoryURL = repoRoot
-    let output = Pipe()
-    let errors = Pipe()
-    let input = Pipe()
-    process.standardOutput = output
-    process.standardError = errors
-    process.standardInput = input
-    try process.run()
-    if let stdin { input.fileHandleForWriting.write(stdin) }
-    try input.fileHandleForWriting.close()
-    let out = output.fileHandleForReading.readDataToEndOfFile()
-    let err = errors.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return ProcessResult(
-        status: process.terminationStatus, stdout: String(decoding: out, as: UTF8.self),
-        stderr: String(decoding: err, as: UTF8.self))
+/// Runs `python3 arguments…` in the repository root, writing `stdin` to it, without blocking a
+/// cooperative thread while it runs.
+func python(_ arguments: [String], stdin: Data? = nil) async throws -> ProcessResult {
+    try await runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, stdin: stdin, in: BuiltProducts.packageRoot)
 }
 
 /// Generates the `*_pb2.py` modules of `protos` (paths relative to the repository root, all under
 /// `proto/`) into a fresh temporary directory; nil, with a recorded issue, when python3 or
 /// grpc_tools is missing or protoc fails. The caller removes the directory.
-func generatePythonModules(_ protos: [String] = ["proto/testing.proto"]) throws -> URL? {
-    let probe = try? python(["-c", "import grpc_tools.protoc, google.protobuf"])
+func generatePythonModules(_ protos: [String] = ["proto/testing.proto"]) async throws -> URL? {
+    let probe = try? await python(["-c", "import grpc_tools.protoc, google.protobuf"])
     guard let probe, probe.status == 0 else {
         Issue.record("""
             python3 with grpcio-tools and protobuf is required for the interop tests: run scripts/setup \
@@ -55,7 +25,7 @@ func generatePythonModules(_ protos: [String] = ["proto/testing.proto"]) throws 
     }
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("protocodec-interop-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    let protoc = try python(["-m", "grpc_tools.protoc", "-I", "proto", "--python_out=\(directory.path)"] + protos)
+    let protoc = try await python(["-m", "grpc_tools.protoc", "-I", "proto", "--python_out=\(directory.path)"] + protos)
     guard protoc.status == 0 else {
         Issue.record("protoc failed: \(protoc.stderr)")
         try? FileManager.default.removeItem(at: directory)

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Foundation
 import NIOCore
 import NIOPosix
@@ -65,10 +66,11 @@ struct LoopEngineTests {
         let server = ScriptedServer(idleClose: .milliseconds(20)) { _ in .init(pieces: ["HTTP/1.1 204 No Content\r\n\r\n"]) }
         try await server.serve { url in
             let client = try client(url)
-            for _ in 0..<3 {
+            for round in 1...3 {
                 let response = try await client.execute(method: "GET", path: "/", headers: [], body: nil)
                 #expect(response.status == 204)
-                try await Task.sleep(for: .milliseconds(150))
+                // Until the server has closed the idle connection (its FIN is then at the client).
+                try await waitUntil("idle close \(round)") { server.idleClosed.load(ordering: .relaxed) == round }
             }
             await client.shutdown()
         }
@@ -155,7 +157,7 @@ struct LoopEngineTests {
                     return (error as? LoopHTTPClient.Failure)?.kind.rawValue ?? "\(error)"
                 }
             }()
-            while server.requests.load(ordering: .relaxed) == 0 { try await Task.sleep(for: .milliseconds(5)) }
+            try await waitUntil("the request reached the server") { server.requests.load(ordering: .relaxed) > 0 }
             await client.shutdown()
             let first = await waiting
             var later = "ok"

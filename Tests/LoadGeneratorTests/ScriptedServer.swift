@@ -18,6 +18,8 @@ final class ScriptedServer: Sendable {
 
     let connections = Atomic<Int>(0)
     let requests = Atomic<Int>(0)
+    /// Connections closed for being idle (`idleClose`), counted once the close is done.
+    let idleClosed = Atomic<Int>(0)
     let reply: @Sendable (Int) -> Reply
     /// Close a connection that has been idle this long after a response (nil: never).
     let idleClose: TimeAmount?
@@ -69,7 +71,9 @@ final class ScriptedServer: Sendable {
                         if reply.close {
                             channel.close(promise: nil)
                         } else if let idle = self.server.idleClose {
-                            self.idleTimer = loop.scheduleTask(in: idle) { channel.close(promise: nil) }
+                            self.idleTimer = loop.scheduleTask(in: idle) {
+                                channel.close().whenComplete { _ in self.server.idleClosed.wrappingAdd(1, ordering: .relaxed) }
+                            }
                         }
                     }
                 }

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import Testing
 import TokenCore
 @testable import TokenService
@@ -90,9 +91,9 @@ struct AccessTokenTests {
     func timeAndIdentity() async throws {
         let h = try await Harness.make()
         let token = try await h.issue().accessToken
-        h.clock.advance(900 + 29)
+        h.clock.advance(by: 900 + 29)
         _ = try await h.service.verifyAccessToken(VerifyRequest(token: token, checkRevoked: false))
-        h.clock.advance(2)
+        h.clock.advance(by: 2)
         #expect(await expectCode(.tokenExpired) { try await h.service.verifyAccessToken(VerifyRequest(token: token, checkRevoked: false)) })
 
         // Tokens minted by a service with another issuer/audience but the same keys are refused.
@@ -103,8 +104,8 @@ struct AccessTokenTests {
         let otherAud = TokenVerifier(keys: h2.service.keys, issuer: "https://auth.test", audience: "other")
         await #expect(throws: TokenError.self) { try await otherAud.verify(fresh, now: h.clock.now) }
         // Issued in the future (beyond leeway) = not yet valid.
-        let early = TestClock()
-        early.advance(-3600)
+        let early = ManualClock()
+        early.advance(by: -3600)
         await #expect(throws: TokenError.self) { try await h2.service.verifier.verify(fresh, now: early.now) }
         #expect(TokenVerifier(keys: h2.service.keys, issuer: "", audience: "", leeway: 10_000).leeway == 120)
     }
@@ -122,7 +123,7 @@ struct AccessTokenTests {
         #expect(h.service.keys.jwksJSON(at: h.clock.now).contains(oldKid))
         // Once the old key's last token has expired, the key verifies nothing (even before a
         // reload) and is no longer published.
-        h.clock.advance(900 + 31)
+        h.clock.advance(by: 900 + 31)
         #expect(await expectCode(.invalidToken) { try await h.service.verifyAccessToken(VerifyRequest(token: oldToken, checkRevoked: false)) })
         try await h.service.loadKeys()
         #expect(!h.service.keys.jwksJSON(at: h.clock.now).contains(oldKid))
@@ -158,25 +159,17 @@ struct AccessTokenTests {
             claims = jwt.decode(token, key.key, algorithms=[key.algorithm_name], audience="app", issuer="https://auth.test", options={"verify_exp": False, "verify_iat": False})
             print(claims["sub"])
             """
-        let ok = try pythonRun(["-c", script, jwks, token])
+        let ok = try await pythonRun(["-c", script, jwks, token])
         #expect(ok.status == 0, "\(ok.error)")
         #expect(ok.output.trimmingCharacters(in: .whitespacesAndNewlines) == "user-1")
         let parts = token.split(separator: ".").map(String.init)
         let tampered = parts[0] + "." + Base64URL.encode(Data(payloadJSON(h).utf8)) + "." + parts[2]
-        #expect(try pythonRun(["-c", script, jwks, tampered]).status != 0)
+        #expect(try await pythonRun(["-c", script, jwks, tampered]).status != 0)
     }
 }
 
-func pythonRun(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3"] + arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    let o = out.fileHandleForReading.readDataToEndOfFile()
-    let e = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: o, as: UTF8.self), String(decoding: e, as: UTF8.self))
+/// `python3 ARGUMENTS`, without blocking a cooperative thread.
+func pythonRun(_ arguments: [String]) async throws -> (status: Int32, output: String, error: String) {
+    let result = try await runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments)
+    return (result.status, result.stdout, result.stderr)
 }

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import GatehouseContracts
+import GatehouseTestSupport
 import Testing
 import TokenCore
 @testable import TokenService
@@ -30,73 +31,16 @@ import RPCRouting
 /// 4. The successor then refreshes too (the session was not revoked as a reuse), so the chain
 ///    continues after the crash.
 @Suite struct DurabilityTests {
-    static func crashWriterURL() throws -> URL {
-        var candidates: [URL] = []
-        for bundle in Bundle.allBundles + [Bundle.main] {
-            var dir = bundle.bundleURL
-            for _ in 0..<4 {
-                candidates.append(dir.appendingPathComponent("token-crash-writer"))
-                dir = dir.deletingLastPathComponent()
-            }
-        }
-        let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/token-crash-writer"))
-        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found }
-        throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "token-crash-writer"])
-    }
-
     struct Line: Hashable {
         let sessionID: String
         let refreshToken: String
     }
 
-    /// Runs the child, reads at least `count` lines, SIGKILLs it, drains what it printed.
-    static func runAndKill(dir: URL, count: Int) async throws -> (lines: [String], process: Process) {
-        let process = Process()
-        process.executableURL = try crashWriterURL()
-        process.arguments = [dir.path]
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let lines: [String] = await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var buffer = Data()
-                var lines: [String] = []
-                let handle = output.fileHandleForReading
-                func split() {
-                    while let newline = buffer.firstIndex(of: 0x0A) {
-                        lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
-                        buffer.removeSubrange(buffer.startIndex...newline)
-                    }
-                }
-                while lines.count < count {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { break }
-                    buffer.append(chunk)
-                    split()
-                }
-                kill(process.processIdentifier, SIGKILL)
-                // Lines printed between our last read and the kill were acknowledged too; a
-                // partial last line (no newline) is not counted.
-                while true {
-                    let chunk = handle.availableData
-                    if chunk.isEmpty { break }
-                    buffer.append(chunk)
-                }
-                split()
-                process.waitUntilExit()
-                continuation.resume(returning: lines)
-            }
-        }
-        return (lines, process)
-    }
-
     @Test func acknowledgedSessionsAndRotationsSurviveKill9() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-crash-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
+        let dir = try TemporaryDirectory(prefix: "token-crash")
+        defer { dir.remove() }
 
-        let (raw, process) = try await Self.runAndKill(dir: dir, count: 300)
+        let (raw, process) = try await runUntilLinesThenKill(try BuiltProducts.executable(named: "token-crash-writer"), [dir.path], count: 300)
         #expect(process.terminationReason == .uncaughtSignal)
         #expect(process.terminationStatus == SIGKILL)
         #expect(raw.count >= 300)
@@ -117,14 +61,13 @@ import RPCRouting
 
         // Reopen the same file, as a restarted token service would.
         var config = TokenConfiguration(
-            databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: "https://auth.test", audience: "app")
+            databasePath: dir.path("token.sqlite"), issuer: "https://auth.test", audience: "app")
         config.refreshGrace = 3600
-        let identity = FakeIdentity()
-        let service = try await TokenService.start(configuration: config, identity: LocalCaller(router: identity.router))
+        let identity = FakeIdentityService()
+        // The system clock: the child stamped its sessions with the real time.
+        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: .system)
         let users = try await Set(order.asyncMap { try await service.store.session(id: $0)?.userID ?? "" })
-        identity.claims.withLock { claims in
-            for user in users where !user.isEmpty { claims[user] = UserClaims(email: "\(user)@example.com", emailVerified: true) }
-        }
+        for user in users where !user.isEmpty { identity.set(user, UserClaims(email: "\(user)@example.com", emailVerified: true)) }
 
         // 1. Every acknowledged session exists and every acknowledged token maps to its session.
         var missingSessions: [String] = []

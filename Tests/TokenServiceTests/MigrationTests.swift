@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GRDB
 import GatehouseContracts
+import GatehouseTestSupport
 import Testing
 import TokenCore
 @testable import TokenService
@@ -12,11 +13,10 @@ import GatehouseSupport
 /// behave exactly as they did (rotation, grace replay, reuse detection, revocation).
 @Suite struct MigrationTests {
     @Test func tokensFromBeforeTheMigrationKeepTheirMeaning() async throws {
-        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-migration-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: dir) }
-        let path = dir.appendingPathComponent("token.sqlite").path
-        let clock = TestClock()
+        let dir = try TemporaryDirectory(prefix: "token-migration")
+        defer { dir.remove() }
+        let path = dir.path("token.sqlite")
+        let clock = ManualClock()
         let now = clock.now
         let secret = Data((0..<32).map { UInt8($0) })
         func token() -> String { Base64URL.encode(TokenService.secureRandom(32)) }
@@ -61,11 +61,9 @@ import GatehouseSupport
 
         var config = TokenConfiguration(databasePath: path, issuer: "https://auth.test", audience: "app")
         config.refreshGrace = 10
-        let identity = FakeIdentity()
-        identity.claims.withLock { claims in
-            for user in ["user-a", "user-b", "user-c"] { claims[user] = UserClaims(email: "\(user)@example.com") }
-        }
-        let service = try await TokenService.start(configuration: config, identity: LocalCaller(router: identity.router), now: { clock.now })
+        let identity = FakeIdentityService()
+        for user in ["user-a", "user-b", "user-c"] { identity.set(user, UserClaims(email: "\(user)@example.com")) }
+        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: clock.wallClock)
         #expect(try await service.store.currentHash(sessionID: "s-a") == TokenService.hash(a1))
         #expect(try await service.store.currentHash(sessionID: "s-b") == TokenService.hash(b2))
 

@@ -15,7 +15,7 @@ struct RefreshTests {
         let second = try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken))
         #expect(second.refreshToken != first.refreshToken)
         #expect(second.sessionID == first.sessionID)
-        h.clock.advance(5)
+        h.clock.advance(by: 5)
         let replay = try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken))
         #expect(replay.refreshToken == second.refreshToken)
         // The successor keeps working.
@@ -28,12 +28,12 @@ struct RefreshTests {
         let h = try await Harness.make()
         let first = try await h.issue()
         let second = try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken))
-        h.clock.advance(11)
+        h.clock.advance(by: 11)
         #expect(await expectCode(.refreshTokenReused) { try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken)) })
         // The legitimate successor is dead too: the session is revoked.
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: second.refreshToken)) })
         #expect(h.events.topics == [TokenAPI.Topic.sessionRevoked])
-        let event = try ProtobufDecoder().decode(SessionRevokedEvent.self, from: h.events.events.withLock { $0[0].1 })
+        let event = try ProtobufDecoder().decode(SessionRevokedEvent.self, from: h.events.events[0].payload)
         #expect(event.sessionID == first.sessionID && event.reason == "refresh_token_reused")
     }
 
@@ -62,15 +62,15 @@ struct RefreshTests {
     func expiry() async throws {
         let h = try await Harness.make()
         let idle = try await h.issue()
-        h.clock.advance(31 * 86_400)
+        h.clock.advance(by: 31 * 86_400)
         #expect(await expectCode(.sessionExpired) { try await h.service.refresh(RefreshRequest(refreshToken: idle.refreshToken)) })
         // Absolute: refresh every 20 days until 60 days have passed.
         var tokens = try await h.issue(user: "user-2")
         for _ in 0..<2 {
-            h.clock.advance(20 * 86_400)
+            h.clock.advance(by: 20 * 86_400)
             tokens = try await h.service.refresh(RefreshRequest(refreshToken: tokens.refreshToken))
         }
-        h.clock.advance(20 * 86_400 + 1)
+        h.clock.advance(by: 20 * 86_400 + 1)
         #expect(await expectCode(.sessionExpired) { try await h.service.refresh(RefreshRequest(refreshToken: tokens.refreshToken)) })
     }
 
@@ -86,7 +86,7 @@ struct RefreshTests {
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: disabled.refreshToken)) })
 
         let old = try await h.issue(user: "old")
-        h.clock.advance(60)
+        h.clock.advance(by: 60)
         h.identity.claims.withLock { $0["old"] = UserClaims(email: "o@example.com", tokensValidAfter: h.clock.now) }
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: old.refreshToken)) })
         #expect(h.events.topics.count == 3)

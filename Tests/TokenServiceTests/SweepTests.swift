@@ -17,7 +17,7 @@ struct SweepTests {
     /// `due` sessions signed out 8 days ago (past the retention), then `live` fresh ones, returned.
     func dueAndLive(_ h: Harness, due: Int, live: Int) async throws -> [SessionTokens] {
         for i in 0..<due { _ = try await issueRevoked(h, user: "old-\(i)") }
-        h.clock.advance(8 * Self.day)
+        h.clock.advance(by: 8 * Self.day)
         var sessions: [SessionTokens] = []
         for i in 0..<live { sessions.append(try await h.issue(user: "live-\(i)")) }
         return sessions
@@ -41,12 +41,12 @@ struct SweepTests {
         let live = try await h.issue(user: "live")
         let revokedLongAgo = try await issueRevoked(h, user: "revoked-long-ago")
         let idle = try await h.issue(user: "idle")
-        h.clock.advance(20 * Self.day)
+        h.clock.advance(by: 20 * Self.day)
         var liveTokens = try await refresh(h, live.refreshToken)
         let revokedRecently = try await h.issue(user: "revoked-recently")
-        h.clock.advance(10 * Self.day)
+        h.clock.advance(by: 10 * Self.day)
         _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: revokedRecently.sessionID, reason: ""))
-        h.clock.advance(15 * Self.day)
+        h.clock.advance(by: 15 * Self.day)
         liveTokens = try await refresh(h, liveTokens.refreshToken)
         // Day 45: "revoked-long-ago" was revoked on day 0, "idle" went idle on day 30 and
         // "revoked-recently" was revoked on day 30: each ended more than 7 days ago. "live"
@@ -69,14 +69,14 @@ struct SweepTests {
         let h = try await Harness.make()
         let revoked = try await issueRevoked(h, user: "revoked")
         let idle = try await h.issue(user: "idle")
-        h.clock.advance(6 * Self.day)
+        h.clock.advance(by: 6 * Self.day)
         #expect(try await h.service.sweep() == TokenStore.SweepCounts())
         #expect(await expectCode(.sessionRevoked) { try await refresh(h, revoked.refreshToken) })
         // Idle since day 0: it ended on day 30, so it stays until day 37.
-        h.clock.advance(30 * Self.day)
+        h.clock.advance(by: 30 * Self.day)
         #expect(try await h.service.sweep().sessions == 1)  // the revoked one (day 0 + 7)
         #expect(await expectCode(.sessionExpired) { try await refresh(h, idle.refreshToken) })
-        h.clock.advance(1 * Self.day + 1)
+        h.clock.advance(by: 1 * Self.day + 1)
         let counts = try await h.service.sweep()
         #expect(counts.sessions == 1)
         #expect(counts.refreshTokens == 2)
@@ -88,9 +88,9 @@ struct SweepTests {
         let h = try await Harness.make()
         let first = try await h.issue()
         // A token every 25 days: each rotation happens before the session goes idle.
-        h.clock.advance(25 * Self.day)
+        h.clock.advance(by: 25 * Self.day)
         let second = try await refresh(h, first.refreshToken)
-        h.clock.advance(13 * Self.day)
+        h.clock.advance(by: 13 * Self.day)
         // Day 38: `first` (day 0) is older than 37 days: superseded on day 25, 13 days ago.
         let counts = try await h.service.sweep()
         #expect(counts == TokenStore.SweepCounts(sessions: 0, refreshTokens: 1))
@@ -99,7 +99,7 @@ struct SweepTests {
         #expect(await expectCode(.invalidRefreshToken) { try await refresh(h, first.refreshToken) })
         let third = try await refresh(h, second.refreshToken)
         // `second` (day 25) is superseded on day 38 and kept: its reuse is still detected.
-        h.clock.advance(1 * Self.day)
+        h.clock.advance(by: 1 * Self.day)
         #expect(try await h.service.sweep() == TokenStore.SweepCounts())
         #expect(await expectCode(.refreshTokenReused) { try await refresh(h, second.refreshToken) })
         #expect(await expectCode(.sessionRevoked) { try await refresh(h, third.refreshToken) })
@@ -110,14 +110,14 @@ struct SweepTests {
         let h = try await Harness.make()
         var tokens = try await h.issue()
         for _ in 0..<2 {
-            h.clock.advance(25 * Self.day)
+            h.clock.advance(by: 25 * Self.day)
             tokens = try await refresh(h, tokens.refreshToken)
         }
         // Day 67: expired on day 60, last used on day 50 (not idle yet by the sweep's rule).
-        h.clock.advance(17 * Self.day - 1)
+        h.clock.advance(by: 17 * Self.day - 1)
         #expect(try await h.service.sweep().sessions == 0)
         #expect(await expectCode(.sessionExpired) { try await refresh(h, tokens.refreshToken) })
-        h.clock.advance(2)
+        h.clock.advance(by: 2)
         #expect(try await h.service.sweep().sessions == 1)
         #expect(await expectCode(.invalidRefreshToken) { try await refresh(h, tokens.refreshToken) })
     }
@@ -151,7 +151,7 @@ struct SweepTests {
         #expect(try await h.service.store.rowCounts().sessions == 7)
         for tokens in kept { _ = try await refresh(h, tokens.refreshToken) }
         // 38 days on, every token of the first 25 sessions is past idle + retention.
-        h.clock.advance(30 * Self.day)
+        h.clock.advance(by: 30 * Self.day)
         let later = try await sweep(h, batch: 4)
         #expect(later.refreshTokens == 25)
         #expect(try await h.service.store.rowCounts() == (7, 14))

@@ -1,3 +1,4 @@
+import GatehouseTestSupport
 import Testing
 @testable import ZeroMQ
 
@@ -101,11 +102,11 @@ struct SocketTests {
         try sub.connect("inproc://events")
         // A subscription takes effect asynchronously; publish until the first message arrives.
         var got: [[UInt8]]?
-        for _ in 0..<200 where got == nil {
+        try await waitUntil("a user.* message through the subscription") {
             try pub.send(multipart: [Array("session.revoked".utf8), [0]])
             try pub.send(multipart: [Array("user.created".utf8), [1]])
-            try await Task.sleep(for: .milliseconds(5))
             got = try sub.receiveMultipart(dontWait: true)
+            return got != nil
         }
         #expect(got == [Array("user.created".utf8), [1]])
         while let more = try sub.receiveMultipart(dontWait: true) {
@@ -121,8 +122,15 @@ struct SocketTests {
         let push = try context.socket(.push)
         try push.connect(try pull.lastEndpoint)
         try push.send([UInt8](repeating: 1, count: 1000))
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(try pull.receive(dontWait: true) == nil)
+        // Small messages after it, until one arrives (over the connection made again): had the
+        // large one been delivered, it would have come first.
+        var first: [UInt8]?
+        try await waitUntil("a small message after the large one") {
+            _ = try push.send([2], dontWait: true)
+            first = try pull.receive(dontWait: true)?.bytes
+            return first != nil
+        }
+        #expect(first == [2])
     }
 
     @Test("context shutdown makes blocking calls fail with ETERM")

@@ -1,15 +1,18 @@
 import Foundation
 import IdentityCore
+import IdentityService
 
-/// A `UserStore` in memory, for tests and tools. Obeys the same contract as `SQLiteUserStore`
+/// A `UserStore` in memory, for tests. Obeys the same contract as `SQLiteUserStore`
 /// (the shared contract suite runs against both), including its size invariants.
 public actor InMemoryUserStore: UserStore {
     private var users: [UserID: UserRecord] = [:]
     private var byEmail: [String: UserID] = [:]
     private var identities: [String: UserID] = [:]
 
+    /// An empty store.
     public init() {}
 
+    /// Adds `user`; refuses a taken id or email, or a record breaking the schema's invariants.
     public func insert(_ user: UserRecord) async throws {
         try Self.checkInvariants(user)
         guard users[user.id] == nil else { throw IdentityError.storage(cause: "duplicate id") }
@@ -18,12 +21,15 @@ public actor InMemoryUserStore: UserStore {
         if let email = user.emailNormalized { byEmail[email] = user.id }
     }
 
+    /// The user with `id`, if any.
     public func user(id: UserID) async throws -> UserRecord? { users[id] }
 
+    /// The user whose normalized email is `normalizedEmail`, if any.
     public func user(normalizedEmail: String) async throws -> UserRecord? {
         byEmail[normalizedEmail].flatMap { users[$0] }
     }
 
+    /// Applies `change` to the user (checking `expectedVersion` when given), bumping its version and `updatedAt`.
     public func update(
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
@@ -45,6 +51,7 @@ public actor InMemoryUserStore: UserStore {
         return user
     }
 
+    /// Records a sign-in at `at`, replacing the password hash when `newPasswordHash` is set.
     public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
         guard var user = users[id] else { throw IdentityError.userNotFound }
         user.lastSignInAt = at.roundedToMilliseconds
@@ -52,12 +59,14 @@ public actor InMemoryUserStore: UserStore {
         users[id] = user
     }
 
+    /// Removes the user and its linked identities.
     public func delete(id: UserID) async throws {
         guard let user = users.removeValue(forKey: id) else { throw IdentityError.userNotFound }
         if let email = user.emailNormalized { byEmail[email] = nil }
         identities = identities.filter { $0.value != id }
     }
 
+    /// Links the external identity `provider`/`subject` to `user`.
     public func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
         guard (1...64).contains(provider.count), (1...255).contains(subject.count) else {
             throw IdentityError.invalidArgument(field: "user", reason: "breaks a storage invariant")
@@ -70,10 +79,12 @@ public actor InMemoryUserStore: UserStore {
         identities[key] = user
     }
 
+    /// The user linked to `provider`/`subject`, if any.
     public func userID(provider: String, subject: String) async throws -> UserID? {
         identities[Self.identityKey(provider, subject)]
     }
 
+    /// How many users the store holds.
     public func count() async throws -> Int { users.count }
 
     private static func identityKey(_ provider: String, _ subject: String) -> String {
@@ -104,16 +115,5 @@ public actor InMemoryUserStore: UserStore {
         }
         guard u.settingsJSON.utf8.count <= UserRecord.maxSettingsBytes, JSONObject.isObject(u.settingsJSON) else { throw violated }
         guard u.version >= 1 else { throw violated }
-    }
-}
-
-/// JSON object checks shared by the handlers and the in-memory store.
-enum JSONObject {
-    /// Whether `text` is a JSON object (`{...}`).
-    static func isObject(_ text: String) -> Bool {
-        guard let data = text.data(using: .utf8),
-            let value = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        else { return false }
-        return value is [String: Any]
     }
 }

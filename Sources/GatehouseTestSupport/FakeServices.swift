@@ -1,0 +1,62 @@
+import GatehouseContracts
+import RPCRouting
+import Synchronization
+
+/// A stand-in token service for identity tests: answers `token.issueSession` with the access
+/// token `at-<userID>`, the refresh token `rt` and the session `sid-1`, and remembers each request.
+public final class FakeTokenService: Sendable {
+    private let stored = Mutex<[IssueSessionRequest]>([])
+
+    /// A fake that has seen no request yet.
+    public init() {}
+
+    /// The `issueSession` requests so far, in order.
+    public var requests: [IssueSessionRequest] { stored.withLock { $0 } }
+
+    /// A router serving `token.issueSession` (for an `RPCServer` or a `LocalCaller`).
+    public var router: RPCRouter {
+        var router = RPCRouter()
+        router.register(ServiceContracts.issueSession) { request, _ in
+            self.stored.withLock { $0.append(request) }
+            return SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
+        }
+        return router
+    }
+
+    /// The fake called in process.
+    public var caller: LocalCaller { LocalCaller(router: router) }
+}
+
+/// A stand-in identity service for token tests: answers `identity.claimsForSession` from
+/// `claims`, with `unknownUser` for a user it does not hold, and counts the calls.
+public final class FakeIdentityService: Sendable {
+    /// The claims of each user id; tests set them.
+    public let claims = Mutex<[String: UserClaims]>([:])
+    /// How many `claimsForSession` calls arrived.
+    public let calls = Atomic<Int>(0)
+    /// The answer for a user id missing from `claims`.
+    public let unknownUser: UserClaims
+
+    /// A fake holding no user; unknown users get `unknownUser` (by default: they do not exist).
+    public init(unknownUser: UserClaims = UserClaims(exists: false)) {
+        self.unknownUser = unknownUser
+    }
+
+    /// Sets the claims of `userID`.
+    public func set(_ userID: String, _ userClaims: UserClaims) {
+        claims.withLock { $0[userID] = userClaims }
+    }
+
+    /// A router serving `identity.claimsForSession` (for an `RPCServer` or a `LocalCaller`).
+    public var router: RPCRouter {
+        var router = RPCRouter()
+        router.register(ServiceContracts.claimsForSession) { request, _ in
+            self.calls.add(1, ordering: .relaxed)
+            return self.claims.withLock { $0[request.userID] } ?? self.unknownUser
+        }
+        return router
+    }
+
+    /// The fake called in process.
+    public var caller: LocalCaller { LocalCaller(router: router) }
+}

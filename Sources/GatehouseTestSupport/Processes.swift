@@ -1,0 +1,198 @@
+import Foundation
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Executables SwiftPM built alongside the tests (`gatehouse`, the crash writers).
+public enum BuiltProducts {
+    /// The package's root folder (where `Package.swift` is).
+    public static let packageRoot = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// The executable `name` from the build products folder that holds the test bundle (so
+    /// debug and release test runs each find their own), else from `.build/debug`.
+    public static func executable(named name: String) throws -> URL {
+        var candidates: [URL] = []
+        for bundle in Bundle.allBundles + [Bundle.main] {
+            var dir = bundle.bundleURL
+            for _ in 0..<4 {
+                candidates.append(dir.appendingPathComponent(name))
+                dir = dir.deletingLastPathComponent()
+            }
+        }
+        candidates.append(packageRoot.appendingPathComponent(".build/debug/\(name)"))
+        if let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) }) { return found }
+        throw ProcessFailure("the executable \(name) was not found next to the tests; run `swift build --build-tests` first")
+    }
+}
+
+/// A child process that could not be found, started or read.
+public struct ProcessFailure: Error, CustomStringConvertible {
+    /// What went wrong.
+    public let description: String
+    /// A failure saying `description`.
+    public init(_ description: String) { self.description = description }
+}
+
+/// The outcome of a process run to completion.
+public struct ProcessResult: Sendable {
+    /// The exit status (or the signal number, if a signal ended it).
+    public let status: Int32
+    /// Everything it wrote to standard output.
+    public let stdout: String
+    /// Everything it wrote to standard error.
+    public let stderr: String
+
+    /// A result with these fields.
+    public init(status: Int32, stdout: String, stderr: String) {
+        self.status = status
+        self.stdout = stdout
+        self.stderr = stderr
+    }
+}
+
+/// Runs `executable` (in `directory`, if given) to completion without holding a thread of the cooperative pool while it
+/// runs (parallel suites share two of them). Output goes through temporary files, so a chatty
+/// child cannot fill a pipe and block.
+public func runProcess(
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil, in directory: URL? = nil
+) async throws -> ProcessResult {
+    let folder = try TemporaryDirectory(prefix: "gh-run")
+    defer { folder.remove() }
+    let out = folder.file("stdout"), err = folder.file("stderr")
+    FileManager.default.createFile(atPath: out.path, contents: nil)
+    FileManager.default.createFile(atPath: err.path, contents: nil)
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let directory { process.currentDirectoryURL = directory }
+    let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
+    process.standardOutput = outHandle
+    process.standardError = errHandle
+    let input = Pipe()
+    process.standardInput = stdin == nil ? FileHandle.nullDevice : input
+    try process.run()
+    if let stdin {
+        input.fileHandleForWriting.write(stdin)
+        try input.fileHandleForWriting.close()
+    }
+    await process.exited()
+    try outHandle.close()
+    try errHandle.close()
+    return ProcessResult(
+        status: process.terminationStatus,
+        stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
+        stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+}
+
+/// Starts `executable` in the background and returns it running. Its output goes to `log`
+/// (created or truncated) when given, else nowhere. Stop it with `stop(signal:)`.
+public func launchProcess(
+    _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, log: URL? = nil
+) throws -> Process {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    if let environment { process.environment = environment }
+    if let log {
+        FileManager.default.createFile(atPath: log.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+    } else {
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+    }
+    process.standardInput = FileHandle.nullDevice
+    try process.run()
+    return process
+}
+
+/// Runs `executable`, reads its standard output until at least `count` lines arrived (or it
+/// closed its output), kills it with SIGKILL, and returns every complete line it printed,
+/// including those printed between the last read and the kill, with the ended process.
+/// For crash tests: a child prints a line after each acknowledged write.
+public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], count: Int) async throws -> (lines: [String], process: Process) {
+    let process = Process()
+    process.executableURL = executable
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    try process.run()
+    // The reads block: they run on a dispatch thread, not on the cooperative pool.
+    let lines: [String] = await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            var buffer = Data()
+            var lines: [String] = []
+            let handle = output.fileHandleForReading
+            func split() {
+                while let newline = buffer.firstIndex(of: 0x0A) {
+                    lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
+                    buffer.removeSubrange(buffer.startIndex...newline)
+                }
+            }
+            while lines.count < count {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+                split()
+            }
+            kill(process.processIdentifier, SIGKILL)
+            // A partial last line (no newline) is not counted.
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                buffer.append(chunk)
+            }
+            split()
+            process.waitUntilExit()
+            continuation.resume(returning: lines)
+        }
+    }
+    return (lines, process)
+}
+
+/// Waiting for and stopping child processes without blocking the cooperative pool.
+extension Process {
+    /// Waits until the process has ended, on a dispatch thread (not the cooperative pool).
+    public func exited() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async {
+                self.waitUntilExit()
+                continuation.resume()
+            }
+        }
+    }
+
+    /// Sends `signal` (SIGTERM: a graceful shutdown) if it is still running, and waits until it ended.
+    public func stop(signal: Int32 = SIGTERM) async {
+        if isRunning { kill(processIdentifier, signal) }
+        await exited()
+    }
+}
+
+/// Ports handed out by `freeLoopbackPort()` in this test process, never handed out twice.
+private let handedOut = Mutex<Set<Int>>([])
+
+/// A loopback TCP port that was free a moment ago (the kernel's pick for port 0), never one
+/// this process handed out before, so suites running in parallel do not get the same port.
+/// Another program may still take it before the test binds it; bind to port 0 where the code
+/// under test can report the port it got.
+public func freeLoopbackPort() -> Int {
+    while true {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+    }
+}
