@@ -20,6 +20,7 @@ public struct IdentityConfiguration: Sendable {
     /// Hashing jobs that may wait before callers get `overloaded`.
     public var hashQueueLimit: Int
 
+    /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(
         databasePath: String,
         durability: SQLiteUserStore.Durability = .processCrash,

@@ -7,6 +7,8 @@ public protocol EventSink: Sendable {
 
 /// Drops every event.
 public struct DiscardingEventSink: EventSink {
+    /// A sink that drops everything.
     public init() {}
+    /// Drops the event.
     public func publish(topic: String, payload: [UInt8]) async {}
 }

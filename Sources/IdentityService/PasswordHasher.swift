@@ -4,12 +4,16 @@ import IdentityCore
 /// Hashes and verifies passwords on a `HashPool`, with Argon2id at the configured parameters.
 /// Passwords are given already NFKC-normalized (see `PasswordPolicy.normalize`).
 public struct PasswordHasher: Sendable {
+    /// The Argon2id costs of new hashes (older ones are upgraded at sign-in).
     public let parameters: Argon2Parameters
+    /// Bounds on the cost of verifying an imported hash.
     public let limits: HashVerifyLimits
+    /// The threads hashing runs on, off the cooperative pool.
     public let pool: HashPool
     /// Verified against for unknown emails, so they cost one real hash.
     private let dummyHash: String
 
+    /// A hasher with these costs and bounds, hashing on `pool`.
     public init(parameters: Argon2Parameters = .owasp, limits: HashVerifyLimits = HashVerifyLimits(), pool: HashPool) {
         self.parameters = parameters
         self.limits = limits

@@ -11,9 +11,12 @@ public struct Argon2Parameters: Sendable, Hashable {
     public var iterations: UInt32
     /// Lanes (`p`).
     public var parallelism: UInt32
+    /// Random salt bytes per hash (16).
     public var saltLength: Int
+    /// Bytes of the derived hash (32).
     public var hashLength: Int
 
+    /// Parameters with the given costs; salt and hash lengths default to 16 and 32 bytes.
     public init(memoryKiB: UInt32, iterations: UInt32, parallelism: UInt32 = 1, saltLength: Int = 16, hashLength: Int = 32) {
         self.memoryKiB = memoryKiB
         self.iterations = iterations
@@ -31,12 +34,17 @@ public struct Argon2Parameters: Sendable, Hashable {
 /// Bounds on the cost of verifying an imported hash, so a hostile or odd hash cannot take the
 /// machine's memory or minutes of CPU.
 public struct HashVerifyLimits: Sendable, Hashable {
+    /// Largest Argon2 memory cost (`m`, KiB) an imported hash may ask for.
     public var maxArgon2MemoryKiB: UInt64 = 256 * 1024
+    /// Largest Argon2 time cost (`t`) an imported hash may ask for.
     public var maxArgon2Iterations: UInt64 = 16
+    /// Largest Argon2 lane count (`p`) an imported hash may ask for.
     public var maxParallelism: UInt64 = 16
+    /// Largest bcrypt cost (log2 rounds) an imported hash may ask for.
     public var maxBcryptCost: Int = 14
     /// scrypt needs 128 × r × N bytes.
     public var maxScryptMemoryBytes: UInt64 = 256 * 1024 * 1024
+    /// The default bounds.
     public init() {}
 }
 

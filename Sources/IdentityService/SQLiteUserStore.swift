@@ -114,6 +114,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     // Internal (not private) so a test can check its query plan.
     static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
 
+    /// Inserts a new user; `emailExists` when its normalized email is taken.
     public func insert(_ user: UserRecord) async throws {
         try await run { db in
             let statement = try db.cachedStatement(sql: Self.insertSQL)
@@ -128,10 +129,12 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     private static let rawSelectByIDSQL = "/* raw */ " + selectByIDSQL
     static let rawSelectByEmailSQL = "/* raw */ " + selectByEmailSQL
 
+    /// The user with this id, or nil.
     public func user(id: UserID) async throws -> UserRecord? {
         try userNow(id: id)
     }
 
+    /// The user with this normalized email, or nil.
     public func user(normalizedEmail: String) async throws -> UserRecord? {
         try userNow(normalizedEmail: normalizedEmail)
     }
@@ -150,6 +153,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
+    /// Writes a changed user if the stored version is `previousVersion` (`versionConflict` otherwise).
     public func update(
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
@@ -180,6 +184,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
+    /// Stamps a successful sign-in, storing an upgraded password hash when one is given.
     public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
         try await run { db in
             if let newPasswordHash {
@@ -193,6 +198,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
+    /// Deletes the user and its linked identities; `userNotFound` when there is none.
     public func delete(id: UserID) async throws {
         try await run { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM users WHERE id = ?")
@@ -201,6 +207,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
+    /// Links a provider identity (`provider`, `subject`) to a user.
     public func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
         try await run { db in
             let statement = try db.cachedStatement(
@@ -209,6 +216,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
+    /// The user a provider identity is linked to, or nil.
     public func userID(provider: String, subject: String) async throws -> UserID? {
         try await read { db in
             let statement = try db.cachedStatement(sql: "SELECT userId FROM identities WHERE provider = ? AND subject = ?")
@@ -216,6 +224,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
+    /// The number of users.
     public func count() async throws -> Int {
         try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM users") ?? 0 }
     }

@@ -6,8 +6,11 @@ extension TokenStore {
 
     /// What one sweep deleted.
     public struct SweepCounts: Sendable, Equatable {
+        /// Sessions deleted.
         public var sessions = 0
+        /// Refresh tokens deleted.
         public var refreshTokens = 0
+        /// Counts of deleted rows.
         public init(sessions: Int = 0, refreshTokens: Int = 0) {
             self.sessions = sessions
             self.refreshTokens = refreshTokens

@@ -151,16 +151,25 @@ public final class TokenStore: Sendable {
         }
     }
 
+    /// A signing key as stored: its private half (sealed when a key-encryption key is set) and its lifetime.
     public struct StoredKey: Sendable {
+        /// The key id (`kid`), the RFC 7638 thumbprint of its public key.
         public var kid: String
+        /// `ES256`, `EdDSA` or `RS256`.
         public var algorithm: String
+        /// The private key material, AES-GCM sealed when `encrypted`.
         public var privateKey: Data
+        /// Whether `privateKey` is sealed with the key-encryption key.
         public var encrypted: Bool
+        /// When the key was made.
         public var createdAt: Date
+        /// When it stopped signing (nil: it is the active key).
         public var signingUntil: Date?
+        /// After this it leaves the JWKS (every token it signed has expired).
         public var retireAfter: Date?
     }
 
+    /// Every stored key, oldest first.
     public func keys() async throws -> [StoredKey] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt").map { row in
@@ -187,19 +196,31 @@ public final class TokenStore: Sendable {
 
     // MARK: Sessions
 
+    /// A session as stored.
     public struct SessionRow: Sendable, Hashable {
+        /// The session id (the `sid` claim).
         public var id: String
+        /// The user it belongs to (the `sub` claim).
         public var userID: String
+        /// When the session was created.
         public var createdAt: Date
+        /// When the user authenticated (the `auth_time` claim).
         public var authTime: Date
+        /// How the user authenticated (RFC 8176 values, the `amr` claim).
         public var amr: [String]
+        /// The user agent and IP address it was created from.
         public var client: ClientInfo
+        /// When its current refresh token was made (idle timeout counts from here).
         public var lastUsedAt: Date
+        /// Its absolute end.
         public var expiresAt: Date
+        /// When it was revoked, if it was.
         public var revokedAt: Date?
+        /// Why (`sign_out`, `refresh_token_reused`, …); "" while live.
         public var revokeReason: String
     }
 
+    /// Stores a new session with its first refresh token (by hash).
     public func createSession(_ s: SessionRow, refreshHash: Data) async throws {
         try await write { db in
             try db.execute(
@@ -249,12 +270,14 @@ public final class TokenStore: Sendable {
             revokedAt: date(row.optionalInt64(first + 9)), revokeReason: row.string(first + 10))
     }
 
+    /// The session with this id, or nil.
     public func session(id: String) async throws -> SessionRow? {
         try await read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session WHERE id = ?"), arguments: [id]).map(Self.session)
         }
     }
 
+    /// The user's sessions, oldest first.
     public func sessions(userID: String) async throws -> [SessionRow] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM session WHERE userId = ? ORDER BY createdAt", arguments: [userID]).map(Self.session)
