@@ -196,7 +196,7 @@ let package = Package(
         .target(
             name: "LoadGenerator",
             dependencies: [
-                "CEpoll",
+                "CEpoll", "GatehouseSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,3 +1,4 @@
+import GatehouseSupport
 /// A fast path for the request bodies most requests carry: a JSON object whose members are all
 /// strings (or `null`), such as `{"refreshToken":"…"}` or `{"email":"…","password":"…"}`.
 ///
@@ -98,13 +99,11 @@ enum FlatJSON {
                     guard index < bytes.count else { return nil }
                     let e = bytes[index]
                     index += 1
+                    if let byte = JSONEscape.byte(after: e) {
+                        out.append(byte)
+                        continue
+                    }
                     switch e {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
-                    case UInt8(ascii: "b"): out.append(0x08)
-                    case UInt8(ascii: "f"): out.append(0x0C)
-                    case UInt8(ascii: "n"): out.append(0x0A)
-                    case UInt8(ascii: "r"): out.append(0x0D)
-                    case UInt8(ascii: "t"): out.append(0x09)
                     case UInt8(ascii: "u"):
                         guard let first = hex4() else { return nil }
                         var scalarValue = first

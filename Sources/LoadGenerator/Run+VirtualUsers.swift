@@ -87,6 +87,13 @@ extension Run {
     func renewSession(_ user: inout VirtualUser) async {
         guard !user.sessionBroken, let session = user.session else { return }
         renewals.wrappingAdd(1, ordering: .relaxed)
+        _ = await rotate(session, of: &user)
+    }
+
+    /// Refreshes `session`, the user's: the user takes the new tokens, or, when the refresh failed
+    /// or its outcome is unknown, is marked broken (the presented token may be spent: never send
+    /// it again).
+    func rotate(_ session: SetupUser, of user: inout VirtualUser) async -> Step<SessionTokens> {
         let sent = ContinuousClock.now
         let step = await refresh(session.session.refreshToken)
         if let rotated = step.value {
@@ -95,6 +102,7 @@ extension Run {
         } else {
             user.sessionBroken = true
         }
+        return step
     }
 
     /// Sends one request of `operation` and checks it. Updates the user's session on refresh.
@@ -112,16 +120,7 @@ extension Run {
                 return await me(accessToken: session.session.accessToken, expectedID: session.id).recorded(self, .me)
             case .refresh:
                 guard let session = user.session else { return .transport(kind: "no_session", detail: "no session") }
-                let sent = ContinuousClock.now
-                let step = await refresh(session.session.refreshToken)
-                if let rotated = step.value {
-                    user.session?.session = rotated
-                    user.sessionObtained = sent
-                } else {
-                    // Failed or unknown: the presented token may be spent. Never send it again.
-                    user.sessionBroken = true
-                }
-                return step.recorded(self, .refresh)
+                return await rotate(session, of: &user).recorded(self, .refresh)
             case .rawGet:
                 return await rawGet().recorded(self, .rawGet)
             }

@@ -3,9 +3,33 @@
 // and as property wrappers (`@ZigZag var delta: Int64`). With other coders (e.g. JSON) they
 // encode as the bare wrapped number.
 
+/// A number wrapper that other coders (JSON, …) read and write as the bare number;
+/// `ProtobufEncoder` and `ProtobufDecoder` write and read the wire form of the wrapper itself.
+public protocol BareNumberCodable: Codable {
+    /// The wrapped number's type.
+    associatedtype Value: Codable
+    /// The number.
+    var wrappedValue: Value { get }
+    /// Wraps `value`.
+    init(_ value: Value)
+}
+
+extension BareNumberCodable {
+    /// Reads the bare number.
+    public init(from decoder: any Decoder) throws {
+        self.init(try decoder.singleValueContainer().decode(Value.self))
+    }
+
+    /// Writes the bare number.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(wrappedValue)
+    }
+}
+
 /// Encodes a signed integer as a zigzag varint: `sint32` for types up to 32 bits, else `sint64`.
 @propertyWrapper
-public struct ZigZag<Value: FixedWidthInteger & SignedInteger & Codable & Sendable>: Sendable, Hashable, Codable {
+public struct ZigZag<Value: FixedWidthInteger & SignedInteger & Codable & Sendable>: Sendable, Hashable, BareNumberCodable {
     /// The number, as Swift sees it.
     public var wrappedValue: Value
     /// Wraps `wrappedValue` (the property-wrapper form, `@ZigZag var`).
@@ -13,21 +37,12 @@ public struct ZigZag<Value: FixedWidthInteger & SignedInteger & Codable & Sendab
     /// Wraps `value` (the plain-type form, `ZigZag(-1)`).
     public init(_ value: Value) { self.wrappedValue = value }
 
-    /// Reads the bare number, for other coders (`ProtobufDecoder` reads the zigzag varint itself).
-    public init(from decoder: any Decoder) throws {
-        wrappedValue = try decoder.singleValueContainer().decode(Value.self)
-    }
-    /// Writes the bare number, for other coders (`ProtobufEncoder` writes a zigzag varint itself).
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(wrappedValue)
-    }
 }
 
 /// Encodes an integer as fixed-width little-endian: `fixed32`/`sfixed32` for types up to
 /// 32 bits, else `fixed64`/`sfixed64`.
 @propertyWrapper
-public struct Fixed<Value: FixedWidthInteger & Codable & Sendable>: Sendable, Hashable, Codable {
+public struct Fixed<Value: FixedWidthInteger & Codable & Sendable>: Sendable, Hashable, BareNumberCodable {
     /// The number, as Swift sees it.
     public var wrappedValue: Value
     /// Wraps `wrappedValue` (the property-wrapper form, `@Fixed var`).
@@ -35,15 +50,6 @@ public struct Fixed<Value: FixedWidthInteger & Codable & Sendable>: Sendable, Ha
     /// Wraps `value` (the plain-type form, `Fixed(7)`).
     public init(_ value: Value) { self.wrappedValue = value }
 
-    /// Reads the bare number, for other coders (`ProtobufDecoder` reads the fixed width itself).
-    public init(from decoder: any Decoder) throws {
-        wrappedValue = try decoder.singleValueContainer().decode(Value.self)
-    }
-    /// Writes the bare number, for other coders (`ProtobufEncoder` writes the fixed width itself).
-    public func encode(to encoder: any Encoder) throws {
-        var container = encoder.singleValueContainer()
-        try container.encode(wrappedValue)
-    }
 }
 
 extension ZigZag: ExpressibleByIntegerLiteral {
