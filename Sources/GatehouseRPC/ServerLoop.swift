@@ -1,4 +1,3 @@
-import Foundation
 import GatehouseContracts
 import Logging
 import ProtoCodec
@@ -53,12 +52,9 @@ final class ServerLoop {
                 }
             }
         }
-        // Replies queued by the last handlers.
+        // Replies queued by the last handlers. libzmq sends them within the 1 s linger; a client
+        // reads them even when the connection closes right behind them (`ClientSocket`).
         _ = runCommands(accepting: false)
-        // Over tcp, replies queued just before zmq_close were sometimes never delivered despite
-        // the 1 s linger (seen in the ServiceGroup drain test, ~1 in 3 runs). Until the cause is
-        // found, give libzmq's I/O thread a moment to hand them to the kernel.
-        usleep(100_000)
         socket.close()
         socket.releaseZAPDomain(zapDomain)
     }
