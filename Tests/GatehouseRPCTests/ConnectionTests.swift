@@ -18,11 +18,18 @@ struct ConnectionTests {
         // dropped it with the connection before the client had read it); 40 rounds.
         var lost: [String] = []
         for round in 0..<40 {
-            let (server, endpoint) = try startServer(testRouter(), endpoint: "tcp://127.0.0.1:0") { $0.handlerExecutor = executor }
+            let gate = Gate()
+            var router = RPCRouter()
+            router.register(TestAPI.echo) { ping, _ in
+                await gate.wait()
+                return Pong(text: ping.text)
+            }
+            let (server, endpoint) = try startServer(router, endpoint: "tcp://127.0.0.1:0") { $0.handlerExecutor = executor }
             let client = try RPCClient(configuration: .init(endpoint: endpoint))
-            let call = Task { try await client.call(TestAPI.echo, Ping(text: "\(round)", delayMs: 20), timeout: .seconds(5)) }
+            let call = Task { try await client.call(TestAPI.echo, Ping(text: "\(round)"), timeout: .seconds(5)) }
             #expect(try await waitUntil { server.inFlight == 1 })
             server.stop()
+            gate.open()
             do {
                 #expect(try await call.value.text == "\(round)")
             } catch {
