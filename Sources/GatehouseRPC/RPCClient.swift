@@ -144,17 +144,23 @@ public final class RPCClient: RPCCaller, Sendable {
     }
 
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        try await call(method, request, deadline: .now + (timeout ?? configuration.defaultTimeout))
+    }
+
+    /// The request carries what is left until `deadline` (`timeout_ms`), so the server and any
+    /// service it calls in turn stop where this caller does. Past `deadline`, nothing is sent.
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
         let body: [UInt8]
         do { body = try ProtobufEncoder().encode(request) } catch {
             throw RPCError(.invalidArgument, "the request of \(method.name) does not encode: \(error)")
         }
-        let total = timeout ?? configuration.defaultTimeout
-        let deadline = ContinuousClock.now + total
         let attempts = method.idempotent ? max(1, configuration.idempotentAttempts) : 1
         var attempt = 1
         while true {
             let now = ContinuousClock.now
             let remaining = now.duration(to: deadline)
+            // A spent budget starts nothing (a retry's included): the answer could only come too late.
+            guard remaining > .zero else { throw RPCError.deadlinePassed(method.name) }
             let share = attempt < attempts ? remaining / (attempts - attempt + 1) : remaining
             do {
                 let reply = try await send(method: method.name, body: body, deadline: now + share, timeout: share)

@@ -9,8 +9,9 @@ import RPCRouting
 
 /// Serves an `RPCRouter` on a ROUTER socket: binds `tcp://`, `ipc://` or `inproc://` endpoints,
 /// runs requests concurrently as tasks (at most `maxInFlight` at once; more are answered
-/// `overloaded` at once), drops work whose deadline has passed, and shuts down gracefully:
-/// stop reading, finish what is in flight, send the replies, close.
+/// `overloaded` at once), answers `deadline_exceeded` without running the handler when a
+/// request's deadline passed before it started, and shuts down gracefully: stop reading,
+/// finish what is in flight, send the replies, close.
 ///
 /// Malformed traffic never stops the server: an envelope that does not decode gets a
 /// `malformed_request` reply when its request id can be read, and is otherwise dropped with a

@@ -223,16 +223,18 @@ final class ServerLoop {
         let executor: (any TaskExecutor)? = core.configuration.handlerExecutor == .ioThread ? core.executor : nil
         Task(executorPreference: executor) {
             defer { core.finished() }
-            guard ContinuousClock.now < deadline else {
-                context.logger.debug("dropping \(context.method): its deadline passed before it started")
-                return
-            }
             var replyHeader = ReplyHeader(requestID: context.requestID, error: nil)
             var replyBody: [UInt8] = []
-            do {
-                replyBody = try await handler(body, context)
-            } catch {
-                replyHeader.error = RPCRouter.wireError(error, method: context.method, logger: context.logger)
+            if ContinuousClock.now < deadline {
+                do {
+                    replyBody = try await handler(body, context)
+                } catch {
+                    replyHeader.error = RPCRouter.wireError(error, method: context.method, logger: context.logger)
+                }
+            } else {
+                // Waited past its deadline (behind other work): refused without running, and
+                // said so, so the caller does not wait for a reply that will not come.
+                replyHeader.error = RPCError.deadlinePassed(context.method)
             }
             guard let headerBytes = try? replyHeader.encoded() else { return }
             core.io.submit(.reply(identity: identity, header: headerBytes, body: replyBody))

@@ -67,12 +67,18 @@ func makeUser(_ email: String, at date: Date = t0, hash: String? = "$argon2id$v=
 final class FakeTokenService: @unchecked Sendable {
     private let lock = NSLock()
     private var stored: [IssueSessionRequest] = []
+    private var storedDeadlines: [ContinuousClock.Instant] = []
     var requests: [IssueSessionRequest] { lock.withLock { stored } }
+    /// The deadline each request was served with.
+    var deadlines: [ContinuousClock.Instant] { lock.withLock { storedDeadlines } }
 
     var caller: LocalCaller {
         var router = RPCRouter()
-        router.register(ServiceContracts.issueSession) { [self] request, _ in
-            lock.withLock { stored.append(request) }
+        router.register(ServiceContracts.issueSession) { [self] request, context in
+            lock.withLock {
+                stored.append(request)
+                storedDeadlines.append(context.deadline)
+            }
             return SessionTokens(accessToken: "access-\(request.userID)", refreshToken: "refresh", expiresIn: 900, sessionID: "sid-1")
         }
         return LocalCaller(router: router)

@@ -16,11 +16,14 @@ final class TestClock: Sendable {
 final class FakeIdentity: Sendable {
     let claims = Mutex<[String: UserClaims]>([:])
     let calls = Atomic<Int>(0)
+    /// The deadline each call was served with.
+    let deadlines = Mutex<[ContinuousClock.Instant]>([])
 
     var router: RPCRouter {
         var router = RPCRouter()
-        router.register(ServiceContracts.claimsForSession) { request, _ in
+        router.register(ServiceContracts.claimsForSession) { request, context in
             self.calls.add(1, ordering: .relaxed)
+            self.deadlines.withLock { $0.append(context.deadline) }
             return self.claims.withLock { $0[request.userID] } ?? UserClaims(exists: false)
         }
         return router
