@@ -9,7 +9,8 @@ public struct RequestHeader: Codable, Sendable, Equatable {
     public var requestID: UInt64
     /// `service.method`.
     public var method: String
-    /// How long the caller waits, in milliseconds from when it sent the request (0: server default).
+    /// How long the caller waits, in milliseconds from when it sent the request (0: server
+    /// default): what is left of its deadline, which a service passes on when it calls another.
     public var timeoutMs: UInt32
     /// W3C trace context, if any.
     public var traceParent: String

@@ -18,15 +18,25 @@ import ZeroMQ
 /// signal. `ZMQ_FD` is edge-triggered: any operation on the socket may consume the readiness
 /// it signals. So every critical section that touches the socket ends by reading `ZMQ_EVENTS`,
 /// and when a reply is waiting a caller wakes the I/O thread (the `needsWake` outcome).
+///
+/// Over tcp and ipc the socket does not use `ZMQ_IMMEDIATE`: with it, libzmq terminates a
+/// connection's pipe at once when the connection drops, discarding replies that had arrived
+/// but were not read yet (a server that answers and then shuts down loses its last replies).
+/// The channel does what `ZMQ_IMMEDIATE` did itself: it hands requests to libzmq only while a
+/// connection is up (a socket monitor tells the I/O thread, see `connectionUp` and
+/// `connectionLost`), so a request made while the service is away waits in the outbox and
+/// fails `unavailable` at its deadline instead of being delivered to a later server.
 final class ClientSocket: Sendable {
     private let channel: Mutex<ClientChannel>
     /// The socket's `ZMQ_FD`, for polling.
     let fileDescriptor: Int32
 
-    /// Takes the socket; no other reference to it may exist (`sending`).
-    init(_ socket: sending Socket) throws {
+    /// Takes the socket, connected to `endpoint`; no other reference to it may exist
+    /// (`sending`). `tracksConnection`: requests wait for `connectionUp` (tcp, ipc); without
+    /// it they go to libzmq at once (inproc, where `ZMQ_IMMEDIATE` does the waiting).
+    init(_ socket: sending Socket, endpoint: String, tracksConnection: Bool) throws {
         fileDescriptor = try socket.fileDescriptor
-        channel = Mutex(ClientChannel(socket: socket))
+        channel = Mutex(ClientChannel(socket: socket, endpoint: endpoint, connected: !tracksConnection))
     }
 
     /// Runs `body` with the channel, holding the lock.
@@ -69,6 +79,9 @@ struct ServiceOutcome: Sendable {
 /// The state guarded by `ClientSocket`'s lock. See `ClientSocket`.
 struct ClientChannel: ~Copyable {
     private let socket: Socket
+    private let endpoint: String
+    /// Whether requests may be handed to libzmq: a connection is up (see `ClientSocket`).
+    private var connected: Bool
     private var closed = false
     private var pending: [UInt64: UnsafeContinuation<[UInt8], any Error>] = [:]
     /// Requests the socket could not take yet (no connection, or high-water mark).
@@ -81,8 +94,10 @@ struct ClientChannel: ~Copyable {
     /// Malformed replies dropped during this `service` (the I/O thread logs them).
     private var malformedReplies = 0
 
-    fileprivate init(socket: sending Socket) {
+    fileprivate init(socket: sending Socket, endpoint: String, connected: Bool) {
         self.socket = socket
+        self.endpoint = endpoint
+        self.connected = connected
         pending.reserveCapacity(256)
     }
 
@@ -103,7 +118,7 @@ struct ClientChannel: ~Copyable {
             wake = true
         }
         var sent = false
-        if outbox.isEmpty {
+        if outbox.isEmpty && connected {
             // An error here (the context is terminating) is left to the I/O thread, which meets it too.
             sent = (try? sendNow(header: header, body: body)) ?? false
         }
@@ -115,7 +130,7 @@ struct ClientChannel: ~Copyable {
         // This send consumed any ZMQ_FD edge: a waiting reply, or a queue that can move again,
         // is the I/O thread's to handle, so wake it.
         if let events = try? socket.events {
-            if events.readable || (events.writable && !outbox.isEmpty) { wake = true }
+            if events.readable || (events.writable && connected && !outbox.isEmpty) { wake = true }
         } else {
             wake = true
         }
@@ -165,12 +180,13 @@ struct ClientChannel: ~Copyable {
         let events = try socket.events
         ioWakesAt = deadlines.earliest
         defer { malformedReplies = 0 }
-        let moreToDo = events.readable || (events.writable && !outbox.isEmpty)
+        let moreToDo = events.readable || (events.writable && connected && !outbox.isEmpty)
         return ServiceOutcome(moreToRead: moreToDo, wakeAt: ioWakesAt, malformedReplies: malformedReplies)
     }
 
-    /// Sends queued requests until the socket would block.
+    /// Sends queued requests until the socket would block (none while no connection is up).
     private mutating func flush() throws {
+        guard connected else { return }
         while let next = outbox.first {
             guard pending[next.id] != nil else {
                 // Cancelled or expired while queued.
@@ -185,13 +201,15 @@ struct ClientChannel: ~Copyable {
         }
     }
 
-    private mutating func receiveReplies(into completions: inout [Completion]) throws {
-        // Bounded so a flood of replies cannot starve sending.
+    /// Reads up to 1024 replies (bounded so a flood cannot starve sending); returns whether it
+    /// stopped at the bound with more perhaps waiting.
+    @discardableResult
+    private mutating func receiveReplies(into completions: inout [Completion]) throws -> Bool {
         for _ in 0..<1024 {
             // Header frame, read in place.
             guard let (header, more) = try socket.receive(dontWait: true, { bytes, more in
                 (try? ReplyHeader.decode(bytes), more)
-            }) else { return }
+            }) else { return false }
             var frames = 1
             var body: [UInt8] = []
             var hasMore = more
@@ -212,11 +230,39 @@ struct ClientChannel: ~Copyable {
                 completions.append(Completion(continuation: continuation, result: .success(body)))
             }
         }
+        return true
+    }
+
+    // MARK: The connection (tcp, ipc)
+
+    /// The monitor saw a handshake succeed: requests may go to libzmq (`service` sends the outbox).
+    mutating func connectionUp() {
+        connected = true
+    }
+
+    /// The monitor saw the connection drop. Reads every reply that arrived before it (they stay
+    /// readable: no `ZMQ_IMMEDIATE`), then, if requests were being handed to libzmq, drops the
+    /// connection's queue by disconnecting and connecting again: without `ZMQ_IMMEDIATE`,
+    /// libzmq would keep requests it had not written yet, and those handed to it before this
+    /// event was seen, and send them to whichever server answers next, however late. Their
+    /// calls fail at their deadline, as calls on a lost connection do. Returns whether the
+    /// queue was dropped.
+    mutating func connectionLost(completions: inout [Completion]) throws -> Bool {
+        while try receiveReplies(into: &completions) {}
+        guard connected else { return false }
+        connected = false
+        // Unknown endpoint (ENOENT) cannot happen for one this socket connected; either way the
+        // connect below gives a fresh queue.
+        try? socket.disconnect(endpoint)
+        try socket.connect(endpoint)
+        return true
     }
 
     /// Closes the socket; returns the calls still waiting.
     mutating func close() -> [UnsafeContinuation<[UInt8], any Error>] {
         closed = true
+        // Before the I/O thread closes the monitor's reader (see `Socket.monitor`).
+        socket.stopMonitor()
         socket.close()
         defer { pending.removeAll() }
         return Array(pending.values)

@@ -11,18 +11,27 @@ final class ClientLoop {
     private let poller = Poller()
     private var commands: [RPCClient.Command] = []
     private var completions: [Completion] = []
+    /// The PAIR socket the DEALER's monitor writes to (tcp and ipc; see `ClientSocket`).
+    private let monitor: Socket?
+    private let monitorFileDescriptor: Int32?
 
-    init(client: RPCClient.Core) {
+    /// A loop for `client`'s I/O thread; `monitor` reads the DEALER's connection events (nil on inproc).
+    init(client: RPCClient.Core, monitor: Socket?) throws {
         self.client = client
+        self.monitor = monitor
+        self.monitorFileDescriptor = try monitor?.fileDescriptor
     }
 
     func run() {
         poller.add(fileDescriptor: client.socket.fileDescriptor, events: .readable)
         let signalIndex = poller.add(fileDescriptor: client.io.signal.fileDescriptor, events: .readable)
+        let monitorIndex = monitorFileDescriptor.map { poller.add(fileDescriptor: $0, events: .readable) }
         let endpoint = client.configuration.endpoint
         var running = true
         var wakeAt: ContinuousClock.Instant?
         var moreToRead = true
+        // Checked at start: a handshake may be done before the first poll.
+        var monitorReady = true
         while running {
             if !moreToRead && client.io.prepareToSleep() {
                 do {
@@ -32,6 +41,13 @@ final class ClientLoop {
                     break
                 }
                 client.io.wokeUp(signalled: poller.readyEvents(at: signalIndex).contains(.readable))
+                if let monitorIndex, poller.readyEvents(at: monitorIndex).contains(.readable) { monitorReady = true }
+            }
+            // Only when its descriptor said so: an empty check costs libzmq a poll(2). Events
+            // that arrive meanwhile keep the descriptor readable until they are read.
+            if monitorReady {
+                monitorReady = false
+                if !readConnectionEvents(endpoint: endpoint) { running = false }
             }
             client.io.take(into: &commands)
             for command in commands {
@@ -58,7 +74,9 @@ final class ClientLoop {
             for completion in completions { completion.resume() }
             completions.removeAll(keepingCapacity: true)
         }
+        // The channel stops the monitor before closing the DEALER; only then is its reader closed.
         let abandoned = client.socket.withLock { $0.close() }
+        monitor?.close()
         for continuation in abandoned {
             continuation.resume(throwing: RPCError(.unavailable, "the client was closed"))
         }
@@ -66,6 +84,30 @@ final class ClientLoop {
         // global executor from here on, like any enqueued later.
         client.io.close(into: &commands)
         for case .job(let job) in commands { globalConcurrentExecutor.enqueue(job) }
+    }
+}
+
+extension ClientLoop {
+    /// Reads the monitor's events until none is left and tells the channel; the replies that
+    /// `connectionLost` reads are resumed with the others of this turn. Returns false when the
+    /// socket failed.
+    private func readConnectionEvents(endpoint: String) -> Bool {
+        guard let monitor else { return true }
+        do {
+            while let event = try monitor.receiveEvent(dontWait: true) {
+                if event.event == .handshakeSucceeded {
+                    client.socket.withLock { $0.connectionUp() }
+                    client.logger.debug("rpc client connected to \(endpoint)")
+                } else if event.event == .disconnected {
+                    let dropped = try client.socket.withLock { channel in try channel.connectionLost(completions: &completions) }
+                    client.logger.debug("rpc client lost its connection to \(endpoint)\(dropped ? "; requests not yet sent were dropped" : "")")
+                }
+            }
+            return true
+        } catch {
+            client.logger.error("rpc client socket failed: \(error)")
+            return false
+        }
     }
 }
 

@@ -67,13 +67,13 @@ public final class RPCClient: RPCCaller, Sendable {
         let nextID = Atomic<UInt64>(1)
         let executor: LoopExecutor
 
-        init(configuration: Configuration, logger: Logger, socket: sending Socket) throws {
+        init(configuration: Configuration, logger: Logger, socket: sending Socket, tracksConnection: Bool) throws {
             self.configuration = configuration
             self.logger = logger
             let io = try IOThread<Command>()
             self.io = io
             self.executor = LoopExecutor(io: io)
-            self.socket = try ClientSocket(socket)
+            self.socket = try ClientSocket(socket, endpoint: configuration.endpoint, tracksConnection: tracksConnection)
         }
 
         /// Completes call `id` with an error, if it is still waiting.
@@ -104,17 +104,34 @@ public final class RPCClient: RPCCaller, Sendable {
         // Make the socket here so configuration errors surface to the caller, then move it
         // into the core's `ClientSocket`, the only way to reach it from then on.
         let socket = try context.socket(.dealer)
+        // Over tcp and ipc, a monitor tells when a connection is up, and requests wait for one
+        // in the client's outbox (see `ClientSocket`); `ZMQ_IMMEDIATE` would do that too, but
+        // it discards replies not read yet when a connection drops. inproc has no connections
+        // to lose (and no monitor events): there `ZMQ_IMMEDIATE` keeps requests until a
+        // server binds.
+        let tracksConnection = !configuration.endpoint.hasPrefix("inproc://")
         try socket.set([
-            .linger(0), .immediate(true), .reconnectInterval(100), .reconnectIntervalMax(1000),
+            .linger(0), .immediate(!tracksConnection), .reconnectInterval(100), .reconnectIntervalMax(1000),
             .maxMessageSize(configuration.maxMessageSize), .sendHighWaterMark(configuration.sendHighWaterMark),
             .receiveHighWaterMark(configuration.sendHighWaterMark),
         ])
         try socket.configureCurveClient(configuration.curve)
+        var monitor: Socket?
+        if tracksConnection {
+            let endpoint = "inproc://gatehouse-rpc-client-\(Self.monitors.wrappingAdd(1, ordering: .relaxed).oldValue)-\(UInt32.random(in: 0...UInt32.max))"
+            try socket.monitor(endpoint, events: [.handshakeSucceeded, .disconnected])
+            let events = try context.socket(.pair)
+            try events.connect(endpoint)
+            monitor = events
+        }
         try socket.connect(configuration.endpoint)
-        self.core = try Core(configuration: configuration, logger: logger, socket: socket)
-        let loop = ClientLoop(client: core)
+        self.core = try Core(configuration: configuration, logger: logger, socket: socket, tracksConnection: tracksConnection)
+        let loop = try ClientLoop(client: core, monitor: monitor)
         io.start(name: IOThread<Command>.threadName("rpcc", endpoint: configuration.endpoint)) { loop.run() }
     }
+
+    /// Numbers the clients' monitor endpoints (inproc names are per context).
+    private static let monitors = Atomic<UInt64>(0)
 
     deinit {
         io.submit(.stop)
@@ -127,17 +144,23 @@ public final class RPCClient: RPCCaller, Sendable {
     }
 
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        try await call(method, request, deadline: .now + (timeout ?? configuration.defaultTimeout))
+    }
+
+    /// The request carries what is left until `deadline` (`timeout_ms`), so the server and any
+    /// service it calls in turn stop where this caller does. Past `deadline`, nothing is sent.
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
         let body: [UInt8]
         do { body = try ProtobufEncoder().encode(request) } catch {
             throw RPCError(.invalidArgument, "the request of \(method.name) does not encode: \(error)")
         }
-        let total = timeout ?? configuration.defaultTimeout
-        let deadline = ContinuousClock.now + total
         let attempts = method.idempotent ? max(1, configuration.idempotentAttempts) : 1
         var attempt = 1
         while true {
             let now = ContinuousClock.now
             let remaining = now.duration(to: deadline)
+            // A spent budget starts nothing (a retry's included): the answer could only come too late.
+            guard remaining > .zero else { throw RPCError.deadlinePassed(method.name) }
             let share = attempt < attempts ? remaining / (attempts - attempt + 1) : remaining
             do {
                 let reply = try await send(method: method.name, body: body, deadline: now + share, timeout: share)

@@ -9,8 +9,15 @@ import RPCRouting
 
 /// Serves an `RPCRouter` on a ROUTER socket: binds `tcp://`, `ipc://` or `inproc://` endpoints,
 /// runs requests concurrently as tasks (at most `maxInFlight` at once; more are answered
-/// `overloaded` at once), drops work whose deadline has passed, and shuts down gracefully:
-/// stop reading, finish what is in flight, send the replies, close.
+/// `overloaded` at once), answers `deadline_exceeded` without running the handler when a
+/// request's deadline passed before it started, and shuts down gracefully.
+///
+/// Shutdown answers every request the server accepted, so no caller waits for its deadline:
+/// requests arriving once shutdown has begun are answered `unavailable` at once; those in
+/// flight get their reply if their handler finishes within `drainTimeout`, and `unavailable`
+/// when it does not (their tasks are cancelled; one not started yet never runs). Then the
+/// socket closes, and any handler still running finishes on the global executor, its reply
+/// dropped.
 ///
 /// Malformed traffic never stops the server: an envelope that does not decode gets a
 /// `malformed_request` reply when its request id can be read, and is otherwise dropped with a
@@ -27,7 +34,8 @@ public final class RPCServer: Service, Sendable {
         public var maxMessageSize: Int64 = 16 << 20
         /// Deadline for a request that names none.
         public var defaultTimeout: Duration = .seconds(30)
-        /// How long a graceful shutdown waits for in-flight requests.
+        /// How long a graceful shutdown waits for in-flight requests; those still running then
+        /// are answered `unavailable`.
         public var drainTimeout: Duration = .seconds(10)
         /// CURVE server keys; nil serves plain text.
         public var curve: CurveServerKeys?
@@ -49,17 +57,23 @@ public final class RPCServer: Service, Sendable {
     }
 
     enum Command: Sendable {
-        case reply(identity: [UInt8], header: [UInt8], body: [UInt8])
+        /// A handler's reply to the request in `slot` (see `PendingRequests`).
+        case reply(slot: Int, header: [UInt8], body: [UInt8])
         case job(UnownedJob)
         case stop
     }
 
     /// Runs tasks on the server's I/O thread: jobs are queued as commands and run by the loop.
+    /// Once the loop has ended, jobs go to the global executor instead, so a handler still
+    /// running at shutdown is never stranded in a queue nobody reads.
     final class LoopExecutor: TaskExecutor {
         let io: IOThread<Command>
         init(io: IOThread<Command>) { self.io = io }
         func enqueue(_ job: consuming ExecutorJob) {
-            io.submit(.job(UnownedJob(job)))
+            let unowned = UnownedJob(job)
+            if !io.submitIfOpen(.job(unowned)) {
+                globalConcurrentExecutor.enqueue(unowned)
+            }
         }
     }
 
@@ -70,6 +84,9 @@ public final class RPCServer: Service, Sendable {
         let io: IOThread<Command>
         let inFlight = Atomic<Int>(0)
         let stopping = Atomic<Bool>(false)
+        /// Set as the loop gives up the requests still in flight: a handler task that has not
+        /// started by then never runs (its caller has been answered `unavailable`).
+        let closed = Atomic<Bool>(false)
         let executor: LoopExecutor
 
         init(router: RPCRouter, configuration: Configuration, logger: Logger) throws {

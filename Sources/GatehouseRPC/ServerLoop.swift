@@ -1,4 +1,3 @@
-import Foundation
 import GatehouseContracts
 import Logging
 import ProtoCodec
@@ -12,7 +11,12 @@ final class ServerLoop {
     private let poller = Poller()
     private var commands: [RPCServer.Command] = []
     private let zapDomain: String?
+    /// Accepted requests whose handlers run as tasks, until they are answered.
+    private var pending = PendingRequests()
+    /// False once shutdown has begun: new requests are answered `unavailable`.
+    private var accepting = true
 
+    /// A loop serving `socket` (moved to the I/O thread with the loop) for `core`.
     init(core: RPCServer.Core, socket: Socket, zapDomain: String?) {
         self.core = core
         self.socket = socket
@@ -20,9 +24,8 @@ final class ServerLoop {
     }
 
     func run() {
-        let socketIndex = poller.add(socket, events: .readable)
+        poller.add(socket, events: .readable)
         let signalIndex = poller.add(fileDescriptor: core.io.signal.fileDescriptor, events: .readable)
-        var accepting = true
         var drainDeadline: ContinuousClock.Instant?
         while true {
             // Sleep only when nothing is queued: jobs and replies the loop queued to itself (a
@@ -38,47 +41,71 @@ final class ServerLoop {
             }
             // Read every ready request first (each starts its handler task), then run the
             // handlers and send the replies they produce, so a burst is answered as a batch.
-            if accepting { receiveRequests() }
-            if runCommands(accepting: accepting) {
+            // While draining, requests are still read, to be answered `unavailable` at once.
+            receiveRequests()
+            if runCommands() && accepting {
                 accepting = false
                 drainDeadline = .now + core.configuration.drainTimeout
-                poller.setEvents([], at: socketIndex)
-                core.logger.debug("rpc server draining \(core.inFlight.load(ordering: .relaxed)) requests")
+                core.logger.debug("rpc server draining \(pending.count) requests")
             }
             if !accepting {
-                if core.inFlight.load(ordering: .acquiring) == 0 { break }
-                if let deadline = drainDeadline, deadline <= .now {
-                    core.logger.warning("rpc server stopped with \(core.inFlight.load(ordering: .relaxed)) requests unfinished")
-                    break
-                }
+                if pending.isEmpty { break }
+                if let deadline = drainDeadline, deadline <= .now { break }
             }
         }
-        // Replies queued by the last handlers.
-        _ = runCommands(accepting: false)
-        // Over tcp, replies queued just before zmq_close were sometimes never delivered despite
-        // the 1 s linger (seen in the ServiceGroup drain test, ~1 in 3 runs). Until the cause is
-        // found, give libzmq's I/O thread a moment to hand them to the kernel.
-        usleep(100_000)
+        close()
+    }
+
+    /// Answers what is still pending and closes. Replies queued before the queue closes are
+    /// sent; every request still without one is answered `unavailable` and its task cancelled;
+    /// jobs left (handlers still running or not started) go to the global executor, where a
+    /// task that had not started returns without running (`Core.closed`).
+    private func close() {
+        core.closed.store(true, ordering: .releasing)
+        core.io.close(into: &commands)
+        var jobs: [UnownedJob] = []
+        for command in commands {
+            switch command {
+            case let .reply(slot, header, body):
+                if let entry = pending.remove(slot) { send(identity: entry.identity, header: header, body: body) }
+            case .job(let job):
+                jobs.append(job)
+            case .stop:
+                break
+            }
+        }
+        commands.removeAll()
+        let unanswered = pending.removeAll()
+        if !unanswered.isEmpty {
+            core.logger.warning("rpc server stopped with \(unanswered.count) requests unfinished; answered them unavailable")
+        }
+        for entry in unanswered {
+            entry.task?.cancel()
+            reply(identity: entry.identity, requestID: entry.requestID, error: RPCError(
+                .unavailable, "the service shut down before the request finished; it may or may not have been carried out"))
+        }
+        for job in jobs { globalConcurrentExecutor.enqueue(job) }
+        // libzmq sends the replies within the 1 s linger; a client reads them even when the
+        // connection closes right behind them (`ClientSocket`).
         socket.close()
         socket.releaseZAPDomain(zapDomain)
     }
 
     /// Runs queued jobs and sends queued replies, a few rounds while running them queues more
-    /// (a handler's reply is queued by the job that ran it). Returns whether a stop was asked
-    /// for while `accepting`.
-    private func runCommands(accepting: Bool) -> Bool {
+    /// (a handler's reply is queued by the job that ran it). Returns whether a stop was asked for.
+    private func runCommands() -> Bool {
         var stopAsked = false
         for _ in 0..<4 {
             core.io.take(into: &commands)
             if commands.isEmpty { break }
             for command in commands {
                 switch command {
-                case let .reply(identity, header, body):
-                    send(identity: identity, header: header, body: body)
+                case let .reply(slot, header, body):
+                    if let entry = pending.remove(slot) { send(identity: entry.identity, header: header, body: body) }
                 case .job(let job):
                     job.runSynchronously(on: core.executor.asUnownedTaskExecutor())
                 case .stop:
-                    if accepting { stopAsked = true }
+                    stopAsked = true
                 }
             }
         }
@@ -192,6 +219,10 @@ final class ServerLoop {
                 details: ["supported": "\(rpcProtocolVersion)"]))
             return
         }
+        guard accepting else {
+            reply(identity: identity, requestID: header.requestID, error: RPCError(.unavailable, "the service is shutting down"))
+            return
+        }
         let timeout = header.timeoutMs == 0 ? core.configuration.defaultTimeout : .milliseconds(header.timeoutMs)
         let deadline = received + timeout
         if core.configuration.handlerExecutor == .ioThread, let handler = core.router.syncHandler(for: header.method) {
@@ -224,22 +255,29 @@ final class ServerLoop {
             requestID: header.requestID, method: header.method, deadline: deadline,
             traceParent: header.traceParent, logger: core.logger)
         let core = self.core
+        let slot = pending.insert(identity: identity, requestID: header.requestID)
         let executor: (any TaskExecutor)? = core.configuration.handlerExecutor == .ioThread ? core.executor : nil
-        Task(executorPreference: executor) {
+        let task = Task(executorPreference: executor) {
             defer { core.finished() }
-            guard ContinuousClock.now < deadline else {
-                context.logger.debug("dropping \(context.method): its deadline passed before it started")
-                return
-            }
+            // Given up at shutdown before it started: its caller has its answer (`unavailable`).
+            if core.closed.load(ordering: .acquiring) { return }
             var replyHeader = ReplyHeader(requestID: context.requestID, error: nil)
             var replyBody: [UInt8] = []
-            do {
-                replyBody = try await handler(body, context)
-            } catch {
-                replyHeader.error = RPCRouter.wireError(error, method: context.method, logger: context.logger)
+            if ContinuousClock.now < deadline {
+                do {
+                    replyBody = try await handler(body, context)
+                } catch {
+                    replyHeader.error = RPCRouter.wireError(error, method: context.method, logger: context.logger)
+                }
+            } else {
+                // Waited past its deadline (behind other work): refused without running, and
+                // said so, so the caller does not wait for a reply that will not come.
+                replyHeader.error = RPCError.deadlinePassed(context.method)
             }
-            guard let headerBytes = try? replyHeader.encoded() else { return }
-            core.io.submit(.reply(identity: identity, header: headerBytes, body: replyBody))
+            let headerBytes = (try? replyHeader.encoded())
+                ?? (try? ReplyHeader(requestID: context.requestID, error: RPCError(.internal, "internal error")).encoded()) ?? []
+            core.io.submit(.reply(slot: slot, header: headerBytes, body: replyBody))
         }
+        pending.attach(task, to: slot)
     }
 }

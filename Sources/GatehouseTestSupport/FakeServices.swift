@@ -6,6 +6,7 @@ import Synchronization
 /// token `at-<userID>`, the refresh token `rt` and the session `sid-1`, and remembers each request.
 public final class FakeTokenService: Sendable {
     private let stored = Mutex<[IssueSessionRequest]>([])
+    private let storedDeadlines = Mutex<[ContinuousClock.Instant]>([])
 
     /// A fake that has seen no request yet.
     public init() {}
@@ -13,11 +14,15 @@ public final class FakeTokenService: Sendable {
     /// The `issueSession` requests so far, in order.
     public var requests: [IssueSessionRequest] { stored.withLock { $0 } }
 
+    /// The deadline each request was served with, in order.
+    public var deadlines: [ContinuousClock.Instant] { storedDeadlines.withLock { $0 } }
+
     /// A router serving `token.issueSession` (for an `RPCServer` or a `LocalCaller`).
     public var router: RPCRouter {
         var router = RPCRouter()
-        router.register(ServiceContracts.issueSession) { request, _ in
+        router.register(ServiceContracts.issueSession) { request, context in
             self.stored.withLock { $0.append(request) }
+            self.storedDeadlines.withLock { $0.append(context.deadline) }
             return SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
         }
         return router
@@ -34,6 +39,8 @@ public final class FakeIdentityService: Sendable {
     public let claims = Mutex<[String: UserClaims]>([:])
     /// How many `claimsForSession` calls arrived.
     public let calls = Atomic<Int>(0)
+    /// The deadline each call was served with, in order.
+    public let deadlines = Mutex<[ContinuousClock.Instant]>([])
     /// The answer for a user id missing from `claims`.
     public let unknownUser: UserClaims
 
@@ -50,8 +57,9 @@ public final class FakeIdentityService: Sendable {
     /// A router serving `identity.claimsForSession` (for an `RPCServer` or a `LocalCaller`).
     public var router: RPCRouter {
         var router = RPCRouter()
-        router.register(ServiceContracts.claimsForSession) { request, _ in
+        router.register(ServiceContracts.claimsForSession) { request, context in
             self.calls.add(1, ordering: .relaxed)
+            self.deadlines.withLock { $0.append(context.deadline) }
             return self.claims.withLock { $0[request.userID] } ?? self.unknownUser
         }
         return router

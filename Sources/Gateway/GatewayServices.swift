@@ -76,9 +76,18 @@ public struct TimedCaller: RPCCaller {
 
     /// Calls `base`, recording the latency with `ok` or the error's stable code.
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        try await timed(method) { try await base.call(method, request, timeout: timeout) }
+    }
+
+    /// Calls `base` within `deadline`, recording the latency like `call(_:_:timeout:)`.
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
+        try await timed(method) { try await base.call(method, request, deadline: deadline) }
+    }
+
+    private func timed<Req, Res>(_ method: RPCMethod<Req, Res>, _ body: () async throws -> Res) async throws -> Res {
         let start = ContinuousClock.now
         do {
-            let result = try await base.call(method, request, timeout: timeout)
+            let result = try await body()
             metrics.recordRPC(service: service, method: method.name, code: "ok", duration: ContinuousClock.now - start)
             return result
         } catch {

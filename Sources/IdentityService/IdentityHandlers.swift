@@ -91,7 +91,8 @@ public struct IdentityHandlers: Sendable {
     }
 
     /// Creates a user, then asks the token service for a session. With a `deadline` (the RPC
-    /// caller's), a hash that could not be done in time is refused as `overloaded` at once.
+    /// caller's), a hash that could not be done in time is refused as `overloaded` at once, and
+    /// the token service gets what is left of it.
     public func signUp(_ request: SignUpRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
@@ -106,11 +107,12 @@ public struct IdentityHandlers: Sendable {
             lastSignInAt: at)
         try await store.insert(user)
         await publish(IdentityAPI.Topic.userCreated, user)
-        let tokens = try await issueSession(for: user, at: at, client: request.client)
+        let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
         return AuthResponse(user: User(user), tokens: tokens)
     }
 
-    /// Verifies email and password, upgrades an outdated hash, then asks for a session.
+    /// Verifies email and password, upgrades an outdated hash, then asks for a session (with what
+    /// is left of `deadline`, the RPC caller's, when given).
     /// An unknown email costs one hash too, so timing does not reveal whether it exists.
     public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         let hashDeadline = Self.hashDeadline(deadline)
@@ -144,7 +146,7 @@ public struct IdentityHandlers: Sendable {
         try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded)
         var signedIn = user
         signedIn.lastSignInAt = at.roundedToMilliseconds
-        let tokens = try await issueSession(for: signedIn, at: at, client: request.client)
+        let tokens = try await issueSession(for: signedIn, at: at, client: request.client, deadline: deadline)
         return AuthResponse(user: User(signedIn), tokens: tokens)
     }
 
@@ -212,10 +214,14 @@ public struct IdentityHandlers: Sendable {
 
     // MARK: Helpers
 
-    private func issueSession(for user: UserRecord, at: Date, client: ClientInfo) async throws -> SessionTokens {
+    /// Asks the token service for a session with what is left of the caller's `deadline` (the
+    /// token client's default timeout without one).
+    private func issueSession(
+        for user: UserRecord, at: Date, client: ClientInfo, deadline: ContinuousClock.Instant?
+    ) async throws -> SessionTokens {
         let request = IssueSessionRequest(
             userID: user.id.rawValue, claims: user.claims, amr: ["pwd"], authTime: at, client: client)
-        return try await tokens.call(ServiceContracts.issueSession, request)
+        return try await tokens.call(ServiceContracts.issueSession, request, deadline: deadline)
     }
 
     private func publish(_ topic: String, _ user: UserRecord) async {

@@ -145,17 +145,44 @@ public struct RPCRouter: Sendable {
 }
 
 /// Anything that can make typed RPC calls: the ZeroMQ client, or an in-process router.
+///
+/// Both ways of calling throw only `RPCError`, for every failure, including transport failures
+/// (`unavailable`, `deadline_exceeded`).
 public protocol RPCCaller: Sendable {
-    /// Calls `method` with `request`, waiting at most `timeout` (the caller's default when nil).
-    /// Throws only `RPCError`, for every failure, including transport failures (`unavailable`,
-    /// `deadline_exceeded`).
+    /// Calls `method` with `request`, waiting at most `timeout` (the caller's default when nil):
+    /// for a call that starts work of its own, such as the gateway's.
     func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res
+
+    /// Calls `method` with `request`, waiting until `deadline` at the latest: for a call made on
+    /// behalf of another (a handler calling the next service), which gets what is left of the
+    /// first call's budget rather than a fresh one. A deadline that has already passed fails
+    /// with `deadline_exceeded` at once: nothing is sent and nothing runs.
+    func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res
 }
 
 extension RPCCaller {
     /// Calls `method` with the caller's default timeout.
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req) async throws -> Res {
         try await call(method, request, timeout: nil)
+    }
+
+    /// Calls `method` as part of serving `context`: with what is left of its deadline.
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, within context: RPCContext) async throws -> Res {
+        try await call(method, request, deadline: context.deadline)
+    }
+
+    /// Calls `method` with what is left until `deadline` when there is one, else with the
+    /// caller's default timeout.
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant?) async throws -> Res {
+        if let deadline { return try await call(method, request, deadline: deadline) }
+        return try await call(method, request, timeout: nil)
+    }
+}
+
+extension RPCError {
+    /// The failure of a call whose deadline passed before it was sent or started.
+    public static func deadlinePassed(_ method: String) -> RPCError {
+        RPCError(.deadlineExceeded, "the deadline of \(method) passed before it started")
     }
 }
 
@@ -173,6 +200,10 @@ public struct LocalCaller: RPCCaller {
     }
 
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        try await call(method, request, deadline: .now + (timeout ?? defaultTimeout))
+    }
+
+    public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
         guard let handler = router.handler(for: method.name) else {
             throw RPCError(.unimplemented, "no method named \(method.name)")
         }
@@ -180,7 +211,8 @@ public struct LocalCaller: RPCCaller {
         do { body = try ProtobufEncoder().encode(request) } catch {
             throw RPCError(.invalidArgument, "the request does not encode: \(error)")
         }
-        let context = RPCContext(method: method.name, deadline: .now + (timeout ?? defaultTimeout), logger: logger)
+        guard ContinuousClock.now < deadline else { throw RPCError.deadlinePassed(method.name) }
+        let context = RPCContext(method: method.name, deadline: deadline, logger: logger)
         let reply = try await handler(body, context)
         do { return try ProtobufDecoder().decode(Res.self, from: reply) } catch {
             throw RPCError(.internal, "the reply of \(method.name) does not decode: \(error)")

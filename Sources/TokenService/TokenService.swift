@@ -222,14 +222,17 @@ public final class TokenService: Sendable {
         return SessionTokens(accessToken: access, refreshToken: refresh, expiresIn: ttl, sessionID: sessionID)
     }
 
-    /// `token.refresh`: rotate, or replay within the grace window, or detect reuse.
-    public func refresh(_ request: RefreshRequest) async throws -> SessionTokens {
+    /// `token.refresh`: rotate, or replay within the grace window, or detect reuse. The identity
+    /// service is asked for the claims with what is left of `deadline` (the RPC caller's), or
+    /// with the identity client's default timeout without one.
+    public func refresh(_ request: RefreshRequest, deadline: ContinuousClock.Instant? = nil) async throws -> SessionTokens {
         let presented = request.refreshToken
         guard Self.isWellFormedRefreshToken(presented) else { throw TokenError.invalidRefreshToken }
         let hash = Self.hash(presented)
         guard let session = try store.session(forRefreshHash: hash) else { throw TokenError.invalidRefreshToken }
         if session.revokedAt != nil { throw TokenError.sessionRevoked }
-        let claims = try await identity.call(ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID))
+        let claims = try await identity.call(
+            ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID), deadline: deadline)
         if !claims.exists || claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {
             let reason = !claims.exists ? "user_deleted" : claims.disabled ? "user_disabled" : "tokens_invalidated"
             if let revoked = try await store.revoke(sessionID: session.id, reason: reason, at: clock.now) { announce(revoked) }
@@ -314,7 +317,7 @@ public final class TokenService: Sendable {
     public func router() -> RPCRouter {
         var router = RPCRouter()
         router.register(TokenAPI.issueSession) { request, _ in try await self.issueSession(request) }
-        router.register(TokenAPI.refresh) { request, _ in try await self.refresh(request) }
+        router.register(TokenAPI.refresh) { request, context in try await self.refresh(request, deadline: context.deadline) }
         router.register(TokenAPI.revokeSession) { request, _ in try await self.revokeSession(request) }
         router.register(TokenAPI.revokeAllSessions) { request, _ in try await self.revokeAllSessions(request) }
         router.register(TokenAPI.listSessions) { request, _ in try await self.listSessions(request) }

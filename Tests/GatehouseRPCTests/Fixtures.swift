@@ -1,6 +1,7 @@
 import GatehouseContracts
 import GatehouseRPC
 import RPCRouting
+import Synchronization
 import Logging
 import ZeroMQ
 #if canImport(Glibc)
@@ -101,4 +102,31 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async 
         try await Task.sleep(for: .milliseconds(5))
     }
     return true
+}
+
+/// A gate handlers wait at until the test opens it (then every waiter, and any later one, goes on).
+final class Gate: Sendable {
+    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
+
+    init() {}
+
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let goNow = state.withLock { state -> Bool in
+                if state.open { return true }
+                state.waiters.append(continuation)
+                return false
+            }
+            if goNow { continuation.resume() }
+        }
+    }
+
+    func open() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            state.open = true
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
 }

@@ -177,7 +177,8 @@ struct RPCTests {
             _ = try await plain
             Issue.record("a non-idempotent call was retried")
         } catch let error as RPCError {
-            #expect(error.code == .deadlineExceeded)
+            // The slow server gave up on it at its drain timeout, and said so.
+            #expect(error.code == .unavailable)
         }
         await client.close()
         fast.stop()

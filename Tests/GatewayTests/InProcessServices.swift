@@ -134,11 +134,18 @@ private struct HookedCaller: RPCCaller {
     }
 
     func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        try await hooked(method, request) { try await base.call(method, request, timeout: timeout) }
+    }
+
+    func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
+        try await hooked(method, request) { try await base.call(method, request, deadline: deadline) }
+    }
+
+    private func hooked<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, _ service: () async throws -> Res) async throws -> Res {
         if let hook = services.record(method.name, request), let answer = try await hook(request) {
             return answer as! Res
         }
-        let reply = try await base.call(method, request, timeout: timeout)
-        return transform(method.name, reply) as! Res
+        return transform(method.name, try await service()) as! Res
     }
 }
 
@@ -148,8 +155,16 @@ private struct DeferredCaller: RPCCaller {
     let box: Box
 
     func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
+        try await caller().call(method, request, timeout: timeout)
+    }
+
+    func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
+        try await caller().call(method, request, deadline: deadline)
+    }
+
+    private func caller() throws -> any RPCCaller {
         guard let caller = box.caller.withLock({ $0 }) else { throw RPCError(.unavailable, "the identity service is not started yet") }
-        return try await caller.call(method, request, timeout: timeout)
+        return caller
     }
 }
 

@@ -65,6 +65,19 @@ import Testing
         #expect(h.tokens.requests.count == 2)
     }
 
+    @Test("sign-up and sign-in ask the token service with what is left of their own deadline")
+    func sessionCallsInheritTheDeadline() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        // Far from any default (LocalCaller's and the token client's are 2 s), so a fresh
+        // budget could not match it by chance.
+        let signUpDeadline = ContinuousClock.now + .seconds(7)
+        _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "dee@example.com", password: strong), deadline: signUpDeadline)
+        let signInDeadline = ContinuousClock.now + .seconds(9)
+        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "dee@example.com", password: strong), deadline: signInDeadline)
+        #expect(h.tokens.deadlines == [signUpDeadline, signInDeadline])
+    }
+
     @Test func signInNormalizesThePasswordWithNFKC() async throws {
         let h = try await Harness()
         defer { h.cleanup() }

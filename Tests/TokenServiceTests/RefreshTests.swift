@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import ProtoCodec
+import RPCRouting
 import Testing
 import TokenCore
 @testable import TokenService
@@ -21,6 +22,16 @@ struct RefreshTests {
         // The successor keeps working.
         let third = try await h.service.refresh(RefreshRequest(refreshToken: second.refreshToken))
         #expect(third.refreshToken != second.refreshToken)
+    }
+
+    @Test("refresh asks the identity service for the claims with what is left of its own deadline")
+    func claimsCallInheritsTheDeadline() async throws {
+        let h = try await Harness.make()
+        let first = try await h.issue()
+        // Far from any default (2 s), so a fresh budget could not match it by chance.
+        let deadline = ContinuousClock.now + .seconds(7)
+        _ = try await LocalCaller(router: h.service.router()).call(TokenAPI.refresh, RefreshRequest(refreshToken: first.refreshToken), deadline: deadline)
+        #expect(h.identity.deadlines.withLock { $0 } == [deadline])
     }
 
     @Test("reuse after the grace window revokes the whole session and is announced")
