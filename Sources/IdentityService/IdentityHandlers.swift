@@ -12,19 +12,27 @@ import RPCRouting
 /// Every failure is an `IdentityError` (or the token service's `RPCError`), so each has a
 /// stable code. Validation happens before anything is written: a refused request writes nothing.
 public struct IdentityHandlers: Sendable {
+    /// Where users live (SQLite in production).
     public let store: any UserStore
+    /// Hashes and verifies passwords on the hash pool.
     public let hasher: PasswordHasher
+    /// What a new password must satisfy.
     public let policy: PasswordPolicy
     /// Reaches the token service (`token.issueSession`).
     public let tokens: any RPCCaller
+    /// Where `user.*` events go (best effort).
     public let events: any EventSink
     /// Stamps records and events (created, updated, signed in).
     public let clock: WallClock
+    /// Where failures that a caller cannot see are logged.
     public let logger: Logger
 
+    /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
+    /// The longest photo URL, in bytes.
     public static let maxPhotoURLLength = 2048
 
+    /// Handlers over these parts; `clock` stamps every write.
     public init(
         store: any UserStore, hasher: PasswordHasher, policy: PasswordPolicy, tokens: any RPCCaller,
         events: any EventSink = DiscardingEventSink(), clock: WallClock = .system,
@@ -150,6 +158,7 @@ public struct IdentityHandlers: Sendable {
         return AuthResponse(user: User(signedIn), tokens: tokens)
     }
 
+    /// The user with this id (`identity.getUser`).
     public func getUser(_ request: UserIDRequest) async throws -> User {
         let id = try Self.validID(request.userID)
         let found = try await store.user(id: id)
@@ -176,6 +185,7 @@ public struct IdentityHandlers: Sendable {
         return User(user)
     }
 
+    /// Deletes the user and its linked identities, then publishes `user.deleted` (`identity.deleteUser`).
     public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
         let id = try Self.validID(request.userID)
         try await store.delete(id: id)
@@ -201,6 +211,7 @@ public struct IdentityHandlers: Sendable {
         return try Self.claimsForSession(request) { _ in found }
     }
 
+    /// A strength score and whether the policy would accept the password (`identity.passwordStrength`).
     public func passwordStrength(_ request: PasswordStrengthRequest) -> PasswordStrengthResponse {
         let email = EmailAddress.normalize(request.email)
         let inputs = [email, String(request.displayName.prefix(256))].compactMap { $0 }

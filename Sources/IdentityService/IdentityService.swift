@@ -8,9 +8,13 @@ import RPCRouting
 /// The identity service, assembled from its configuration: an opened and migrated store, a
 /// hashing pool and the handlers. The RPC server (ZeroMQ) serves `router`.
 public struct IdentityService: Sendable {
+    /// The settings it was started with.
     public let configuration: IdentityConfiguration
+    /// The opened and migrated user database.
     public let store: SQLiteUserStore
+    /// The password-hashing threads.
     public let hashPool: HashPool
+    /// The RPC methods.
     public let handlers: IdentityHandlers
 
     /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,

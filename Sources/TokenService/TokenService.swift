@@ -9,21 +9,30 @@ import GatehouseSupport
 
 /// Token-service settings.
 public struct TokenConfiguration: Sendable {
+    /// The token database file (`token.sqlite` in the data folder).
     public var databasePath: String
+    /// How far an acknowledged write survives (process crash by default).
     public var durability: TokenStore.Durability = .processCrash
+    /// The `iss` of access tokens.
     public var issuer: String
+    /// The `aud` of access tokens.
     public var audience: String
+    /// Access-token lifetime in seconds (15 minutes).
     public var accessTokenTTL: TimeInterval = 900
+    /// Absolute session lifetime in seconds (60 days).
     public var sessionTTL: TimeInterval = 60 * 86_400
+    /// A session unused this long (seconds, 30 days) can no longer refresh.
     public var idleTimeout: TimeInterval = 30 * 86_400
     /// A rotated refresh token presented again within this window returns the same successor.
     public var refreshGrace: TimeInterval = 10
     /// How long ended sessions (revoked, expired, idle) are kept before `sweep()` deletes them;
     /// also how long a superseded refresh token is at least kept for reuse detection.
     public var sessionRetention: TimeInterval = 7 * 86_400
+    /// The algorithm of new signing keys.
     public var algorithm: SigningAlgorithm = .es256
     /// Encrypts private keys (and the refresh secret) at rest when set (AES-256-GCM).
     public var encryptionKey: SymmetricKey?
+    /// Clock skew tolerated when verifying `iat`, `nbf` and `exp` (seconds).
     public var leeway: TimeInterval = 30
     /// Bytes of the database file the refresh-token look-ups read through a memory map; 0 (the
     /// default) reads with `pread`. Under refresh load every look-up follows a commit, and SQLite
@@ -31,6 +40,7 @@ public struct TokenConfiguration: Sendable {
     /// changed since its last read: a map cost 6–8 % of refresh throughput, interleaved A/B.
     public var pointReadMemoryMap = 0
 
+    /// Settings with these three and the defaults for the rest.
     public init(databasePath: String, issuer: String, audience: String) {
         self.databasePath = databasePath
         self.issuer = issuer
@@ -40,9 +50,13 @@ public struct TokenConfiguration: Sendable {
 
 /// The token service: the only holder of private signing keys.
 public final class TokenService: Sendable {
+    /// The settings it was started with.
     public let configuration: TokenConfiguration
+    /// Keys, sessions and refresh tokens in SQLite.
     public let store: TokenStore
+    /// The signing keys in memory: the active one and those still published.
     public let keys: KeyRing
+    /// Verifies access tokens against `keys`.
     public let verifier: TokenVerifier
     let identity: any RPCCaller
     let publish: @Sendable (String, [UInt8]) -> Void
@@ -274,6 +288,7 @@ public final class TokenService: Sendable {
         if let payload = try? ProtobufEncoder().encode(event) { publish(TokenAPI.Topic.sessionRevoked, payload) }
     }
 
+    /// Revokes one session and publishes `session.revoked` (`token.revokeSession`).
     public func revokeSession(_ request: RevokeSessionRequest) async throws -> RevokedCount {
         guard !request.sessionID.isEmpty, request.sessionID.utf8.count <= 64 else { throw TokenError.invalidArgument("sessionID must be 1 to 64 bytes") }
         let reason = request.reason.isEmpty ? "sign_out" : String(request.reason.prefix(64))
@@ -282,6 +297,7 @@ public final class TokenService: Sendable {
         return RevokedCount(count: 1)
     }
 
+    /// Revokes every live session of a user (`token.revokeAllSessions`).
     public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
         guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
         let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
@@ -290,6 +306,7 @@ public final class TokenService: Sendable {
         return RevokedCount(count: Int64(revoked.count))
     }
 
+    /// A user's sessions, ended ones included (`token.listSessions`).
     public func listSessions(_ request: UserSessionsRequest) async throws -> SessionList {
         let rows = try await store.sessions(userID: request.userID)
         return SessionList(sessions: rows.map {
@@ -299,6 +316,7 @@ public final class TokenService: Sendable {
         })
     }
 
+    /// Verifies an access token and, if asked, that its session is not revoked (`token.verifyAccessToken`).
     public func verifyAccessToken(_ request: VerifyRequest) async throws -> VerifiedClaims {
         let claims = try await verifier.verify(request.token, now: clock.now)
         if request.checkRevoked, try await store.isRevoked(sessionID: claims.sid) { throw TokenError.sessionRevoked }
