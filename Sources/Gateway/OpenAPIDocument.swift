@@ -6,7 +6,7 @@ enum OpenAPIDocument {
   "info": {
     "title": "Gatehouse API",
     "version": "1.0.0",
-    "description": "Gatehouse HTTP gateway. Every response carries `X-Request-Id` (a caller's value of at most 128 `[A-Za-z0-9._:-]` characters is echoed, otherwise one is generated). Errors are `application/problem+json`."
+    "description": "Gatehouse HTTP gateway. Every response carries `X-Request-Id` (a caller's value of at most 128 `[A-Za-z0-9._:-]` characters is echoed, otherwise one is generated) and `traceparent` (W3C Trace Context: a caller's well-formed version-00 value is echoed and carried through every service call, otherwise a new trace is started); log lines about the request carry its trace id. Errors are `application/problem+json`."
   },
   "paths": {
     "/v1/accounts": {

@@ -71,15 +71,43 @@ final class Stack: @unchecked Sendable {
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
 
     /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys).
-    func start(_ role: String, environment extra: [String: String] = [:]) throws {
+    /// With `captureLog`, its standard error goes to a file read by `log(of:)`.
+    func start(_ role: String, environment extra: [String: String] = [:], captureLog: Bool = false) throws {
         let process = Process()
         process.executableURL = try gatehouseBinary()
         process.arguments = [role]
         process.environment = environment.merging(extra) { _, new in new }
         process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
+        if captureLog {
+            try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true)
+            let file = logFile(of: role)
+            FileManager.default.createFile(atPath: file.path, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: file)
+        } else {
+            process.standardError = FileHandle.nullDevice
+        }
         try process.run()
         processes[role] = process
+    }
+
+    func logFile(of role: String) -> URL { dataDir.appendingPathComponent("\(role).stderr") }
+
+    /// What `role`, started with `captureLog`, has written to standard error so far.
+    func log(of role: String) -> String {
+        (try? String(contentsOf: logFile(of: role), encoding: .utf8)) ?? ""
+    }
+
+    /// Waits until `role`'s log has a line containing every one of `texts`; returns that line,
+    /// nil after `timeout`.
+    func waitForLogLine(of role: String, containing texts: String..., timeout: Duration = .seconds(10)) async throws -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let line = log(of: role).split(separator: "\n").first(where: { line in texts.allSatisfy { line.contains($0) } }) {
+                return String(line)
+            }
+            if ContinuousClock.now > deadline { return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     func kill(_ role: String, signal: Int32 = SIGKILL) {

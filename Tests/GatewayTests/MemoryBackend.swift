@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import JWTKit
 import Synchronization
 
@@ -34,6 +35,8 @@ final class MemoryBackend: GatewayBackend {
         var revokedCalls: [String] = []
         var nextID = 1
         var lastClient: ClientInfo?
+        /// The task's trace during the last sign-in (what the RPC clients would send).
+        var lastTrace: TraceParent?
         var jwksFails = false
         /// What `hashPoolStats()` answers (nil: the identity service does not answer).
         var hashPool: HashPoolStats?
@@ -113,8 +116,10 @@ final class MemoryBackend: GatewayBackend {
             while state.withLock({ $0.holdSignIns }) { try await Task.sleep(for: .milliseconds(2)) }
             state.withLock { $0.waitingSignIns -= 1 }
         }
+        let trace = TraceContext.current
         let user: UserView = try state.withLock { s in
             s.lastClient = client
+            s.lastTrace = trace
             guard let id = s.idByEmail[email.lowercased()], let user = s.users[id] else {
                 throw RPCError("invalid_credentials", "no user with this email")  // the gateway must hide this text
             }
