@@ -44,12 +44,13 @@ let package = Package(
         .target(name: "ProtoCodec", swiftSettings: swiftSettings),
         // Every message type, method name and error code of proto/*.proto, and nothing else.
         .target(name: "GatehouseContracts", swiftSettings: swiftSettings),
-        // Small pure helpers shared by every layer: JSON writer, base64url, thread names, truncation.
+        // Small pure helpers shared by every layer: JSON writer, base64url, thread names, truncation,
+        // W3C trace parents and the task's current trace.
         .target(name: "GatehouseSupport", swiftSettings: swiftSettings),
         // Typed handlers behind method names, and the caller abstraction (no sockets).
         .target(
             name: "RPCRouting",
-            dependencies: ["ProtoCodec", "GatehouseContracts", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ProtoCodec", "GatehouseContracts", "GatehouseSupport", .product(name: "Logging", package: "swift-log")],
             swiftSettings: swiftSettings
         ),
         .systemLibrary(

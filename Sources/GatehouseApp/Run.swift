@@ -23,7 +23,7 @@ public enum GatehouseRoles {
         guard let level = Logger.Level(rawValue: text.lowercased()) else {
             throw ConfigError(message: "GATEHOUSE_LOG_LEVEL (--log-level) must be one of trace, debug, info, notice, warning, error, critical; not '\(text)'")
         }
-        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: level) }
+        LoggingSystem.bootstrap { label in StandardErrorLogHandler(label: label, level: level, metadataProvider: .traceID) }
         return Logger(label: "gatehouse")
     }
 

@@ -3,6 +3,16 @@ import GatehouseSupport
 import Logging
 import Synchronization
 
+extension Logger.MetadataProvider {
+    /// `trace_id`: the trace of the request the current task serves (`TraceContext.current`),
+    /// so a request can be followed across the gateway and both services with grep. Asked only
+    /// when a line is written.
+    static let traceID = Logger.MetadataProvider {
+        guard let trace = TraceContext.current else { return [:] }
+        return ["trace_id": .string(trace.traceID)]
+    }
+}
+
 /// Writes log lines to standard error, in the same format as swift-log's `StreamLogHandler`:
 /// `2026-01-31T12:00:00+0000 warning gatehouse.rpc: key=value [Module] message`.
 ///

@@ -12,7 +12,7 @@ public struct RequestHeader: Codable, Sendable, Equatable {
     /// How long the caller waits, in milliseconds from when it sent the request (0: server
     /// default): what is left of its deadline, which a service passes on when it calls another.
     public var timeoutMs: UInt32
-    /// W3C trace context, if any.
+    /// W3C trace context (`traceparent`), if any; passed on unchanged through every hop.
     public var traceParent: String
 
     /// A header with every field given.

@@ -1,4 +1,5 @@
 import GatehouseContracts
+import GatehouseSupport
 import Synchronization
 import ZeroMQ
 
@@ -106,7 +107,7 @@ struct ClientChannel: ~Copyable {
     /// Registers call `id` and sends its request now if the socket takes it without waiting,
     /// else queues it for the I/O thread.
     mutating func start(
-        id: UInt64, header: RequestHeader, body: [UInt8], deadline: ContinuousClock.Instant,
+        id: UInt64, header: RequestHeader, trace: TraceParent?, body: [UInt8], deadline: ContinuousClock.Instant,
         continuation: UnsafeContinuation<[UInt8], any Error>
     ) -> StartOutcome {
         if closed { return .closed }
@@ -120,10 +121,10 @@ struct ClientChannel: ~Copyable {
         var sent = false
         if outbox.isEmpty && connected {
             // An error here (the context is terminating) is left to the I/O thread, which meets it too.
-            sent = (try? sendNow(header: header, body: body)) ?? false
+            sent = (try? sendNow(header: header, trace: trace, body: body)) ?? false
         }
         if !sent {
-            outbox.append((id, header.encoded(), body))
+            outbox.append((id, header.encoded(trace: trace), body))
             unsent.insert(id)
             wake = true
         }
@@ -137,8 +138,8 @@ struct ClientChannel: ~Copyable {
         return .started(wakeIOThread: wake)
     }
 
-    private func sendNow(header: RequestHeader, body: [UInt8]) throws -> Bool {
-        let first = try header.withEncoded { try socket.send($0, more: true, dontWait: true) }
+    private func sendNow(header: RequestHeader, trace: TraceParent?, body: [UInt8]) throws -> Bool {
+        let first = try header.withEncoded(trace: trace) { try socket.send($0, more: true, dontWait: true) }
         guard first else { return false }
         // Once the first frame is queued, libzmq takes the rest of the message.
         try socket.send(body, more: false, dontWait: true)

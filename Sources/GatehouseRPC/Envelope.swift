@@ -1,4 +1,5 @@
 import GatehouseContracts
+import GatehouseSupport
 import ProtoCodec
 
 /// The protocol version this build speaks. A server answers any other version with
@@ -77,14 +78,17 @@ struct WireWriter {
     /// A length-delimited string field; proto3 leaves out the empty string.
     mutating func field(_ number: UInt64, string: String) {
         var string = string
-        string.withUTF8 { utf8 in
-            guard !utf8.isEmpty else { return }
-            varint(number << 3 | 2)
-            varint(UInt64(utf8.count))
-            precondition(count + utf8.count <= capacity)
-            (base + count).copyMemory(from: utf8.baseAddress!, byteCount: utf8.count)
-            count += utf8.count
-        }
+        string.withUTF8 { utf8 in field(number, bytes: UnsafeRawBufferPointer(utf8)) }
+    }
+
+    /// A length-delimited field of UTF-8 `bytes`; proto3 leaves out the empty string.
+    mutating func field(_ number: UInt64, bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        varint(number << 3 | 2)
+        varint(UInt64(bytes.count))
+        precondition(count + bytes.count <= capacity)
+        (base + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
+        count += bytes.count
     }
 }
 
@@ -119,24 +123,31 @@ struct WireReader {
 
 extension RequestHeader {
     /// Upper bound of the encoded size.
-    private var maxEncodedSize: Int { 40 + method.utf8.count + traceParent.utf8.count }
+    private func maxEncodedSize(trace: TraceParent?) -> Int {
+        40 + method.utf8.count + max(traceParent.utf8.count, trace == nil ? 0 : TraceParent.length)
+    }
 
-    /// Lends the encoded header to `body` without allocating (a stack buffer).
-    func withEncoded<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        try withUnsafeTemporaryAllocation(byteCount: maxEncodedSize, alignment: 1) { buffer in
+    /// Lends the encoded header to `body` without allocating (a stack buffer). `trace` is
+    /// written as field 5 when `traceParent` is empty (no string is made for it).
+    func withEncoded<R>(trace: TraceParent? = nil, _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try withUnsafeTemporaryAllocation(byteCount: maxEncodedSize(trace: trace), alignment: 1) { buffer in
             var writer = WireWriter(base: buffer.baseAddress!, capacity: buffer.count)
             writer.field(1, varint: UInt64(version))
             writer.field(2, varint: requestID)
             writer.field(3, string: method)
             writer.field(4, varint: UInt64(timeoutMs))
-            writer.field(5, string: traceParent)
+            if traceParent.isEmpty, let trace {
+                trace.withUTF8 { writer.field(5, bytes: $0) }
+            } else {
+                writer.field(5, string: traceParent)
+            }
             return try body(UnsafeRawBufferPointer(start: buffer.baseAddress, count: writer.count))
         }
     }
 
-    /// The encoded header (the same bytes `ProtobufEncoder` writes).
-    func encoded() -> [UInt8] {
-        withEncoded { Array($0) }
+    /// The encoded header (the same bytes `ProtobufEncoder` writes), with `trace` as in `withEncoded`.
+    func encoded(trace: TraceParent? = nil) -> [UInt8] {
+        withEncoded(trace: trace) { Array($0) }
     }
 
     /// Decodes a header: the common shape directly, anything else through `ProtobufDecoder`.
@@ -147,6 +158,17 @@ extension RequestHeader {
 
     /// Nil when the bytes hold anything but fields 1–5 with their own wire types and valid UTF-8.
     static func fastDecode(_ bytes: UnsafeRawBufferPointer) -> RequestHeader? {
+        var unused: TraceParent?
+        return fastDecode(bytes, capturingTrace: false, trace: &unused)
+    }
+
+    /// As `fastDecode(_:)`, for the server: a valid `traceparent` in field 5 is parsed into
+    /// `trace` and left out of the header (no string is made); any other field 5 is kept as text.
+    static func fastDecode(_ bytes: UnsafeRawBufferPointer, trace: inout TraceParent?) -> RequestHeader? {
+        fastDecode(bytes, capturingTrace: true, trace: &trace)
+    }
+
+    private static func fastDecode(_ bytes: UnsafeRawBufferPointer, capturingTrace: Bool, trace: inout TraceParent?) -> RequestHeader? {
         var header = RequestHeader(version: 0, requestID: 0, method: "", timeoutMs: 0, traceParent: "")
         var reader = WireReader(bytes: bytes)
         while !reader.atEnd {
@@ -165,8 +187,15 @@ extension RequestHeader {
                 guard let v = reader.varint(), let v32 = UInt32(exactly: v) else { return nil }
                 header.timeoutMs = v32
             case 5 << 3 | 2:
-                guard let s = reader.lengthDelimited(), let string = String(validating: s, as: UTF8.self) else { return nil }
-                header.traceParent = string
+                guard let s = reader.lengthDelimited() else { return nil }
+                if capturingTrace, let parsed = TraceParent(utf8: s) {
+                    trace = parsed
+                    header.traceParent = ""
+                } else {
+                    guard let string = String(validating: s, as: UTF8.self) else { return nil }
+                    header.traceParent = string
+                    trace = nil
+                }
             default:
                 return nil
             }

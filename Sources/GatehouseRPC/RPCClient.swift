@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import Logging
 import ProtoCodec
 import Synchronization
@@ -155,6 +156,8 @@ public final class RPCClient: RPCCaller, Sendable {
             throw RPCError(.invalidArgument, "the request of \(method.name) does not encode: \(error)")
         }
         let attempts = method.idempotent ? max(1, configuration.idempotentAttempts) : 1
+        // The caller's trace travels in the header (W3C traceparent), written without a string.
+        let trace = TraceContext.current
         var attempt = 1
         while true {
             let now = ContinuousClock.now
@@ -163,7 +166,7 @@ public final class RPCClient: RPCCaller, Sendable {
             guard remaining > .zero else { throw RPCError.deadlinePassed(method.name) }
             let share = attempt < attempts ? remaining / (attempts - attempt + 1) : remaining
             do {
-                let reply = try await send(method: method.name, body: body, deadline: now + share, timeout: share)
+                let reply = try await send(method: method.name, body: body, trace: trace, deadline: now + share, timeout: share)
                 do { return try ProtobufDecoder().decode(Res.self, from: reply) } catch {
                     logger.error("reply of \(method.name) does not decode: \(error)")
                     throw RPCError(.internal, "the reply of \(method.name) does not decode")
@@ -180,7 +183,9 @@ public final class RPCClient: RPCCaller, Sendable {
     /// Sends one attempt and waits for its reply body. The request goes out from the calling
     /// thread when the socket takes it without waiting; the I/O thread is woken only when it
     /// has something to do (a queued request, a waiting reply, an earlier deadline).
-    func send(method: String, body: [UInt8], deadline: ContinuousClock.Instant, timeout: Duration) async throws -> [UInt8] {
+    func send(
+        method: String, body: [UInt8], trace: TraceParent?, deadline: ContinuousClock.Instant, timeout: Duration
+    ) async throws -> [UInt8] {
         let id = core.nextID.wrappingAdd(1, ordering: .relaxed).oldValue
         let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
         let header = RequestHeader(
@@ -190,7 +195,7 @@ public final class RPCClient: RPCCaller, Sendable {
         return try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<[UInt8], any Error>) in
                 let outcome = core.socket.withLock { channel in
-                    channel.start(id: id, header: header, body: body, deadline: deadline, continuation: continuation)
+                    channel.start(id: id, header: header, trace: trace, body: body, deadline: deadline, continuation: continuation)
                 }
                 switch outcome {
                 case .closed:

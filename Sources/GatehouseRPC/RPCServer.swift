@@ -88,14 +88,24 @@ public final class RPCServer: Service, Sendable {
         /// started by then never runs (its caller has been answered `unavailable`).
         let closed = Atomic<Bool>(false)
         let executor: LoopExecutor
+        /// Whether the logger writes debug lines: then each handled request gets one.
+        let logsRequests: Bool
 
         init(router: RPCRouter, configuration: Configuration, logger: Logger) throws {
             self.router = router
             self.configuration = configuration
             self.logger = logger
+            self.logsRequests = logger.logLevel <= .debug
             let io = try IOThread<Command>()
             self.io = io
             self.executor = LoopExecutor(io: io)
+        }
+
+        /// The debug line of a handled request: its method, outcome and time since it was read,
+        /// with `rpc.id` and `trace_id` (never the request's content).
+        func logHandled(_ context: RPCContext, error: RPCError?, received: ContinuousClock.Instant) {
+            let millis = ((ContinuousClock.now - received) / .microseconds(10)).rounded() / 100
+            context.logger.debug("rpc \(context.method) \(error.map { $0.code.rawValue } ?? "ok") in \(millis) ms")
         }
 
         /// A handler task finished.

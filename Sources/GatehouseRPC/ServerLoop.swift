@@ -1,4 +1,5 @@
 import GatehouseContracts
+import GatehouseSupport
 import Logging
 import ProtoCodec
 import ZeroMQ
@@ -136,7 +137,8 @@ final class ServerLoop {
     /// The header frame of a request: decoded in place when it has the common shape, else
     /// copied for the full decoder.
     private enum HeaderFrame {
-        case decoded(RequestHeader)
+        /// Decoded in place; a valid `traceparent` is parsed apart (no string made for it).
+        case decoded(RequestHeader, TraceParent?)
         case raw([UInt8])
     }
 
@@ -157,7 +159,8 @@ final class ServerLoop {
                     switch frameCount {
                     case 1:
                         next = try socket.receive(dontWait: false) { bytes, more in
-                            header = RequestHeader.fastDecode(bytes).map { .decoded($0) } ?? .raw(Array(bytes))
+                            var trace: TraceParent?
+                            header = RequestHeader.fastDecode(bytes, trace: &trace).map { .decoded($0, trace) } ?? .raw(Array(bytes))
                             return more
                         }
                     case 2:
@@ -184,7 +187,7 @@ final class ServerLoop {
         let received = ContinuousClock.now
         func peekRequestID() -> UInt64? {
             switch headerFrame {
-            case .decoded(let header): header.requestID
+            case .decoded(let header, _): header.requestID
             case .raw(let bytes): RequestHeader.peekRequestID(bytes)
             case nil: nil
             }
@@ -198,9 +201,11 @@ final class ServerLoop {
             return
         }
         let header: RequestHeader
+        var wireTrace: TraceParent?
         switch headerFrame {
-        case .decoded(let decoded):
+        case .decoded(let decoded, let trace):
             header = decoded
+            wireTrace = trace
         case .raw(let bytes):
             do {
                 header = try RequestHeader.decode(bytes)
@@ -225,11 +230,16 @@ final class ServerLoop {
         }
         let timeout = header.timeoutMs == 0 ? core.configuration.defaultTimeout : .milliseconds(header.timeoutMs)
         let deadline = received + timeout
+        // The caller's trace; a request that came without one (or with a malformed one) starts
+        // its own, so its log lines and the calls it makes can still be followed.
+        if wireTrace == nil, !header.traceParent.isEmpty { wireTrace = TraceParent(header.traceParent) }
+        let trace = wireTrace ?? TraceParent.random()
         if core.configuration.handlerExecutor == .ioThread, let handler = core.router.syncHandler(for: header.method) {
-            // Answered here and now: no task, no job, the reply goes out in this wake-up.
+            // Answered here and now: no task, no job, the reply goes out in this wake-up. Such a
+            // handler makes no calls, so its trace is not bound to a task: its log lines get the
+            // trace id from `context.logger`.
             let context = RPCContext(
-                requestID: header.requestID, method: header.method, deadline: deadline,
-                traceParent: header.traceParent, logger: core.logger)
+                requestID: header.requestID, method: header.method, deadline: deadline, trace: trace, logger: core.logger)
             var replyHeader = ReplyHeader(requestID: header.requestID, error: nil)
             var replyBody: [UInt8] = []
             do {
@@ -237,6 +247,7 @@ final class ServerLoop {
             } catch {
                 replyHeader.error = RPCRouter.wireError(error, method: header.method, logger: context.logger)
             }
+            if core.logsRequests { core.logHandled(context, error: replyHeader.error, received: received) }
             guard let headerBytes = try? replyHeader.encoded() else { return }
             send(identity: identity, header: headerBytes, body: replyBody)
             return
@@ -252,8 +263,7 @@ final class ServerLoop {
         }
         core.inFlight.add(1, ordering: .relaxed)
         let context = RPCContext(
-            requestID: header.requestID, method: header.method, deadline: deadline,
-            traceParent: header.traceParent, logger: core.logger)
+            requestID: header.requestID, method: header.method, deadline: deadline, trace: trace, logger: core.logger)
         let core = self.core
         let slot = pending.insert(identity: identity, requestID: header.requestID)
         let executor: (any TaskExecutor)? = core.configuration.handlerExecutor == .ioThread ? core.executor : nil
@@ -265,7 +275,9 @@ final class ServerLoop {
             var replyBody: [UInt8] = []
             if ContinuousClock.now < deadline {
                 do {
-                    replyBody = try await handler(body, context)
+                    // Bound to the task: log lines written on the way carry the trace id, and
+                    // calls the handler makes send the trace on.
+                    replyBody = try await TraceContext.$current.withValue(trace) { try await handler(body, context) }
                 } catch {
                     replyHeader.error = RPCRouter.wireError(error, method: context.method, logger: context.logger)
                 }
@@ -274,6 +286,7 @@ final class ServerLoop {
                 // said so, so the caller does not wait for a reply that will not come.
                 replyHeader.error = RPCError.deadlinePassed(context.method)
             }
+            if core.logsRequests { core.logHandled(context, error: replyHeader.error, received: received) }
             let headerBytes = (try? replyHeader.encoded())
                 ?? (try? ReplyHeader(requestID: context.requestID, error: RPCError(.internal, "internal error")).encoded()) ?? []
             core.io.submit(.reply(slot: slot, header: headerBytes, body: replyBody))

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import GatehouseContracts
+import GatehouseSupport
 import HTTPTypes
 import Hummingbird
 import Logging
@@ -9,10 +10,16 @@ import NIOCore
 extension HTTPField.Name {
     static let xRequestID = Self("X-Request-Id")!
     static let xForwardedFor = Self("X-Forwarded-For")!
+    // `.traceparent` comes with HTTPTypes.
 }
 
-/// Outermost middleware: request id in and out, one access-log line, request metrics, and the
-/// last-resort conversion of any error into a problem response.
+/// Outermost middleware: request id and W3C trace context in and out, one access-log line,
+/// request metrics, and the last-resort conversion of any error into a problem response.
+///
+/// The trace is the caller's `traceparent` when it is valid (`TraceParent`, strictly), else a
+/// new one. It is bound to the request's task (`TraceContext.current`) for everything the
+/// request does: the RPC clients send it with every call, and log lines carry its trace id
+/// (`trace_id=`, added by the log handler only when a line is written). The response echoes it.
 struct EdgeMiddleware: RouterMiddleware {
     typealias Context = GatewayRequestContext
     let metrics: GatewayMetrics
@@ -20,6 +27,21 @@ struct EdgeMiddleware: RouterMiddleware {
 
     func handle(
         _ request: Request, context: Context, next: (Request, Context) async throws -> Response
+    ) async throws -> Response {
+        let received = request.headers[.traceparent]
+        if let received, let trace = TraceParent(received) {
+            return try await TraceContext.$current.withValue(trace) {
+                try await handle(request, context: context, traceparent: received, next: next)
+            }
+        }
+        let trace = TraceParent.random()
+        return try await TraceContext.$current.withValue(trace) {
+            try await handle(request, context: context, traceparent: trace.description, next: next)
+        }
+    }
+
+    private func handle(
+        _ request: Request, context: Context, traceparent: String, next: (Request, Context) async throws -> Response
     ) async throws -> Response {
         let start = ContinuousClock.now
         var context = context
@@ -33,6 +55,7 @@ struct EdgeMiddleware: RouterMiddleware {
             response = routes.render(error, request: request, context: context)
         }
         response.headers[.xRequestID] = requestID
+        response.headers[.traceparent] = traceparent
         let duration = ContinuousClock.now - start
         let route = context.endpointPath.map { $0 == "NotFound" ? "unmatched" : $0 } ?? "unmatched"
         metrics.recordRequest(route: route, method: Self.metricMethod(request.method), status: response.status.code, duration: duration)
@@ -66,8 +89,8 @@ struct CORSMiddleware: RouterMiddleware {
     let routes: RouteTable
 
     static let allowMethods = "GET, POST, PATCH, DELETE"
-    static let allowHeaders = "Authorization, Content-Type, X-Request-Id"
-    static let exposeHeaders = "X-Request-Id, WWW-Authenticate, Retry-After, Allow"
+    static let allowHeaders = "Authorization, Content-Type, X-Request-Id, traceparent"
+    static let exposeHeaders = "X-Request-Id, traceparent, WWW-Authenticate, Retry-After, Allow"
 
     func isAllowed(_ origin: String) -> Bool {
         allowedOrigins.contains(origin) || allowedOrigins.contains("*")

@@ -1,6 +1,7 @@
 import Logging
 import ProtoCodec
 import GatehouseContracts
+import GatehouseSupport
 
 /// What a handler knows about the call it is serving.
 public struct RPCContext: Sendable {
@@ -10,30 +11,35 @@ public struct RPCContext: Sendable {
     public var method: String
     /// When the caller stops waiting; work past it is wasted.
     public var deadline: ContinuousClock.Instant
-    /// W3C `traceparent` of the caller, if any.
-    public var traceParent: String
+    /// The W3C trace the call belongs to: the caller's `traceparent`, or one the server started
+    /// for a request that came without. An RPC server also binds it to the handler's task
+    /// (`TraceContext.current`), so calls the handler makes carry it on.
+    public var trace: TraceParent?
     /// The server's logger; `logger` adds the request id when a handler asks for it.
     public var baseLogger: Logger
 
-    /// A logger carrying the request id (`rpc.id`). Made on use: setting metadata costs a copy
-    /// (and, with some log handlers, formatting), which most requests never need.
+    /// A logger carrying the request id (`rpc.id`) and the trace id (`trace_id`). Made on use:
+    /// setting metadata costs a copy (and, with some log handlers, formatting), which most
+    /// requests never need.
     public var logger: Logger {
         get {
             var logger = baseLogger
             logger[metadataKey: "rpc.id"] = "\(requestID)"
+            if let trace { logger[metadataKey: "trace_id"] = .string(trace.traceID) }
             return logger
         }
         set { baseLogger = newValue }
     }
 
+    /// A context with every field given (tests and in-process callers leave most to defaults).
     public init(
         requestID: UInt64 = 0, method: String = "", deadline: ContinuousClock.Instant = .now + .seconds(2),
-        traceParent: String = "", logger: Logger = Logger(label: "gatehouse.rpc")
+        trace: TraceParent? = nil, logger: Logger = Logger(label: "gatehouse.rpc")
     ) {
         self.requestID = requestID
         self.method = method
         self.deadline = deadline
-        self.traceParent = traceParent
+        self.trace = trace
         self.baseLogger = logger
     }
 }
@@ -166,9 +172,15 @@ extension RPCCaller {
         try await call(method, request, timeout: nil)
     }
 
-    /// Calls `method` as part of serving `context`: with what is left of its deadline.
+    /// Calls `method` as part of serving `context`: with what is left of its deadline, in its
+    /// trace (already the task's in a handler an RPC server runs; bound here otherwise).
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, within context: RPCContext) async throws -> Res {
-        try await call(method, request, deadline: context.deadline)
+        if let trace = context.trace, trace != TraceContext.current {
+            return try await TraceContext.$current.withValue(trace) {
+                try await call(method, request, deadline: context.deadline)
+            }
+        }
+        return try await call(method, request, deadline: context.deadline)
     }
 
     /// Calls `method` with what is left until `deadline` when there is one, else with the
@@ -212,7 +224,7 @@ public struct LocalCaller: RPCCaller {
             throw RPCError(.invalidArgument, "the request does not encode: \(error)")
         }
         guard ContinuousClock.now < deadline else { throw RPCError.deadlinePassed(method.name) }
-        let context = RPCContext(method: method.name, deadline: deadline, logger: logger)
+        let context = RPCContext(method: method.name, deadline: deadline, trace: TraceContext.current, logger: logger)
         let reply = try await handler(body, context)
         do { return try ProtobufDecoder().decode(Res.self, from: reply) } catch {
             throw RPCError(.internal, "the reply of \(method.name) does not decode: \(error)")

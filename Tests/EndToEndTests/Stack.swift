@@ -46,8 +46,33 @@ final class Stack: @unchecked Sendable {
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
 
     /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys).
-    func start(_ role: String, environment extra: [String: String] = [:]) throws {
-        processes[role] = try launchProcess(try gatehouseBinary(), [role], environment: environment.merging(extra) { _, new in new })
+    /// With `captureLog`, its standard output and error go to a file read by `log(of:)`.
+    func start(_ role: String, environment extra: [String: String] = [:], captureLog: Bool = false) throws {
+        if captureLog { try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true) }
+        processes[role] = try launchProcess(
+            try gatehouseBinary(), [role], environment: environment.merging(extra) { _, new in new },
+            log: captureLog ? logFile(of: role) : nil)
+    }
+
+    /// The file `role`'s output goes to when started with `captureLog`.
+    func logFile(of role: String) -> URL { dataDir.appendingPathComponent("\(role).stderr") }
+
+    /// What `role`, started with `captureLog`, has written so far.
+    func log(of role: String) -> String {
+        (try? String(contentsOf: logFile(of: role), encoding: .utf8)) ?? ""
+    }
+
+    /// Waits until `role`'s log has a line containing every one of `texts`; returns that line,
+    /// nil after `timeout`.
+    func waitForLogLine(of role: String, containing texts: String..., timeout: Duration = .seconds(10)) async throws -> String? {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            if let line = log(of: role).split(separator: "\n").first(where: { line in texts.allSatisfy { line.contains($0) } }) {
+                return String(line)
+            }
+            if ContinuousClock.now > deadline { return nil }
+            try await Task.sleep(for: .milliseconds(50))
+        }
     }
 
     /// Sends `signal` to ROLE's process and waits until it ended.

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GatehouseTestSupport
 import Logging
 import Testing
@@ -34,6 +35,17 @@ import Testing
         #expect(a[metadataKey: "request_id"] == "r1")
         #expect(b[metadataKey: "request_id"] == "r2")
         #expect(a.logLevel == .info)
+    }
+
+    @Test func traceIDComesFromTheTasksTraceWhenALineIsWritten() async throws {
+        let trace = try #require(TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
+        #expect(Logger.MetadataProvider.traceID.get().isEmpty)
+        await TraceContext.$current.withValue(trace) {
+            let merged = StandardErrorLogHandler.merge(
+                base: ["request_id": "r1"], provided: Logger.MetadataProvider.traceID.get(), explicit: nil, error: nil)
+            #expect(merged["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736")
+            #expect(merged["request_id"] == "r1")
+        }
     }
 
     @Test func timestampsLookLikeStreamLogHandlers() {

@@ -30,6 +30,7 @@ final class InProcessServices: Sendable {
     private let hooks = Mutex<[String: Hook]>([:])
     private let counts = Mutex<[String: Int]>([:])
     private let requests = Mutex<[String: any Sendable]>([:])
+    private let traces = Mutex<[String: TraceParent]>([:])
     private let feeds: Feeds
 
     init(clock: ManualClock, issuer: String, audience: String) async throws {
@@ -102,6 +103,9 @@ final class InProcessServices: Sendable {
     /// The last request the gateway sent to `method`.
     func lastRequest<Req, Res>(_ method: RPCMethod<Req, Res>) -> Req? { requests.withLock { $0[method.name] as? Req } }
 
+    /// The task's trace when the gateway last called `method` (what the RPC clients would send).
+    func lastTrace<Req, Res>(_ method: RPCMethod<Req, Res>) -> TraceParent? { traces.withLock { $0[method.name] } }
+
     /// Publishes a revoked session id on every open feed, as the token service would.
     func emitRevocation(_ sid: String) {
         feeds.yield(sid)
@@ -110,6 +114,7 @@ final class InProcessServices: Sendable {
     fileprivate func record(_ name: String, _ request: any Sendable) -> Hook? {
         counts.withLock { $0[name, default: 0] += 1 }
         requests.withLock { $0[name] = request }
+        if let trace = TraceContext.current { traces.withLock { $0[name] = trace } }
         return hooks.withLock { $0[name] }
     }
 
