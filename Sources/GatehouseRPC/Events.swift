@@ -7,9 +7,12 @@ import ZeroMQ
 
 /// One event: its topic (the event type, e.g. `user.created`) and its protobuf-encoded payload.
 public struct Event: Sendable, Hashable {
+    /// The topic, e.g. `user.created`.
     public var topic: String
+    /// The encoded event message.
     public var payload: [UInt8]
 
+    /// An event of `topic` carrying `payload`.
     public init(topic: String, payload: [UInt8]) {
         self.topic = topic
         self.payload = payload

@@ -30,6 +30,7 @@ public final class RPCClient: RPCCaller, Sendable {
         /// CURVE keys: this client's key pair and the server's public key. Nil: plain text.
         public var curve: CurveClientKeys?
 
+        /// Settings reaching `endpoint`, with `defaultTimeout` for calls given none.
         public init(endpoint: String, defaultTimeout: Duration = .seconds(2)) {
             self.endpoint = endpoint
             self.defaultTimeout = defaultTimeout
@@ -144,6 +145,7 @@ public final class RPCClient: RPCCaller, Sendable {
         await io.join()
     }
 
+    /// Calls `method`, waiting at most `timeout` (the default timeout when nil).
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
         try await call(method, request, deadline: .now + (timeout ?? configuration.defaultTimeout))
     }
@@ -220,10 +222,14 @@ public final class RPCClient: RPCCaller, Sendable {
 
 /// CURVE keys for a client: its own key pair and the server's public key (32 bytes each).
 public struct CurveClientKeys: Sendable, Hashable {
+    /// This client's CURVE public key (32 bytes).
     public var publicKey: [UInt8]
+    /// This client's CURVE secret key (32 bytes; never logged).
     public var secretKey: [UInt8]
+    /// The server's CURVE public key, which the client checks.
     public var serverPublicKey: [UInt8]
 
+    /// Client keys for a server with this public key.
     public init(publicKey: [UInt8], secretKey: [UInt8], serverPublicKey: [UInt8]) {
         self.publicKey = publicKey
         self.secretKey = secretKey

@@ -45,6 +45,7 @@ public final class RPCServer: Service, Sendable {
         /// the hash pool do). `.globalPool` runs them on Swift's cooperative pool.
         public var handlerExecutor: HandlerExecutor = .ioThread
 
+        /// Settings binding `endpoints`, with the defaults for the rest.
         public init(endpoints: [String]) {
             self.endpoints = endpoints
         }
@@ -119,6 +120,7 @@ public final class RPCServer: Service, Sendable {
     private let context: ZMQContext
     private let started = Mutex<[String]?>(nil)
 
+    /// A server for `router`; nothing is bound until `start()`.
     public init(router: RPCRouter, configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.server")) throws {
         self.core = try Core(router: router, configuration: configuration, logger: logger)
         self.context = context
@@ -182,11 +184,16 @@ public final class RPCServer: Service, Sendable {
 /// context's `ZAPHandler` under a domain of its own, `zapDomain/N`; the server's own public key
 /// is always allowed too.
 public struct CurveServerKeys: Sendable, Hashable {
+    /// The server's CURVE public key (32 bytes).
     public var publicKey: [UInt8]
+    /// The server's CURVE secret key (32 bytes; never logged).
     public var secretKey: [UInt8]
+    /// Client public keys allowed to connect; nil allows any client that knows the server key.
     public var allowedClientKeys: Set<[UInt8]>?
+    /// The prefix of the ZAP domain the allow list is registered under (`zapDomain/N`).
     public var zapDomain: String
 
+    /// Server keys with an optional allow list.
     public init(publicKey: [UInt8], secretKey: [UInt8], allowedClientKeys: Set<[UInt8]>? = nil, zapDomain: String = "gatehouse") {
         self.publicKey = publicKey
         self.secretKey = secretKey

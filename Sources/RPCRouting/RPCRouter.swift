@@ -56,6 +56,7 @@ public struct RPCRouter: Sendable {
     private var handlers: [String: RawHandler] = [:]
     private var syncHandlers: [String: SyncRawHandler] = [:]
 
+    /// A router with no methods.
     public init() {}
 
     /// Registers a typed handler for `method`. A second registration of the same name replaces the first.
@@ -201,20 +202,26 @@ extension RPCError {
 /// Calls a router in the same process, still encoding and decoding every message so the
 /// behaviour matches the network path. Used by tests.
 public struct LocalCaller: RPCCaller {
+    /// The methods it calls.
     public let router: RPCRouter
+    /// The budget of a call given none.
     public var defaultTimeout: Duration
+    /// The handlers' logger.
     public var logger: Logger
 
+    /// A caller of `router` in this process.
     public init(router: RPCRouter, defaultTimeout: Duration = .seconds(2), logger: Logger = Logger(label: "gatehouse.local")) {
         self.router = router
         self.defaultTimeout = defaultTimeout
         self.logger = logger
     }
 
+    /// Calls `method` with `timeout` (the default when nil), encoding and decoding as on the wire.
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
         try await call(method, request, deadline: .now + (timeout ?? defaultTimeout))
     }
 
+    /// Calls `method` within `deadline`; a passed deadline fails at once with `deadline_exceeded`.
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
         guard let handler = router.handler(for: method.name) else {
             throw RPCError(.unimplemented, "no method named \(method.name)")
