@@ -22,6 +22,7 @@ final class ClientLoop {
         self.monitorFileDescriptor = try monitor?.fileDescriptor
     }
 
+    /// Serves the client until it is closed: connection events, replies, queued requests, deadlines.
     func run() {
         poller.add(fileDescriptor: client.socket.fileDescriptor, events: .readable)
         let signalIndex = poller.add(fileDescriptor: client.io.signal.fileDescriptor, events: .readable)

@@ -90,6 +90,7 @@ final class Stack: @unchecked Sendable {
         processes[role] = process
     }
 
+    /// Where `role`'s standard error goes when it is started with `captureLog`.
     func logFile(of role: String) -> URL { dataDir.appendingPathComponent("\(role).stderr") }
 
     /// What `role`, started with `captureLog`, has written to standard error so far.

@@ -17,8 +17,11 @@ struct DeadlineTests {
     /// A value handlers write and the test reads.
     final class Recorded<Value: Sendable>: Sendable {
         private let value: Mutex<Value>
+        /// Starts with `value`.
         init(_ value: Value) { self.value = Mutex(value) }
+        /// Changes the value under the lock.
         func update(_ body: (inout Value) -> Void) { value.withLock { body(&$0) } }
+        /// The value now.
         var current: Value { value.withLock { $0 } }
     }
 
