@@ -26,7 +26,9 @@ import ZeroMQ
 /// The channel does what `ZMQ_IMMEDIATE` did itself: it hands requests to libzmq only while a
 /// connection is up (a socket monitor tells the I/O thread, see `connectionUp` and
 /// `connectionLost`), so a request made while the service is away waits in the outbox and
-/// fails `unavailable` at its deadline instead of being delivered to a later server.
+/// fails `unavailable` at its deadline instead of being delivered to a later server. Requests
+/// handed over just before a connection dropped, which libzmq keeps for the next connection, are
+/// dropped with libzmq's queue if no connection is back by the first of their deadlines.
 final class ClientSocket: Sendable {
     private let channel: Mutex<ClientChannel>
     /// The socket's `ZMQ_FD`, for polling.
@@ -83,6 +85,9 @@ struct ClientChannel: ~Copyable {
     private let endpoint: String
     /// Whether requests may be handed to libzmq: a connection is up (see `ClientSocket`).
     private var connected: Bool
+    /// After a connection was lost: when to drop what libzmq still holds for it, unless a new
+    /// connection is up by then (see `connectionLost`).
+    private var dropQueueAt: ContinuousClock.Instant?
     private var closed = false
     private var pending: [UInt64: UnsafeContinuation<[UInt8], any Error>] = [:]
     /// Requests the socket could not take yet (no connection, or high-water mark).
@@ -154,6 +159,9 @@ struct ClientChannel: ~Copyable {
     /// Calls waiting for a reply.
     var pendingCount: Int { pending.count }
 
+    /// Requests waiting in the outbox (not handed to libzmq yet).
+    var unsentCount: Int { unsent.count }
+
     // MARK: The I/O thread
 
     /// Sends what was queued, receives replies, expires calls past their deadline. Completions
@@ -162,6 +170,9 @@ struct ClientChannel: ~Copyable {
     mutating func service(
         now: ContinuousClock.Instant, endpoint: String, completions: inout [Completion]
     ) throws -> ServiceOutcome {
+        if let at = dropQueueAt, at <= now {
+            try dropQueue()
+        }
         try flush()
         try receiveReplies(into: &completions)
         while let id = deadlines.popExpired(now: now) {
@@ -179,7 +190,7 @@ struct ClientChannel: ~Copyable {
         // Reading ZMQ_EVENTS consumes the ZMQ_FD edge: whatever it reports (a reply waiting, or
         // the socket writable again while requests are queued) must be acted on before sleeping.
         let events = try socket.events
-        ioWakesAt = deadlines.earliest
+        ioWakesAt = [deadlines.earliest, dropQueueAt].compactMap { $0 }.min()
         defer { malformedReplies = 0 }
         let moreToDo = events.readable || (events.writable && connected && !outbox.isEmpty)
         return ServiceOutcome(moreToRead: moreToDo, wakeAt: ioWakesAt, malformedReplies: malformedReplies)
@@ -236,27 +247,39 @@ struct ClientChannel: ~Copyable {
 
     // MARK: The connection (tcp, ipc)
 
-    /// The monitor saw a handshake succeed: requests may go to libzmq (`service` sends the outbox).
+    /// The monitor saw a handshake succeed: requests may go to libzmq (`service` sends the
+    /// outbox), and libzmq sends what it kept from the lost connection, all within its deadlines.
     mutating func connectionUp() {
         connected = true
+        dropQueueAt = nil
     }
 
     /// The monitor saw the connection drop. Reads every reply that arrived before it (they stay
-    /// readable: no `ZMQ_IMMEDIATE`), then, if requests were being handed to libzmq, drops the
-    /// connection's queue by disconnecting and connecting again: without `ZMQ_IMMEDIATE`,
-    /// libzmq would keep requests it had not written yet, and those handed to it before this
-    /// event was seen, and send them to whichever server answers next, however late. Their
-    /// calls fail at their deadline, as calls on a lost connection do. Returns whether the
-    /// queue was dropped.
-    mutating func connectionLost(completions: inout [Completion]) throws -> Bool {
+    /// readable: no `ZMQ_IMMEDIATE`); from now on requests wait in the outbox.
+    ///
+    /// Without `ZMQ_IMMEDIATE` libzmq keeps the requests it had not written yet, and those handed
+    /// to it before this event was seen, and sends them to whichever server answers next. That
+    /// is right while their callers still wait (a restarted service answers them), wrong after:
+    /// so if no connection is up by the first of their deadlines, `service` drops libzmq's queue
+    /// (`dropQueue`). Returns the time it will, if any request was handed over unanswered.
+    mutating func connectionLost(completions: inout [Completion]) throws -> ContinuousClock.Instant? {
         while try receiveReplies(into: &completions) {}
-        guard connected else { return false }
+        guard connected else { return nil }
         connected = false
+        dropQueueAt = deadlines.earliest { [pending, unsent] id in pending[id] != nil && !unsent.contains(id) }
+        return dropQueueAt
+    }
+
+    /// Disconnects and connects again: libzmq forgets the lost connection's queue (linger 0) and
+    /// starts a new one. The calls whose requests it held fail at their deadline, as calls on a
+    /// lost connection do.
+    private mutating func dropQueue() throws {
+        dropQueueAt = nil
+        guard !connected else { return }
         // Unknown endpoint (ENOENT) cannot happen for one this socket connected; either way the
         // connect below gives a fresh queue.
         try? socket.disconnect(endpoint)
         try socket.connect(endpoint)
-        return true
     }
 
     /// Closes the socket; returns the calls still waiting.

@@ -22,6 +22,7 @@ final class ClientLoop {
         self.monitorFileDescriptor = try monitor?.fileDescriptor
     }
 
+    /// Serves the client until it is closed: connection events, replies, queued requests, deadlines.
     func run() {
         poller.add(fileDescriptor: client.socket.fileDescriptor, events: .readable)
         let signalIndex = poller.add(fileDescriptor: client.io.signal.fileDescriptor, events: .readable)
@@ -99,8 +100,9 @@ extension ClientLoop {
                     client.socket.withLock { $0.connectionUp() }
                     client.logger.debug("rpc client connected to \(endpoint)")
                 } else if event.event == .disconnected {
-                    let dropped = try client.socket.withLock { channel in try channel.connectionLost(completions: &completions) }
-                    client.logger.debug("rpc client lost its connection to \(endpoint)\(dropped ? "; requests not yet sent were dropped" : "")")
+                    let dropAt = try client.socket.withLock { channel in try channel.connectionLost(completions: &completions) }
+                    client.logger.debug(
+                        "rpc client lost its connection to \(endpoint)\(dropAt == nil ? "" : "; requests handed over keep waiting for a new one until the first of their deadlines")")
                 }
             }
             return true

@@ -19,6 +19,15 @@ struct DeadlineHeap {
     /// The request id of the earliest entry.
     var earliestID: UInt64? { items.first?.id }
 
+    /// The earliest deadline among the entries whose id passes `include` (a scan: for rare events).
+    func earliest(where include: (UInt64) -> Bool) -> ContinuousClock.Instant? {
+        var earliest: ContinuousClock.Instant?
+        for item in items where include(item.id) {
+            if earliest.map({ item.deadline < $0 }) ?? true { earliest = item.deadline }
+        }
+        return earliest
+    }
+
     /// Removes the earliest entry whatever its deadline (its call has finished).
     mutating func removeEarliest() {
         guard let first = items.first else { return }

@@ -7,8 +7,11 @@
 struct PendingRequests {
     /// Who to answer, and the task that will.
     struct Entry {
+        /// The peer's routing id (the ROUTER's first frame).
         var identity: [UInt8]
+        /// The caller's request id, for an answer made here (`unavailable`).
         var requestID: UInt64
+        /// The task running the handler, once started.
         var task: Task<Void, Never>?
     }
 

@@ -69,6 +69,7 @@ public final class RPCClient: RPCCaller, Sendable {
         let nextID = Atomic<UInt64>(1)
         let executor: LoopExecutor
 
+        /// Takes the connected DEALER; `tracksConnection`: see `ClientSocket`.
         init(configuration: Configuration, logger: Logger, socket: sending Socket, tracksConnection: Bool) throws {
             self.configuration = configuration
             self.logger = logger
@@ -145,7 +146,7 @@ public final class RPCClient: RPCCaller, Sendable {
         await io.join()
     }
 
-    /// Calls `method`, waiting at most `timeout` (the default timeout when nil).
+    /// Calls with a deadline `timeout` (or the configuration's `defaultTimeout`) from now.
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
         try await call(method, request, deadline: .now + (timeout ?? configuration.defaultTimeout))
     }

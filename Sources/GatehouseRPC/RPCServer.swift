@@ -70,6 +70,7 @@ public final class RPCServer: Service, Sendable {
     final class LoopExecutor: TaskExecutor {
         let io: IOThread<Command>
         init(io: IOThread<Command>) { self.io = io }
+        /// Queues `job` for the loop, or runs it on the global executor once the loop has ended.
         func enqueue(_ job: consuming ExecutorJob) {
             let unowned = UnownedJob(job)
             if !io.submitIfOpen(.job(unowned)) {

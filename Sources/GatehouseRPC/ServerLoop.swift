@@ -24,6 +24,7 @@ final class ServerLoop {
         self.zapDomain = zapDomain
     }
 
+    /// Serves until stopped and drained (or the drain times out), then answers what is left and closes.
     func run() {
         poller.add(socket, events: .readable)
         let signalIndex = poller.add(fileDescriptor: core.io.signal.fileDescriptor, events: .readable)

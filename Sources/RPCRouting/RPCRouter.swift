@@ -216,12 +216,13 @@ public struct LocalCaller: RPCCaller {
         self.logger = logger
     }
 
-    /// Calls `method` with `timeout` (the default when nil), encoding and decoding as on the wire.
+    /// Runs the handler with a deadline `timeout` (or `defaultTimeout`) from now.
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, timeout: Duration?) async throws -> Res {
         try await call(method, request, deadline: .now + (timeout ?? defaultTimeout))
     }
 
-    /// Calls `method` within `deadline`; a passed deadline fails at once with `deadline_exceeded`.
+    /// Runs the handler with `deadline` and the task's trace in its context; a passed deadline
+    /// runs nothing (`deadline_exceeded`).
     public func call<Req, Res>(_ method: RPCMethod<Req, Res>, _ request: Req, deadline: ContinuousClock.Instant) async throws -> Res {
         guard let handler = router.handler(for: method.name) else {
             throw RPCError(.unimplemented, "no method named \(method.name)")

@@ -1,8 +1,10 @@
 import GatehouseContracts
-import GatehouseRPC
+@testable import GatehouseRPC
+import ProtoCodec
 import RPCRouting
 import Synchronization
 import Testing
+import ZeroMQ
 
 /// A client over tcp follows its connection: replies that arrived are never lost when the
 /// server closes behind them, and a request made while no server is there never reaches a
@@ -79,5 +81,90 @@ struct ConnectionTests {
         await client.close()
         second.stop()
         await second.waitUntilStopped()
+    }
+}
+
+/// Requests libzmq still held when a connection dropped: sent to a server back within their
+/// deadline, never to one that comes later.
+@Suite("RPC client: requests held when a connection drops")
+struct HeldRequestTests {
+    /// A server that answers one call, then reads nothing more: big requests back up in the
+    /// kernel and then in the client's libzmq queue. Returns it with the client, once `count`
+    /// such requests have been handed to libzmq (none left in the client's outbox).
+    static func backedUp(
+        endpoint: String, count: Int, timeout: Duration
+    ) async throws -> (router: Socket, client: RPCClient, calls: [Task<Result<Pong, RPCError>, Never>]) {
+        let router = try ZMQContext.shared.socket(.router)
+        try router.set([.receiveHighWaterMark(1), .linger(0)])
+        try router.bind(endpoint)
+        let client = try RPCClient(configuration: .init(endpoint: endpoint))
+        // One round trip: the client is connected.
+        let first = Task { try await client.call(TestAPI.echo, Ping(text: "first"), timeout: .seconds(10)) }
+        // Polled, not waited for: a blocking receive would hold one of the pool's threads.
+        var received: [[UInt8]]?
+        #expect(try await waitUntil {
+            received = try? router.receiveMultipart(dontWait: true)
+            return received != nil
+        })
+        let request = try #require(received)
+        let header = try ProtobufDecoder().decode(RequestHeader.self, from: request[1])
+        try router.send(multipart: [request[0], try ProtobufEncoder().encode(ReplyHeader(requestID: header.requestID)), try ProtobufEncoder().encode(Pong(text: "first"))])
+        #expect(try await first.value.text == "first")
+        let big = String(repeating: "x", count: 1 << 20)
+        let calls = (0..<count).map { i in
+            Task { () -> Result<Pong, RPCError> in
+                do { return .success(try await client.call(TestAPI.echo, Ping(text: "\(i) " + big), timeout: timeout)) } catch let error as RPCError {
+                    return .failure(error)
+                } catch {
+                    return .failure(RPCError(.internal, "\(error)"))
+                }
+            }
+        }
+        #expect(try await waitUntil { client.core.socket.withLock { $0.pendingCount == count && $0.unsentCount == 0 } })
+        return (router, client, calls)
+    }
+
+    @Test("a server back within their deadline gets them")
+    func deliveredToAServerBackInTime() async throws {
+        let endpoint = try freeTCPEndpoint()
+        let (router, client, calls) = try await Self.backedUp(endpoint: endpoint, count: 30, timeout: .seconds(5))
+        router.close()
+        let server = try await restartServer(testRouter(), endpoint: endpoint)
+        var answered = 0
+        for call in calls {
+            if case .success(let pong) = await call.value, pong.text.hasSuffix("xxx") { answered += 1 }
+        }
+        // Those the dead server's kernel had taken are lost; those libzmq held are answered.
+        #expect(answered > 0, "no held request reached the restarted server")
+        await client.close()
+        server.stop()
+        await server.waitUntilStopped()
+    }
+
+    @Test("a server back after their deadline never sees them")
+    func droppedAtTheirDeadline() async throws {
+        let endpoint = try freeTCPEndpoint()
+        let (router, client, calls) = try await Self.backedUp(endpoint: endpoint, count: 30, timeout: .milliseconds(500))
+        router.close()
+        for call in calls {
+            guard case .failure(let error) = await call.value else {
+                Issue.record("a call to a dead server succeeded")
+                continue
+            }
+            #expect(error.code == .deadlineExceeded)
+        }
+        let seen = DeadlineTests.Recorded<[String]>([])
+        var handlers = RPCRouter()
+        handlers.register(TestAPI.echo) { ping, _ in
+            seen.update { $0.append(String(ping.text.prefix(8))) }
+            return Pong(text: "late")
+        }
+        let server = try await restartServer(handlers, endpoint: endpoint)
+        // Held requests would go out first on the new connection, before this one.
+        #expect(try await client.call(TestAPI.echo, Ping(text: "after"), timeout: .seconds(5)).text == "late")
+        #expect(seen.current == ["after"])
+        await client.close()
+        server.stop()
+        await server.waitUntilStopped()
     }
 }

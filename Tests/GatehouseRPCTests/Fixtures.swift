@@ -108,8 +108,10 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async 
 final class Gate: Sendable {
     private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
 
+    /// A closed gate.
     init() {}
 
+    /// Returns once the gate is open.
     func wait() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let goNow = state.withLock { state -> Bool in
@@ -121,6 +123,7 @@ final class Gate: Sendable {
         }
     }
 
+    /// Opens the gate for good: every waiter goes on.
     func open() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.open = true

@@ -26,6 +26,7 @@ struct ShutdownTests {
         }
     }
 
+    /// Expects every one of `calls` to have failed `unavailable`.
     static func expectUnavailable(_ calls: [Task<Result<Pong, RPCError>, Never>], sourceLocation: SourceLocation = #_sourceLocation) async {
         for call in calls {
             let outcome = await call.value

@@ -14,7 +14,9 @@ struct TraceTests {
 
     /// What a handler saw: the context's trace and the task's.
     struct Seen: Sendable, Equatable {
+        /// `RPCContext.trace`.
         var context: TraceParent?
+        /// `TraceContext.current` in the handler.
         var task: TraceParent?
     }
 
