@@ -81,7 +81,9 @@ final class Stack: @unchecked Sendable {
         if captureLog {
             try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true)
             let file = logFile(of: role)
-            FileManager.default.createFile(atPath: file.path, contents: nil)
+            guard FileManager.default.createFile(atPath: file.path, contents: nil) else {
+                throw StackError("cannot create \(file.path)")
+            }
             process.standardError = try FileHandle(forWritingTo: file)
         } else {
             process.standardError = FileHandle.nullDevice
