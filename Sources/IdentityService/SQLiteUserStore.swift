@@ -48,9 +48,9 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     /// Applies every migration not yet applied. An explicit start-up step, run before serving.
     public func migrate() async throws {
-        let pool = pool
+        let files = files
         try await Self.offCooperativePool {
-            do { try Self.migrator.migrate(pool) } catch { throw Self.translate(error) }
+            do { try files.migrate(Self.migrator) } catch { throw Self.translate(error) }
         }
     }
 
@@ -261,7 +261,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     /// Synchronous migrate, for tools that are not async.
     public func migrateSync() throws {
-        do { try Self.migrator.migrate(pool) } catch { throw Self.translate(error) }
+        do { try files.migrate(Self.migrator) } catch { throw Self.translate(error) }
     }
 
     /// A PRAGMA's value (for tests: `journal_mode`, `foreign_keys`, `synchronous`).

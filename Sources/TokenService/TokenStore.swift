@@ -115,7 +115,7 @@ public final class TokenStore: Sendable {
 
     /// Applies pending migrations (the explicit start-up step).
     public func migrate() throws {
-        do { try Self.migrator.migrate(pool) } catch { throw translate(error) }
+        do { try files.migrate(Self.migrator) } catch { throw translate(error) }
     }
 
     func translate(_ error: any Error) -> any Error {
