@@ -282,6 +282,7 @@ let package = Package(
             name: "GatehouseRPCTests",
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "ZeroMQ",
+                "GatehouseTestSupport",
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
             ],

@@ -65,14 +65,15 @@ final class Stack: @unchecked Sendable {
     /// Waits until `role`'s log has a line containing every one of `texts`; returns that line,
     /// nil after `timeout`.
     func waitForLogLine(of role: String, containing texts: String..., timeout: Duration = .seconds(10)) async throws -> String? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let line = log(of: role).split(separator: "\n").first(where: { line in texts.allSatisfy { line.contains($0) } }) {
-                return String(line)
-            }
-            if ContinuousClock.now > deadline { return nil }
-            try await Task.sleep(for: .milliseconds(50))
+        func line() -> String? {
+            log(of: role).split(separator: "\n").first { line in texts.allSatisfy { line.contains($0) } }.map(String.init)
         }
+        do {
+            try await waitUntil("a line of \(role)'s log with \(texts)", timeout: timeout, interval: .milliseconds(50)) { line() != nil }
+        } catch is WaitTimedOut {
+            return nil
+        }
+        return line()
     }
 
     /// Sends `signal` to ROLE's process and waits until it ended.

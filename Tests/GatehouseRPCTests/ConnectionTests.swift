@@ -1,5 +1,6 @@
 import GatehouseContracts
 @testable import GatehouseRPC
+import class GatehouseTestSupport.Gate
 import ProtoCodec
 import RPCRouting
 import Synchronization

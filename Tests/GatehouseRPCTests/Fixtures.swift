@@ -1,5 +1,7 @@
 import GatehouseContracts
 import GatehouseRPC
+import class GatehouseTestSupport.Gate
+import func GatehouseTestSupport.freeLoopbackPort
 import RPCRouting
 import Synchronization
 import Logging
@@ -65,22 +67,9 @@ func startServer(_ router: RPCRouter, endpoint: String, configure: (inout RPCSer
     return (server, bound[0])
 }
 
-/// A free TCP port on loopback, found by binding a plain socket to port 0 and closing it.
+/// A free TCP endpoint on loopback (`freeLoopbackPort` never hands out a port twice).
 func freeTCPEndpoint() throws -> String {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    address.sin_port = 0
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-    }
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
-    }
-    return "tcp://127.0.0.1:\(UInt16(bigEndian: address.sin_port))"
+    "tcp://127.0.0.1:\(freeLoopbackPort())"
 }
 
 /// Starts a server on a fixed endpoint, retrying while the previous owner's listening socket
@@ -104,32 +93,3 @@ func waitUntil(timeout: Duration = .seconds(10), _ condition: () -> Bool) async 
     return true
 }
 
-/// A gate handlers wait at until the test opens it (then every waiter, and any later one, goes on).
-final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiters: [CheckedContinuation<Void, Never>])>((false, []))
-
-    /// A closed gate.
-    init() {}
-
-    /// Returns once the gate is open.
-    func wait() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let goNow = state.withLock { state -> Bool in
-                if state.open { return true }
-                state.waiters.append(continuation)
-                return false
-            }
-            if goNow { continuation.resume() }
-        }
-    }
-
-    /// Opens the gate for good: every waiter goes on.
-    func open() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            state.open = true
-            defer { state.waiters = [] }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}

@@ -1,5 +1,6 @@
 import GatehouseContracts
 import GatehouseRPC
+import class GatehouseTestSupport.Gate
 import RPCRouting
 import Testing
 

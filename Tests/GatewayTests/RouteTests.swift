@@ -6,6 +6,7 @@ import HummingbirdTesting
 import Testing
 import CoreMetrics
 import Synchronization
+import GatehouseTestSupport
 
 @testable import Gateway
 
@@ -334,27 +335,3 @@ import Synchronization
 }
 
 typealias CoreMetricsTimer = CoreMetrics.Timer
-
-/// Holds callers until opened, counting those waiting (for tests that need requests in flight).
-final class Gate: Sendable {
-    private let state = Mutex<(open: Bool, waiting: Int)>((false, 0))
-
-    /// Waits until `open()` (polling: a test helper, not a hot path).
-    func wait() async {
-        state.withLock { $0.waiting += 1 }
-        while !state.withLock({ $0.open }) { try? await Task.sleep(for: .milliseconds(1)) }
-        state.withLock { $0.waiting -= 1 }
-    }
-
-    /// Lets every waiter and later caller through.
-    func open() { state.withLock { $0.open = true } }
-
-    /// Returns once `count` callers wait; fails after 10 s.
-    func waitForWaiters(_ count: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
-        while state.withLock({ $0.waiting }) < count {
-            guard ContinuousClock.now < deadline else { throw RPCError(.deadlineExceeded, "only \(state.withLock { $0.waiting }) waiting") }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-    }
-}
