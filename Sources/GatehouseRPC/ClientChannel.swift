@@ -190,7 +190,8 @@ struct ClientChannel: ~Copyable {
         // Reading ZMQ_EVENTS consumes the ZMQ_FD edge: whatever it reports (a reply waiting, or
         // the socket writable again while requests are queued) must be acted on before sleeping.
         let events = try socket.events
-        ioWakesAt = [deadlines.earliest, dropQueueAt].compactMap { $0 }.min()
+        // The earlier of the two, without an array per pass (this runs for every batch of replies).
+        if let earliest = deadlines.earliest, let drop = dropQueueAt { ioWakesAt = min(earliest, drop) } else { ioWakesAt = deadlines.earliest ?? dropQueueAt }
         defer { malformedReplies = 0 }
         let moreToDo = events.readable || (events.writable && connected && !outbox.isEmpty)
         return ServiceOutcome(moreToRead: moreToDo, wakeAt: ioWakesAt, malformedReplies: malformedReplies)
