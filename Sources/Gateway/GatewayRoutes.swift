@@ -97,9 +97,11 @@ struct GatewayRoutes: Sendable {
     // MARK: Accounts and sessions
 
     @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        try await withPasswordPlace {
-            let body = try await credentials(request, SignUpBody.self)
-            if let name = body.displayName { try Self.validateDisplayName(name) }
+        // The body is read and checked before a hashing place is taken: a client that sends
+        // headers and never the body holds no place.
+        let body = try await credentials(request, SignUpBody.self)
+        if let name = body.displayName { try Self.validateDisplayName(name) }
+        return try await withPasswordPlace {
             let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: clientInfo(request, context))
             let reply = try await call(services.identity, IdentityAPI.signUp, signUp)
             return Self.json(.created, reply.json, noStore: true)
@@ -107,8 +109,8 @@ struct GatewayRoutes: Sendable {
     }
 
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        try await withPasswordPlace {
-            let body = try await credentials(request, SignInBody.self)
+        let body = try await credentials(request, SignInBody.self)
+        return try await withPasswordPlace {
             let signIn = SignInRequest(email: body.email, password: body.password, client: clientInfo(request, context))
             let reply = try await call(services.identity, IdentityAPI.signIn, signIn)
             return Self.json(.ok, reply.json, noStore: true)
