@@ -26,10 +26,14 @@ struct RoleStart {
         return try RPCClient(configuration: configuration, logger: logger)
     }
 
-    /// Creates the folder of `databasePath` and binds the event publisher at `eventsBind`.
+    /// Creates the folder of `databasePath` private (0700, its files 0600, the database created
+    /// 0600; wider modes of existing ones narrowed, with a warning) and binds the event
+    /// publisher at `eventsBind`.
     func prepareService(databasePath: String, eventsBind: String) throws -> EventPublisher {
         let folder = URL(fileURLWithPath: databasePath).deletingLastPathComponent()
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        for fixed in try PrivateFiles.secure(folder: folder, databasePath: databasePath) {
+            logger.warning("made data private that others could read: \(fixed)")
+        }
         return try EventPublisher(endpoints: [eventsBind], curve: links.curve?.server, logger: logger)
     }
 

@@ -25,6 +25,10 @@ public struct TokenRoleSettings: Sendable {
     public var links: LinkSecurity
     /// Seconds between sweeps of ended sessions and old refresh tokens (0: never).
     public var sweepInterval: Int
+    /// Where the key-encryption key is read from, or made on first start, when
+    /// `GATEHOUSE_KEY_ENCRYPTION_KEY_FILE` is not set: `key-encryption.key` in the data folder.
+    /// Nil when the key was configured (and read into `service.encryptionKey`).
+    public var generatedKeyEncryptionKeyPath: String?
 
     /// Reads and checks the token role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -47,6 +51,9 @@ public struct TokenRoleSettings: Sendable {
         service.durability = try config.powerLossDurability() ? .powerLoss : .processCrash
         if let path = config.string(ConfigTable.keyEncryptionKeyFile), !path.isEmpty {
             service.encryptionKey = try Self.readKey(path)
+            generatedKeyEncryptionKeyPath = nil
+        } else {
+            generatedKeyEncryptionKeyPath = URL(fileURLWithPath: dataDir).appendingPathComponent(KeyEncryptionKey.defaultFileName).path
         }
         self.service = service
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.tokenBind)
@@ -108,6 +115,11 @@ public struct TokenRole: Sendable {
     public static func start(_ settings: TokenRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> TokenRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
+        var settings = settings
+        if let path = settings.generatedKeyEncryptionKeyPath {
+            settings.service.encryptionKey = try KeyEncryptionKey.loadOrCreate(
+                at: path, databasePath: settings.service.databasePath, logger: logger)
+        }
         let identityClient = try start.client(settings.identityURL) { $0.identityServerKey }
         let service = try await TokenService.start(
             configuration: settings.service, identity: identityClient,

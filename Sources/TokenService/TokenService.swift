@@ -79,11 +79,7 @@ public final class TokenService: Sendable {
             path: configuration.databasePath, durability: configuration.durability, pointReadMemoryMap: configuration.pointReadMemoryMap,
             logger: logger)
         try store.migrate()
-        let sealedSecret = try await store.secret(named: "refresh-successor-key") {
-            let raw = Data(random(32))
-            return (try? Self.seal(raw, with: configuration.encryptionKey)) ?? raw
-        }
-        let secret = try Self.open(sealedSecret, with: configuration.encryptionKey, isSealed: configuration.encryptionKey != nil, what: "the refresh secret")
+        let secret = try await openSecrets(store, configuration: configuration, random: random, logger: logger)
         let keys = KeyRing()
         let service = TokenService(
             configuration: configuration, store: store, keys: keys,

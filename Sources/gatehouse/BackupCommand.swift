@@ -41,6 +41,7 @@ struct BackupCommand: ParsableCommand {
         } catch {
             throw fail("backup", "\(error)")
         }
+        FileHandle.standardError.write(Data("note: the key-encryption key (\(KeyEncryptionKey.defaultFileName) in the data folder, or GATEHOUSE_KEY_ENCRYPTION_KEY_FILE) is not in the backup, by design: keep a copy of it apart; a restored token.sqlite needs it\n".utf8))
     }
 }
 

@@ -18,6 +18,8 @@ struct Gatehouse: AsyncParsableCommand {
 
 /// Reads the configuration and runs a role; a bad value ends the process with a message naming the key.
 func runRole(_ options: [String], _ body: (Config, Logger) async throws -> Void) async throws {
+    // Whatever the roles create (databases, keys, mail) is private to the owner.
+    umask(0o077)
     do {
         let config = try Config(arguments: options)
         let logger = try GatehouseRoles.bootstrapLogging(config)

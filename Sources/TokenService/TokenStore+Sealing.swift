@@ -1,0 +1,109 @@
+import Foundation
+import GRDB
+
+/// Secrets at rest: the signing keys' private halves and the refresh-successor secret, sealed
+/// with the key-encryption key (AES-GCM) so that a copied database or backup alone leaks neither.
+extension TokenStore {
+    /// The name of the refresh-successor secret in `meta`: 32 raw bytes, or 60 once sealed
+    /// (12-byte nonce, 32 bytes, 16-byte tag).
+    static let successorSecretName = "refresh-successor-key"
+    /// The length of the unsealed refresh-successor secret.
+    static let plainSecretLength = 32
+
+    /// Replaces the stored secret `name` with `value`.
+    func replaceSecret(named name: String, with value: Data) async throws {
+        try await write { db in
+            try db.execute(sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [value, name])
+        }
+    }
+
+    /// Seals every signing key stored in plain text with `seal`; returns how many it sealed.
+    func sealPlaintextKeys(_ seal: @escaping @Sendable (Data) throws -> Data) async throws -> Int {
+        try await write { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT kid, privateKey FROM signingKey WHERE encrypted = 0")
+            for row in rows {
+                let plain: Data = row["privateKey"]
+                try db.execute(
+                    sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?",
+                    arguments: [try seal(plain), row["kid"] as String])
+            }
+            return rows.count
+        }
+    }
+
+    /// Whether the database at `path` holds any secret sealed with a key-encryption key. False
+    /// when there is no database yet. Opens it read-only, runs no migration.
+    public static func holdsSealedSecrets(path: String) throws -> Bool {
+        guard FileManager.default.fileExists(atPath: path) else { return false }
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.label = "token-sealed-check"
+        let queue = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? queue.close() }
+        return try queue.read { db in
+            guard try db.tableExists("signingKey"), try db.tableExists("meta") else { return false }
+            let keys = try Int.fetchOne(db, sql: "SELECT count(*) FROM signingKey WHERE encrypted = 1") ?? 0
+            let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [successorSecretName])
+            return keys > 0 || (secret.map { $0.count != plainSecretLength } ?? false)
+        }
+    }
+
+    /// What `rewrap` did.
+    public struct RewrapReport: Sendable, Equatable {
+        /// Signing keys now sealed with the new key.
+        public var keys = 0
+        /// Signing keys deleted because they did not open with the old key (`discardUnreadable`).
+        public var discardedKeys = 0
+        /// Whether the refresh-successor secret was dropped (a new one is made at the next start).
+        public var discardedSecret = false
+    }
+
+    /// Re-seals every secret of the database at `path` with `seal`, opening each with `open`
+    /// (which returns nil when the secret does not open). With `discardUnreadable`, secrets that
+    /// do not open are deleted (a lost key-encryption key); otherwise nothing changes and it
+    /// throws. One transaction: all or nothing. Run it with the token service stopped.
+    public static func rewrap(
+        path: String, discardUnreadable: Bool,
+        open: (_ sealed: Data, _ isSealed: Bool) -> Data?, seal: (Data) throws -> Data
+    ) throws -> RewrapReport {
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw RewrapError(description: "no token database at \(path)")
+        }
+        let queue = try DatabaseQueue(path: path)
+        defer { try? queue.close() }
+        return try queue.write { db in
+            var report = RewrapReport()
+            for row in try Row.fetchAll(db, sql: "SELECT kid, privateKey, encrypted FROM signingKey") {
+                let kid: String = row["kid"]
+                guard let plain = open(row["privateKey"], row["encrypted"]) else {
+                    guard discardUnreadable else {
+                        throw RewrapError(description: "signing key \(kid) does not open with the old key-encryption key; nothing was changed")
+                    }
+                    try db.execute(sql: "DELETE FROM signingKey WHERE kid = ?", arguments: [kid])
+                    report.discardedKeys += 1
+                    continue
+                }
+                try db.execute(sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?", arguments: [try seal(plain), kid])
+                report.keys += 1
+            }
+            if let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [successorSecretName]) {
+                if let plain = open(secret, secret.count != plainSecretLength) {
+                    try db.execute(sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [try seal(plain), successorSecretName])
+                } else if discardUnreadable {
+                    try db.execute(sql: "DELETE FROM meta WHERE name = ?", arguments: [successorSecretName])
+                    report.discardedSecret = true
+                } else {
+                    throw RewrapError(description: "the refresh secret does not open with the old key-encryption key; nothing was changed")
+                }
+            }
+            // Every signing key gone: the next start makes a new one, which becomes the signing key.
+            return report
+        }
+    }
+
+    /// Why `rewrap` changed nothing.
+    public struct RewrapError: Error, CustomStringConvertible {
+        /// One line for the operator.
+        public let description: String
+    }
+}
