@@ -87,7 +87,7 @@ public enum ConfigTable {
     /// How long a rotated refresh token still answers with its successor (a client's retry).
     public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
     /// What an acknowledged write survives: a process crash, or also a power cut.
-    public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "process-crash", secret: false, roles: "serve, identity, token", help: "`process-crash`: an acknowledged write survives a crash of the process (SQLite WAL, synchronous=NORMAL); `power-loss`: also a power cut or OS crash (synchronous=FULL, an fsync per commit; concurrent token writes share one).")
+    public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "power-loss", secret: false, roles: "serve, identity, token", help: "`power-loss` (default): an acknowledged write survives a power cut or OS crash (SQLite WAL, synchronous=FULL, an fsync per commit; concurrent token writes share one); `process-crash`: only a crash of the process (synchronous=NORMAL).")
     /// The file with the key that encrypts signing keys at rest.
     public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding the 32-byte key (raw, hex or base64) that seals signing keys at rest. Unset: `key-encryption.key` in the data folder, made (0600) on first start.")
 

@@ -33,13 +33,17 @@ struct ConfigTests {
         #expect(throws: ConfigError.self) { try flag.bool(ConfigTable.trustForwardedFor) }
     }
 
-    @Test("GATEHOUSE_DURABILITY selects synchronous=FULL for both stores, and a bad value names the key")
+    @Test("GATEHOUSE_DURABILITY: power-loss (synchronous=FULL) by default for both stores, process-crash on request, a bad value names the key")
     func durability() throws {
-        #expect(try Config(environment: [:]).powerLossDurability() == false)
+        #expect(try Config(environment: [:]).powerLossDurability() == true)
+        #expect(try IdentityRoleSettings(config: Config(environment: [:])).service.durability == .powerLoss)
+        let crash = try Config(environment: ["GATEHOUSE_DURABILITY": "process-crash"])
+        #expect(try TokenRoleSettings(config: crash).service.durability == .processCrash)
+        #expect(try IdentityRoleSettings(config: crash).service.durability == .processCrash)
         let power = try Config(environment: ["GATEHOUSE_DURABILITY": "power-loss", "GATEHOUSE_DATA_DIR": "/tmp/x"])
         #expect(try TokenRoleSettings(config: power).service.durability == .powerLoss)
         #expect(try IdentityRoleSettings(config: power).service.durability == .powerLoss)
-        #expect(try TokenRoleSettings(config: Config(environment: [:])).service.durability == .processCrash)
+        #expect(try TokenRoleSettings(config: Config(environment: [:])).service.durability == .powerLoss)
         let bad = try Config(arguments: ["--durability", "fsync-sometimes"])
         #expect(throws: ConfigError.self) { try bad.powerLossDurability() }
         do { _ = try TokenRoleSettings(config: bad) } catch let error as ConfigError {
