@@ -100,7 +100,7 @@ public enum ConfigTable {
     /// The file with the token service's CURVE public key, for its clients.
     public static let tokenPublicKeyFile = ConfigKey(env: "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE", defaultValue: nil, secret: false, roles: "identity, gateway", help: "File holding the token service's CURVE public key (Z85); required with a secret key.")
     /// Whether plain-text tcp links to non-loopback addresses are allowed.
-    public static let allowPlaintext = ConfigKey(env: "GATEHOUSE_ALLOW_PLAINTEXT", defaultValue: "false", secret: false, roles: "identity, token, gateway", help: "Allow plain-text tcp between services on non-loopback addresses (only on a trusted network). Loopback, `ipc://` and `inproc://` are always allowed.")
+    public static let allowPlaintext = ConfigKey(env: "GATEHOUSE_ALLOW_PLAINTEXT", defaultValue: "false", secret: false, roles: "identity, token, gateway", help: "Allow plain-text (unauthenticated) tcp between services, loopback included; a loud warning at start. Without CURVE keys it is required for tcp links; `ipc://` and `inproc://` (`serve`) need neither.")
 
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseContracts
 import GatehouseRPC
 import ZeroMQ
 
@@ -23,6 +24,17 @@ public struct CurveLinkKeys: Sendable {
         CurveServerKeys(publicKey: keyPair.publicKey, secretKey: keyPair.secretKey, allowedClientKeys: allowedClientKeys, zapDomain: "gatehouse")
     }
 
+    /// Which role each client key plays at this role's servers: the other service's key is that
+    /// service, this role's own key may call anything, and every other allowed key is a gateway,
+    /// the least privileged role. So the gateway's key cannot mint sessions (`token.issueSession`
+    /// is for the identity service) or read claims (`identity.claimsForSession`, for the token service).
+    public var callerRoles: CallerRoles {
+        var roles: [String: ServiceCaller] = [:]
+        if let key = identityServerKey.flatMap(Z85.encode) { roles[key] = .identity }
+        if let key = tokenServerKey.flatMap(Z85.encode) { roles[key] = .token }
+        return CallerRoles(roles: roles, otherKeys: .gateway, ownKey: keyPair.publicKeyZ85)
+    }
+
     /// Keys for a client socket of the server whose public key is `serverKey`.
     public func client(of serverKey: [UInt8]?) -> CurveClientKeys? {
         guard let serverKey else { return nil }
@@ -31,8 +43,8 @@ public struct CurveLinkKeys: Sendable {
 }
 
 /// How a role secures its service links: CURVE keys when configured, else plain text, which is
-/// allowed on loopback, `ipc://` and `inproc://`, and elsewhere only with
-/// `GATEHOUSE_ALLOW_PLAINTEXT=true`.
+/// allowed on `ipc://` and `inproc://`, and on tcp (loopback included: any local process could
+/// call every method) only with `GATEHOUSE_ALLOW_PLAINTEXT=true`.
 public struct LinkSecurity: Sendable {
     /// Nil: plain text.
     public var curve: CurveLinkKeys?
@@ -70,24 +82,18 @@ public struct LinkSecurity: Sendable {
             return LinkSecurity(curve: try loadKeys(config, role: role, secretKeyPath: path))
         }
         let allowPlaintext = try config.bool(ConfigTable.allowPlaintext)
-        var loopback: [String] = []
-        var exposed: [String] = []
+        var plain: [String] = []
         for link in links where link.endpoint.hasPrefix("tcp://") {
-            let verb = link.binds ? "binds" : "connects to"
-            if isLoopback(link.endpoint) {
-                loopback.append("\(link.key.env) \(link.endpoint)")
-            } else if allowPlaintext {
-                exposed.append("\(link.key.env) \(link.endpoint)")
-            } else {
-                throw ConfigError(message: "\(link.key.env) (\(link.key.flag)) \(verb) \(link.endpoint), a non-loopback tcp address, without CURVE: set \(ConfigTable.curveSecretKeyFile.env) (keys from `gatehouse keys generate`), or \(ConfigTable.allowPlaintext.env)=true on a trusted network")
+            guard allowPlaintext else {
+                let verb = link.binds ? "binds" : "connects to"
+                let place = isLoopback(link.endpoint) ? "a loopback tcp address, where any local process could call every service method," : "a tcp address"
+                throw ConfigError(message: "\(link.key.env) (\(link.key.flag)) \(verb) \(link.endpoint), \(place) without CURVE: run `gatehouse keys generate` and set \(ConfigTable.curveSecretKeyFile.env) and its companion keys (README, \"Running the roles separately\"), or set \(ConfigTable.allowPlaintext.env)=true to accept plain text")
             }
+            plain.append("\(link.key.env) \(link.endpoint)\(isLoopback(link.endpoint) ? "" : " (NOT loopback)")")
         }
         var warnings: [String] = []
-        if !exposed.isEmpty {
-            warnings.append("service links in PLAIN TEXT on non-loopback addresses because \(ConfigTable.allowPlaintext.env)=true (\(exposed.joined(separator: ", "))); anyone on that network can read and forge service calls")
-        }
-        if !loopback.isEmpty {
-            warnings.append("service links in plain text on loopback (\(loopback.joined(separator: ", "))); set \(ConfigTable.curveSecretKeyFile.env) to encrypt and authenticate them")
+        if !plain.isEmpty {
+            warnings.append("SERVICE LINKS IN PLAIN TEXT because \(ConfigTable.allowPlaintext.env)=true (\(plain.joined(separator: ", "))): they are neither encrypted nor authenticated, so any process that can reach them can read and forge service calls, including minting sessions for any user. Use CURVE keys (`gatehouse keys generate`) outside development")
         }
         return LinkSecurity(warnings: warnings)
     }

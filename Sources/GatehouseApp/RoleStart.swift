@@ -42,6 +42,7 @@ struct RoleStart {
     func serve(_ name: String, router: RPCRouter, rpcBind: String, publisher: EventPublisher, note: String = "") throws -> (RPCServer, String) {
         var configuration = RPCServer.Configuration(endpoints: [rpcBind])
         configuration.curve = links.curve?.server
+        configuration.callerRoles = links.curve?.callerRoles
         let server = try RPCServer(router: router, configuration: configuration, logger: logger)
         let bound = try server.start()
         let curve = links.curve.map { "; CURVE public key \($0.keyPair.publicKeyZ85), \($0.allowedClientKeys.count) client keys allowed" } ?? ""

@@ -22,6 +22,9 @@ extension ErrorCode {
     public static let invalidArgument: ErrorCode = "invalid_argument"
     /// The caller sent too many requests; retry after a while.
     public static let rateLimited: ErrorCode = "rate_limited"
+    /// The caller's service key may not call this method (service links are authorised per
+    /// role: see `RPCMethod.callers`).
+    public static let permissionDenied: ErrorCode = "permission_denied"
 
     // Identity service (proto/identity.proto).
     /// The email address is not syntactically acceptable.
@@ -56,7 +59,7 @@ extension ErrorCode {
     /// Every code above: the gateway's error table must map each one (a test checks it).
     public static let all: [ErrorCode] = [
         .internal, .unimplemented, .unsupportedVersion, .deadlineExceeded, .cancelled, .unavailable, .overloaded,
-        .malformedRequest, .invalidArgument, .rateLimited,
+        .malformedRequest, .invalidArgument, .rateLimited, .permissionDenied,
         .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
     ]

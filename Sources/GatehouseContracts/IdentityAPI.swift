@@ -269,23 +269,23 @@ public struct IdentityStats: Codable, Sendable, Hashable {
 /// The identity service's methods.
 public enum IdentityAPI {
     /// Creates a user with an email and password, then a session.
-    public static let signUp = RPCMethod<SignUpRequest, AuthResponse>(name: "identity.signUp")
+    public static let signUp = RPCMethod<SignUpRequest, AuthResponse>(name: "identity.signUp", callers: [.gateway])
     /// Verifies an email and password, then creates a session.
-    public static let signIn = RPCMethod<SignInRequest, AuthResponse>(name: "identity.signIn")
+    public static let signIn = RPCMethod<SignInRequest, AuthResponse>(name: "identity.signIn", callers: [.gateway])
     /// A user by id. Errors: `invalid_argument`, `user_not_found`. Idempotent.
-    public static let getUser = RPCMethod<UserIDRequest, User>(name: "identity.getUser", idempotent: true)
+    public static let getUser = RPCMethod<UserIDRequest, User>(name: "identity.getUser", idempotent: true, callers: [.gateway])
     /// Changes display name, photo URL or settings, optionally
     /// only at an expected version (`version_conflict`).
-    public static let updateProfile = RPCMethod<UpdateProfileRequest, User>(name: "identity.updateProfile")
+    public static let updateProfile = RPCMethod<UpdateProfileRequest, User>(name: "identity.updateProfile", callers: [.gateway])
     /// Deletes a user and its linked identities. Errors: `invalid_argument`, `user_not_found`.
     public static let deleteUser = RPCMethod<UserIDRequest, Empty>(name: "identity.deleteUser")
     /// Disables or enables a user (administrative). Idempotent.
     public static let setDisabled = RPCMethod<SetDisabledRequest, User>(name: "identity.setDisabled", idempotent: true)
     /// A strength score for password meters, and whether the policy would accept the password.
     public static let passwordStrength = RPCMethod<PasswordStrengthRequest, PasswordStrengthResponse>(
-        name: "identity.passwordStrength", idempotent: true)
+        name: "identity.passwordStrength", idempotent: true, callers: [.gateway])
     /// The hashing pool's state, for metrics. Cheap: answered without touching the database.
-    public static let stats = RPCMethod<Empty, IdentityStats>(name: "identity.stats", idempotent: true)
+    public static let stats = RPCMethod<Empty, IdentityStats>(name: "identity.stats", idempotent: true, callers: [.gateway])
     /// Shared with the token service (`ServiceContracts.claimsForSession`).
     public static let claimsForSession = ServiceContracts.claimsForSession
 

@@ -11,12 +11,29 @@ public struct RPCMethod<Request: Codable & Sendable, Response: Codable & Sendabl
     public let name: String
     /// Whether a client may retry the call after a timeout or reconnect without changing its effect.
     public let idempotent: Bool
+    /// The roles allowed to call it when links are authenticated (CURVE): a server refuses
+    /// every other caller with `permission_denied`. A service's own key (its operator's tools)
+    /// may call any of its methods. Empty: no other role may.
+    public let callers: Set<ServiceCaller>
 
-    /// A method served under `name`; `idempotent` only if calling it again changes nothing more.
-    public init(name: String, idempotent: Bool = false) {
+    /// A method served under `name`; `idempotent` only if calling it again changes nothing more;
+    /// callable by `callers` (least privilege: none by default).
+    public init(name: String, idempotent: Bool = false, callers: Set<ServiceCaller> = []) {
         self.name = name
         self.idempotent = idempotent
+        self.callers = callers
     }
+}
+
+/// A role that calls another's methods over an authenticated service link, known to the server
+/// by its CURVE public key.
+public enum ServiceCaller: String, Sendable, Hashable, CaseIterable {
+    /// The HTTP gateway: the public API's calls only.
+    case gateway
+    /// The identity service (e.g. minting a session for a user it verified).
+    case identity
+    /// The token service (e.g. the claims of a user at refresh).
+    case token
 }
 
 /// An empty message, for methods that take or return nothing.

@@ -141,8 +141,8 @@ public struct SessionTokens: Codable, Sendable, Hashable {
 /// Method descriptors for the meeting points of the identity and token services.
 public enum ServiceContracts {
     /// identity → token: mint a session for a verified user.
-    public static let issueSession = RPCMethod<IssueSessionRequest, SessionTokens>(name: "token.issueSession")
+    public static let issueSession = RPCMethod<IssueSessionRequest, SessionTokens>(name: "token.issueSession", callers: [.identity])
     /// token → identity: the user's current claims, asked at every refresh.
     public static let claimsForSession = RPCMethod<ClaimsForSessionRequest, UserClaims>(
-        name: "identity.claimsForSession", idempotent: true)
+        name: "identity.claimsForSession", idempotent: true, callers: [.token])
 }

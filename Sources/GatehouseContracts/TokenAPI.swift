@@ -248,18 +248,18 @@ public enum TokenAPI {
     public static let issueSession = ServiceContracts.issueSession
     /// Rotates a refresh token and mints a new access token;
     /// reuse of a superseded token revokes the session.
-    public static let refresh = RPCMethod<RefreshRequest, SessionTokens>(name: "token.refresh")
+    public static let refresh = RPCMethod<RefreshRequest, SessionTokens>(name: "token.refresh", callers: [.gateway])
     /// Revokes one session (sign-out). Idempotent.
-    public static let revokeSession = RPCMethod<RevokeSessionRequest, RevokedCount>(name: "token.revokeSession", idempotent: true)
+    public static let revokeSession = RPCMethod<RevokeSessionRequest, RevokedCount>(name: "token.revokeSession", idempotent: true, callers: [.gateway])
     /// Revokes every session of a user not revoked yet. Idempotent.
-    public static let revokeAllSessions = RPCMethod<UserSessionsRequest, RevokedCount>(name: "token.revokeAllSessions", idempotent: true)
+    public static let revokeAllSessions = RPCMethod<UserSessionsRequest, RevokedCount>(name: "token.revokeAllSessions", idempotent: true, callers: [.gateway, .identity])
     /// Lists a user's sessions. Idempotent.
-    public static let listSessions = RPCMethod<UserSessionsRequest, SessionList>(name: "token.listSessions", idempotent: true)
+    public static let listSessions = RPCMethod<UserSessionsRequest, SessionList>(name: "token.listSessions", idempotent: true, callers: [.gateway])
     /// Verifies an access token and returns its claims. Errors:
     /// `invalid_token`, `token_expired`, `session_revoked`.
-    public static let verifyAccessToken = RPCMethod<VerifyRequest, VerifiedClaims>(name: "token.verifyAccessToken", idempotent: true)
+    public static let verifyAccessToken = RPCMethod<VerifyRequest, VerifiedClaims>(name: "token.verifyAccessToken", idempotent: true, callers: [.gateway])
     /// The JWKS document of every published key, for verifying access tokens. Idempotent.
-    public static let jwks = RPCMethod<Empty, JWKSDocument>(name: "token.jwks", idempotent: true)
+    public static let jwks = RPCMethod<Empty, JWKSDocument>(name: "token.jwks", idempotent: true, callers: [.gateway])
     /// Makes a new signing key; the old one stays published until its last token expires.
     public static let rotateKeys = RPCMethod<Empty, RotateKeysResponse>(name: "token.rotateKeys")
 

@@ -44,6 +44,10 @@ public final class RPCServer: Service, Sendable {
         /// handlers must then hand blocking or long CPU work to their own threads (the stores and
         /// the hash pool do). `.globalPool` runs them on Swift's cooperative pool.
         public var handlerExecutor: HandlerExecutor = .ioThread
+        /// With CURVE: the role of each client key, so each method is served only to the roles
+        /// its `RPCMethod.callers` names (others get `permission_denied`). Nil: every client the
+        /// ZAP allow list admits may call every method.
+        public var callerRoles: CallerRoles?
 
         /// Settings binding `endpoints`, with the defaults for the rest.
         public init(endpoints: [String]) {
@@ -200,5 +204,31 @@ public struct CurveServerKeys: Sendable, Hashable {
         self.secretKey = secretKey
         self.allowedClientKeys = allowedClientKeys
         self.zapDomain = zapDomain
+    }
+}
+
+/// The role each client key of a CURVE server plays, keyed by the ZAP user id (the key in Z85).
+public struct CallerRoles: Sendable {
+    /// Roles of the keys named here.
+    public var roles: [String: ServiceCaller]
+    /// The role of every other key the allow list admits.
+    public var otherKeys: ServiceCaller
+    /// The server's own key, in Z85: its operator's tools (`gatehouse healthcheck`) may call
+    /// every method.
+    public var ownKey: String
+
+    /// Roles for `roles`, `otherKeys` for the rest, everything for `ownKey`.
+    public init(roles: [String: ServiceCaller], otherKeys: ServiceCaller, ownKey: String) {
+        self.roles = roles
+        self.otherKeys = otherKeys
+        self.ownKey = ownKey
+    }
+
+    /// Whether the client with ZAP user id `userID` may call `method` of `router`. A connection
+    /// without a user id (not admitted by the allow list) may call nothing.
+    public func permits(_ userID: String?, method: String, router: RPCRouter) -> Bool {
+        guard let userID, !userID.isEmpty else { return false }
+        if userID == ownKey { return true }
+        return router.allows(roles[userID] ?? otherKeys, method: method)
     }
 }

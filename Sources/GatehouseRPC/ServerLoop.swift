@@ -176,7 +176,11 @@ final class ServerLoop {
                     frameCount += 1
                     more = next
                 }
-                dispatch(identity: identity, header: header, body: body, frameCount: frameCount)
+                // Who is calling, as the ZAP handler named the connection (the frames read from
+                // the wire carry it; the routing-id frame ROUTER adds does not): read only when
+                // methods are authorised per role.
+                let userID = core.configuration.callerRoles == nil ? nil : socket.lastFrameProperty("User-Id")
+                dispatch(identity: identity, header: header, body: body, frameCount: frameCount, userID: userID)
             } catch {
                 core.logger.error("rpc server receive failed: \(error)")
                 return
@@ -184,7 +188,7 @@ final class ServerLoop {
         }
     }
 
-    private func dispatch(identity: [UInt8], header headerFrame: HeaderFrame?, body: [UInt8], frameCount: Int) {
+    private func dispatch(identity: [UInt8], header headerFrame: HeaderFrame?, body: [UInt8], frameCount: Int, userID: String?) {
         let received = ContinuousClock.now
         func peekRequestID() -> UInt64? {
             switch headerFrame {
@@ -227,6 +231,12 @@ final class ServerLoop {
         }
         guard accepting else {
             reply(identity: identity, requestID: header.requestID, error: RPCError(.unavailable, "the service is shutting down"))
+            return
+        }
+        if let roles = core.configuration.callerRoles, !roles.permits(userID, method: header.method, router: core.router) {
+            core.logger.warning("rpc server refused \(header.method) to client key \(userID ?? "(none)"): its role may not call it")
+            reply(identity: identity, requestID: header.requestID, error: RPCError(
+                .permissionDenied, "this client's key may not call \(header.method)"))
             return
         }
         let timeout = header.timeoutMs == 0 ? core.configuration.defaultTimeout : .milliseconds(header.timeoutMs)

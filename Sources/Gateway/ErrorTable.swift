@@ -40,7 +40,7 @@ extension ErrorCode {
 /// | `rate_limited` | 429, `Retry-After` |
 /// | `overloaded` | 503, `Retry-After` |
 /// | `service_unavailable` (and `unavailable`, `deadline_exceeded`, `cancelled`) | 503, `Retry-After` |
-/// | `internal` (and `unimplemented`, `unsupported_version`, and any unknown code) | 500, generic detail |
+/// | `internal` (and `unimplemented`, `unsupported_version`, `permission_denied`, and any unknown code) | 500, generic detail |
 public enum ErrorTable {
     /// The extra headers of an error.
     public enum Headers: Sendable {
@@ -118,6 +118,8 @@ public enum ErrorTable {
         .cancelled: unavailable,
         .internal: `internal`,
         .unimplemented: `internal`,
+        // A service refused the gateway's key for a method: a deployment mistake, not the client's.
+        .permissionDenied: `internal`,
         .unsupportedVersion: `internal`,
     ]
 

@@ -55,6 +55,7 @@ public struct RPCRouter: Sendable {
 
     private var handlers: [String: RawHandler] = [:]
     private var syncHandlers: [String: SyncRawHandler] = [:]
+    private var callers: [String: Set<ServiceCaller>] = [:]
 
     /// A router with no methods.
     public init() {}
@@ -65,6 +66,7 @@ public struct RPCRouter: Sendable {
         _ handler: @escaping @Sendable (Req, RPCContext) async throws -> Res
     ) {
         let name = method.name
+        callers[name] = method.callers
         syncHandlers[name] = nil
         handlers[name] = { body, context in
             let request = try Self.decodeRequest(Req.self, body, method: name)
@@ -87,6 +89,7 @@ public struct RPCRouter: Sendable {
         _ handler: @escaping @Sendable (Req, RPCContext) throws -> Res
     ) {
         let name = method.name
+        callers[name] = method.callers
         let raw: SyncRawHandler = { body, context in
             let request = try Self.decodeRequest(Req.self, body, method: name)
             let response: Res
@@ -99,6 +102,12 @@ public struct RPCRouter: Sendable {
         }
         syncHandlers[name] = raw
         handlers[name] = { body, context in try raw(body, context) }
+    }
+
+    /// Whether `caller` may call the method named `method` (its `RPCMethod.callers`). A method
+    /// not registered here is allowed: the server answers `unimplemented` for it anyway.
+    public func allows(_ caller: ServiceCaller, method: String) -> Bool {
+        callers[method]?.contains(caller) ?? true
     }
 
     static func decodeRequest<Req: Decodable>(_ type: Req.Type, _ body: [UInt8], method: String) throws -> Req {

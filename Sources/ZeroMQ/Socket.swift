@@ -144,6 +144,13 @@ public final class Socket {
         return try body(bytes, more)
     }
 
+    /// A metadata property of the frame received last (`zmq_msg_gets`), e.g. `User-Id`: the
+    /// id the ZAP handler gave the connection the frame came on. Nil when the frame has none.
+    public func lastFrameProperty(_ name: String) -> String? {
+        guard let value = zmq_msg_gets(scratch, name) else { return nil }
+        return String(cString: value)
+    }
+
     /// Receives one frame as bytes (one copy out of libzmq's buffer).
     public func receive(dontWait: Bool = false) throws -> (bytes: [UInt8], more: Bool)? {
         try receive(dontWait: dontWait) { bytes, more in (Array(bytes), more) }

@@ -19,7 +19,9 @@ struct HashBenchmarkCommand: ParsableCommand {
         guard seconds > 0, seconds <= 600 else { throw ValidationError("--seconds must be in (0, 600]") }
         let settings: IdentityRoleSettings
         do {
-            settings = try IdentityRoleSettings(config: try Config(arguments: options))
+            // Only the hashing settings are used: inproc links, which need no keys.
+            settings = try IdentityRoleSettings(
+                config: try Config(arguments: options), rpcBind: "inproc://identity", eventsBind: "inproc://identity-events", tokenURL: "inproc://token")
         } catch let error as ConfigError {
             throw ValidationError(error.message)
         }

@@ -32,6 +32,8 @@ final class Stack: @unchecked Sendable {
         env["GATEHOUSE_ARGON2_MEMORY_KIB"] = "1024"
         env["GATEHOUSE_ARGON2_ITERATIONS"] = "1"
         env["GATEHOUSE_LOG_LEVEL"] = "warning"
+        // Loopback tcp between the roles, without CURVE keys (tests that use keys set them per role).
+        env["GATEHOUSE_ALLOW_PLAINTEXT"] = "true"
         let identity = freeLoopbackPort(), identityEvents = freeLoopbackPort(), token = freeLoopbackPort(), tokenEvents = freeLoopbackPort()
         env["GATEHOUSE_IDENTITY_BIND"] = "tcp://127.0.0.1:\(identity)"
         env["GATEHOUSE_IDENTITY_URL"] = "tcp://127.0.0.1:\(identity)"

@@ -4,6 +4,9 @@ import Testing
 
 @Suite("Configuration")
 struct ConfigTests {
+    /// The default tcp links, allowed without keys.
+    static let plain = ["GATEHOUSE_ALLOW_PLAINTEXT": "true"]
+
     @Test("defaults, environment, and flags overriding the environment")
     func layering() throws {
         let config = try Config(
@@ -36,15 +39,15 @@ struct ConfigTests {
     @Test("GATEHOUSE_DURABILITY: power-loss (synchronous=FULL) by default for both stores, process-crash on request, a bad value names the key")
     func durability() throws {
         #expect(try Config(environment: [:]).powerLossDurability() == true)
-        #expect(try IdentityRoleSettings(config: Config(environment: [:])).service.durability == .powerLoss)
-        let crash = try Config(environment: ["GATEHOUSE_DURABILITY": "process-crash"])
+        #expect(try IdentityRoleSettings(config: Config(environment: Self.plain)).service.durability == .powerLoss)
+        let crash = try Config(environment: Self.plain.merging(["GATEHOUSE_DURABILITY": "process-crash"]) { $1 })
         #expect(try TokenRoleSettings(config: crash).service.durability == .processCrash)
         #expect(try IdentityRoleSettings(config: crash).service.durability == .processCrash)
-        let power = try Config(environment: ["GATEHOUSE_DURABILITY": "power-loss", "GATEHOUSE_DATA_DIR": "/tmp/x"])
+        let power = try Config(environment: Self.plain.merging(["GATEHOUSE_DURABILITY": "power-loss", "GATEHOUSE_DATA_DIR": "/tmp/x"]) { $1 })
         #expect(try TokenRoleSettings(config: power).service.durability == .powerLoss)
         #expect(try IdentityRoleSettings(config: power).service.durability == .powerLoss)
-        #expect(try TokenRoleSettings(config: Config(environment: [:])).service.durability == .powerLoss)
-        let bad = try Config(arguments: ["--durability", "fsync-sometimes"])
+        #expect(try TokenRoleSettings(config: Config(environment: Self.plain)).service.durability == .powerLoss)
+        let bad = try Config(arguments: ["--durability", "fsync-sometimes", "--allow-plaintext", "true"])
         #expect(throws: ConfigError.self) { try bad.powerLossDurability() }
         do { _ = try TokenRoleSettings(config: bad) } catch let error as ConfigError {
             #expect(error.message.contains("GATEHOUSE_DURABILITY"))

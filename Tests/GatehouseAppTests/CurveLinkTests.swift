@@ -111,7 +111,7 @@ struct CurveLinkTests {
         #expect(gateway.links.warnings.isEmpty)
     }
 
-    @Test("plain tcp: refused off loopback unless GATEHOUSE_ALLOW_PLAINTEXT, warned on loopback, silent on inproc")
+    @Test("plain tcp: refused (loopback too) unless GATEHOUSE_ALLOW_PLAINTEXT, then warned loudly; silent on inproc")
     func plaintextPolicy() throws {
         let data = FileManager.default.temporaryDirectory.appendingPathComponent("gh-unused").path
         let wide = ["GATEHOUSE_DATA_DIR": data, "GATEHOUSE_IDENTITY_BIND": "tcp://0.0.0.0:7001"]
@@ -120,15 +120,19 @@ struct CurveLinkTests {
         #expect(refused?.contains("GATEHOUSE_ALLOW_PLAINTEXT") == true)
         #expect(refused?.contains("GATEHOUSE_IDENTITY_BIND") == true)
         let star = Self.message { _ = try GatewayRoleSettings(config: Config(environment: ["GATEHOUSE_TOKEN_URL": "tcp://token:7011"])) }
-        #expect(star?.contains("GATEHOUSE_TOKEN_URL") == true)
+        #expect(star?.contains("GATEHOUSE_IDENTITY_URL") == true, "the first tcp link without keys is named")
 
         let allowed = try IdentityRoleSettings(config: Config(environment: wide.merging(["GATEHOUSE_ALLOW_PLAINTEXT": "true"]) { a, _ in a }))
         #expect(allowed.links.curve == nil)
         #expect(allowed.links.warnings.contains { $0.contains("0.0.0.0") && $0.contains("PLAIN TEXT") })
 
-        let loopback = try IdentityRoleSettings(config: Config(environment: ["GATEHOUSE_DATA_DIR": data]))
+        // Loopback without keys is refused too: any local process could call every method.
+        let loopbackRefused = Self.message { _ = try IdentityRoleSettings(config: Config(environment: ["GATEHOUSE_DATA_DIR": data])) }
+        #expect(loopbackRefused?.contains("loopback") == true && loopbackRefused?.contains("GATEHOUSE_ALLOW_PLAINTEXT=true") == true)
+        let loopback = try IdentityRoleSettings(config: Config(environment: ["GATEHOUSE_DATA_DIR": data, "GATEHOUSE_ALLOW_PLAINTEXT": "true"]))
         #expect(loopback.links.warnings.count == 1)
         #expect(loopback.links.warnings.first?.contains("GATEHOUSE_TOKEN_URL tcp://127.0.0.1:7011") == true)
+        #expect(loopback.links.warnings.first?.contains("PLAIN TEXT") == true)
         let serve = try IdentityRoleSettings(
             config: Config(environment: ["GATEHOUSE_DATA_DIR": data]),
             rpcBind: "inproc://identity", eventsBind: "inproc://identity-events", tokenURL: "inproc://token")
@@ -182,6 +186,26 @@ struct CurveLinkTests {
         // The identity service reached the token service over CURVE too.
         #expect(signUp.tokens.accessToken == "at-\(signUp.user.id)")
 
+        // Least privilege: the gateway's key may not read a user's session claims (the token
+        // service's method); the token service's key may, and may not sign users up.
+        await #expect(throws: RPCError.self) {
+            try await gateway.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: signUp.user.id))
+        }
+        do {
+            _ = try await gateway.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: signUp.user.id))
+        } catch let error as RPCError {
+            #expect(error.code == .permissionDenied)
+        }
+        let asToken = try client(tokenPair)
+        #expect(try await asToken.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: signUp.user.id)).email == "curve@example.com")
+        do {
+            _ = try await asToken.call(IdentityAPI.signUp, SignUpRequest(email: "token@example.com", password: "correct horse battery"))
+            Issue.record("the token service's key signed a user up")
+        } catch let error as RPCError {
+            #expect(error.code == .permissionDenied)
+        }
+        await asToken.close()
+
         let strangerPair = try CurveKeyPair.generate()
         let stranger = try client(strangerPair)
         await #expect(throws: RPCError.self) {
@@ -203,5 +227,51 @@ struct CurveLinkTests {
         await role.tokenClient.close()
         tokenServer.stop()
         await tokenServer.waitUntilStopped()
+    }
+
+    @Test("the token role with CURVE keys: the gateway's key cannot mint a session, the identity service's can; an unknown key is refused")
+    func tokenRoleLeastPrivilege() async throws {
+        let keys = try Self.keySet()
+        defer { try? FileManager.default.removeItem(at: keys) }
+        let path = { (name: String) in keys.appendingPathComponent(name).path }
+        func pair(_ role: String) throws -> CurveKeyPair {
+            let text = try String(contentsOfFile: path("\(role).key"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            return try CurveKeyPair(secretKey: #require(Z85.decodeKey(text)))
+        }
+        let tokenPair = try pair("token"), gatewayPair = try pair("gateway"), identityPair = try pair("identity")
+        let dataDir = try TemporaryDirectory(prefix: "gh-curve-token")
+        defer { dataDir.remove() }
+        let config = try Config(environment: [
+            "GATEHOUSE_DATA_DIR": dataDir.path,
+            "GATEHOUSE_CURVE_SECRET_KEY_FILE": path("token.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": path("token.allow"),
+            "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE": path("identity.pub"),
+        ])
+        let settings = try TokenRoleSettings(config: config, rpcBind: "tcp://127.0.0.1:0", eventsBind: "tcp://127.0.0.1:0", identityURL: "tcp://127.0.0.1:9")
+        let role = try await TokenRole.start(settings, logger: Logger(label: "test"))
+        func client(_ pair: CurveKeyPair) throws -> RPCClient {
+            var configuration = RPCClient.Configuration(endpoint: role.rpcEndpoint, defaultTimeout: .seconds(5))
+            configuration.curve = CurveClientKeys(publicKey: pair.publicKey, secretKey: pair.secretKey, serverPublicKey: tokenPair.publicKey)
+            return try RPCClient(configuration: configuration)
+        }
+        let issue = IssueSessionRequest(userID: "u-1", claims: UserClaims(email: "a@example.com"), amr: ["pwd"], authTime: Date(), client: ClientInfo())
+        let gateway = try client(gatewayPair)
+        do {
+            _ = try await gateway.call(TokenAPI.issueSession, issue)
+            Issue.record("the gateway's key minted a session")
+        } catch let error as RPCError {
+            #expect(error.code == .permissionDenied)
+        }
+        // What the gateway is for, it may do.
+        #expect(try await gateway.call(TokenAPI.jwks, Empty()).json.contains("keys"))
+        let identity = try client(identityPair)
+        let minted = try await identity.call(TokenAPI.issueSession, issue)
+        #expect(!minted.accessToken.isEmpty)
+        let stranger = try client(try CurveKeyPair.generate())
+        await #expect(throws: RPCError.self) { try await stranger.call(TokenAPI.issueSession, issue, timeout: .milliseconds(800)) }
+        for c in [gateway, identity, stranger] { await c.close() }
+        role.server.stop()
+        await role.server.waitUntilStopped()
+        await role.publisher.close()
+        await role.identityClient.close()
     }
 }

@@ -24,7 +24,7 @@ struct IdentityOverZeroMQTests {
             let tokenEndpoint = try tokenServer.start()[0]
             let dataDir = try TemporaryDirectory(prefix: "gh-identity")
             let config = try Config(environment: [
-                "GATEHOUSE_DATA_DIR": dataDir.path,
+                "GATEHOUSE_DATA_DIR": dataDir.path, "GATEHOUSE_ALLOW_PLAINTEXT": "true",
                 "GATEHOUSE_ARGON2_MEMORY_KIB": "1024", "GATEHOUSE_ARGON2_ITERATIONS": "1",
             ])
             let settings = try IdentityRoleSettings(

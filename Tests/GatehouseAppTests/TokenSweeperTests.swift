@@ -135,15 +135,15 @@ struct TokenSweeperTests {
 
     @Test("GATEHOUSE_SESSION_RETENTION and GATEHOUSE_SWEEP_INTERVAL: defaults, bounds, and errors naming the key")
     func configuration() throws {
-        let defaults = try TokenRoleSettings(config: Config(environment: [:]))
+        let defaults = try TokenRoleSettings(config: Config(environment: ["GATEHOUSE_ALLOW_PLAINTEXT": "true"]))
         #expect(defaults.service.sessionRetention == 7 * 86_400)
         #expect(defaults.sweepInterval == 600)
-        let set = try TokenRoleSettings(config: Config(environment: ["GATEHOUSE_SESSION_RETENTION": "86400", "GATEHOUSE_SWEEP_INTERVAL": "0"]))
+        let set = try TokenRoleSettings(config: Config(environment: ["GATEHOUSE_SESSION_RETENTION": "86400", "GATEHOUSE_SWEEP_INTERVAL": "0", "GATEHOUSE_ALLOW_PLAINTEXT": "true"]))
         #expect(set.service.sessionRetention == 86_400)
         #expect(set.sweepInterval == 0)
         for (key, value) in [("GATEHOUSE_SESSION_RETENTION", "60"), ("GATEHOUSE_SESSION_RETENTION", "a week"), ("GATEHOUSE_SWEEP_INTERVAL", "-1")] {
             do {
-                _ = try TokenRoleSettings(config: Config(environment: [key: value]))
+                _ = try TokenRoleSettings(config: Config(environment: [key: value, "GATEHOUSE_ALLOW_PLAINTEXT": "true"]))
                 Issue.record("\(key)=\(value) was accepted")
             } catch let error as ConfigError {
                 #expect(error.message.contains(key))
