@@ -18,6 +18,16 @@ struct CurveLinkTests {
         return dir
     }
 
+    /// The identity, token and gateway key pairs of the key set in `keys`.
+    static func pairs(_ keys: URL) throws -> (identity: CurveKeyPair, token: CurveKeyPair, gateway: CurveKeyPair) {
+        func pair(_ role: String) throws -> CurveKeyPair {
+            let file = keys.appendingPathComponent("\(role).key")
+            let text = try String(contentsOf: file, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            return try CurveKeyPair(secretKey: #require(Z85.decodeKey(text)))
+        }
+        return (try pair("identity"), try pair("token"), try pair("gateway"))
+    }
+
     static func mode(_ url: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as? NSNumber)?.intValue ?? -1
     }
@@ -151,11 +161,7 @@ struct CurveLinkTests {
         let keys = try Self.keySet()
         defer { try? FileManager.default.removeItem(at: keys) }
         let path = { (name: String) in keys.appendingPathComponent(name).path }
-        func pair(_ role: String) throws -> CurveKeyPair {
-            let text = try String(contentsOfFile: path("\(role).key"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            return try CurveKeyPair(secretKey: #require(Z85.decodeKey(text)))
-        }
-        let tokenPair = try pair("token"), gatewayPair = try pair("gateway"), identityPair = try pair("identity")
+        let (identityPair, tokenPair, gatewayPair) = try Self.pairs(keys)
 
         // A stand-in token service, itself a CURVE server that accepts the identity service.
         let router = FakeTokenService().router
@@ -234,11 +240,7 @@ struct CurveLinkTests {
         let keys = try Self.keySet()
         defer { try? FileManager.default.removeItem(at: keys) }
         let path = { (name: String) in keys.appendingPathComponent(name).path }
-        func pair(_ role: String) throws -> CurveKeyPair {
-            let text = try String(contentsOfFile: path("\(role).key"), encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
-            return try CurveKeyPair(secretKey: #require(Z85.decodeKey(text)))
-        }
-        let tokenPair = try pair("token"), gatewayPair = try pair("gateway"), identityPair = try pair("identity")
+        let (identityPair, tokenPair, gatewayPair) = try Self.pairs(keys)
         let dataDir = try TemporaryDirectory(prefix: "gh-curve-token")
         defer { dataDir.remove() }
         let config = try Config(environment: [
