@@ -57,6 +57,35 @@ final class ConnectionAdmission: Sendable {
 
     /// Connections open now.
     var open: Int { counts.withLock { $0.total } }
+
+    // MARK: Refused connections
+
+    /// Refused connections still open for their answer to be read; past `maxLingering` a refused
+    /// connection is closed right after its answer is written (a flood of refusals must not hold
+    /// more descriptors than the caps allow).
+    private let lingering = Atomic<Int>(0)
+    let maxLingering = 1_024
+
+    func startLinger() -> Bool {
+        if lingering.wrappingAdd(1, ordering: .relaxed).newValue <= maxLingering { return true }
+        lingering.wrappingSubtract(1, ordering: .relaxed)
+        return false
+    }
+
+    func endLinger() { lingering.wrappingSubtract(1, ordering: .relaxed) }
+
+    /// Refusals since the last log line, and when that was: one line per 10 s at most.
+    private let refusalLog = Mutex<(last: ContinuousClock.Instant?, count: Int)>((nil, 0))
+
+    /// Counts a refusal; the number to log (this one included) when a line is due, else nil.
+    func refusalToLog(now: ContinuousClock.Instant = .now) -> Int? {
+        refusalLog.withLock { log in
+            log.count += 1
+            if let last = log.last, now - last < .seconds(10) { return nil }
+            defer { log = (now, 0) }
+            return log.count
+        }
+    }
 }
 
 /// Counters of the connection layer, in the gateway's registry.
@@ -150,10 +179,16 @@ struct GatewayHTTPChannel: ServerChildChannel {
         let decision = admission.admit(address)
         guard decision == .admitted else {
             metrics.refused(decision)
-            self.logger.info(
-                "connection refused", metadata: ["reason": .string(decision == .refusedAddress ? "per_address" : "total")])
+            if let count = admission.refusalToLog() {
+                self.logger.notice(
+                    "connections refused: a connection cap is reached",
+                    metadata: [
+                        "reason": .string(decision == .refusedAddress ? "per_address" : "total"),
+                        "refused_since_last_line": .stringConvertible(count), "open": .stringConvertible(admission.open),
+                    ])
+            }
             return channel.eventLoop.makeCompletedFuture {
-                try channel.pipeline.syncOperations.addHandler(RefusedConnectionHandler())
+                try channel.pipeline.syncOperations.addHandler(RefusedConnectionHandler(admission: admission))
                 return Connection(channel: channel, http: nil)
             }
         }
@@ -173,13 +208,18 @@ struct GatewayHTTPChannel: ServerChildChannel {
 
 /// The only handler of a refused connection: answers 503 `too_many_connections` at once, closes
 /// the output, drops what the client sends until it closes (or a second passes), then closes.
+/// When too many refused connections linger already, it closes right after the answer.
 final class RefusedConnectionHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
     static let response = GatewayError(
         .tooManyConnections, detail: "Too many open connections; close idle ones or try again later."
     ).closingResponseBytes
+    private let admission: ConnectionAdmission
     private var started = false
+    private var lingering = false
+
+    init(admission: ConnectionAdmission) { self.admission = admission }
 
     func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { start(context) }
@@ -193,9 +233,23 @@ final class RefusedConnectionHandler: ChannelInboundHandler {
     private func start(_ context: ChannelHandlerContext) {
         guard !started else { return }
         started = true
+        guard admission.startLinger() else {
+            let written = context.eventLoop.makePromise(of: Void.self)
+            context.writeAndFlush(NIOAny(Self.response), promise: written)
+            written.futureResult.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            return
+        }
+        lingering = true
         context.writeAndFlush(NIOAny(Self.response), promise: nil)
         context.close(mode: .output, promise: nil)
         context.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) { context.close(promise: nil) }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        if lingering {
+            lingering = false
+            admission.endLinger()
+        }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
