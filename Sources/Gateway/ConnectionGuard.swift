@@ -169,7 +169,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
         switch unwrapOutboundIn(data) {
         case .head(var head):
             responseStarted = true
-            if closeWhenAnswered, unanswered == 1 {
+            if closeWhenAnswered, unanswered == 1, pendingProblem == nil {  // the last answer before the close
                 head.headerFields[.connection] = "close"
                 context.write(wrapOutboundOut(.head(head)), promise: promise)
                 return
