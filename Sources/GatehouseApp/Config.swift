@@ -45,6 +45,16 @@ public enum ConfigTable {
     public static let rpcTimeoutMs = ConfigKey(env: "GATEHOUSE_RPC_TIMEOUT_MS", defaultValue: "2000", secret: false, roles: "all", help: "Deadline of each service call, in milliseconds.")
     /// Whether the client IP comes from `X-Forwarded-For` (only behind a trusted proxy).
     public static let trustForwardedFor = ConfigKey(env: "GATEHOUSE_TRUST_FORWARDED_FOR", defaultValue: "false", secret: false, roles: "serve, gateway", help: "Take the client IP from X-Forwarded-For (only behind a trusted proxy).")
+    /// How long the gateway waits for a whole request head.
+    public static let httpHeadTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_HEAD_TIMEOUT_MS", defaultValue: "10000", secret: false, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request head (from connecting, or from the first byte of a later request); then 408 `request_timeout` and the connection is closed.")
+    /// How long the gateway waits for a whole request body.
+    public static let httpBodyTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_BODY_TIMEOUT_MS", defaultValue: "30000", secret: false, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request body after its head; then 408 `request_timeout` and the connection is closed.")
+    /// How long a kept-alive connection may wait for its next request.
+    public static let httpIdleTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_IDLE_TIMEOUT_MS", defaultValue: "60000", secret: false, roles: "serve, gateway", help: "Milliseconds a kept-alive connection may stay idle between requests before it is closed.")
+    /// The most open HTTP connections.
+    public static let httpMaxConnections = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS", defaultValue: "10000", secret: false, roles: "serve, gateway", help: "Most open HTTP connections; past it a new connection gets 503 `too_many_connections` and is closed.")
+    /// The most open HTTP connections from one client address.
+    public static let httpMaxConnectionsPerAddress = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS_PER_ADDRESS", defaultValue: "256", secret: false, roles: "serve, gateway", help: "Most open HTTP connections from one peer address (0: no cap; no cap either with GATEHOUSE_TRUST_FORWARDED_FOR, where every connection comes from the proxy).")
     /// Where the identity service's RPC server binds.
     public static let identityBind = ConfigKey(env: "GATEHOUSE_IDENTITY_BIND", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "identity", help: "Endpoint the identity service's RPC server binds.")
     /// Where the identity service publishes user events.
@@ -110,6 +120,7 @@ public enum ConfigTable {
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
         accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
+        httpHeadTimeoutMs, httpBodyTimeoutMs, httpIdleTimeoutMs, httpMaxConnections, httpMaxConnectionsPerAddress,
     ]
 }
 

@@ -41,7 +41,12 @@ public struct GatewayRoleSettings: Sendable {
             publicBaseURL: try Self.publicURL(config),
             trustForwardedFor: try config.bool(ConfigTable.trustForwardedFor),
             requestTimeout: .milliseconds(timeoutMs),
-            maxAccessTokenTTL: .seconds(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400)))
+            maxAccessTokenTTL: .seconds(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400)),
+            headTimeout: .milliseconds(try config.int(ConfigTable.httpHeadTimeoutMs, in: 100...600_000)),
+            bodyTimeout: .milliseconds(try config.int(ConfigTable.httpBodyTimeoutMs, in: 100...3_600_000)),
+            idleTimeout: .milliseconds(try config.int(ConfigTable.httpIdleTimeoutMs, in: 100...3_600_000)),
+            maxConnections: try config.int(ConfigTable.httpMaxConnections, in: 1...1_000_000),
+            maxConnectionsPerAddress: try config.int(ConfigTable.httpMaxConnectionsPerAddress, in: 0...1_000_000))
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)

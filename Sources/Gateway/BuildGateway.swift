@@ -1,6 +1,7 @@
 import GatehouseSupport
 import GatehouseContracts
 public import Hummingbird
+import NIOCore
 public import Logging
 
 /// Builds the HTTP gateway. Run the result in a `ServiceGroup` (it is a `Service`): it serves
@@ -27,6 +28,7 @@ struct GatewayParts {
     var routes: RouteTable
     var jwks: JWKSCache
     var revoked: RevocationList
+    var admission: ConnectionAdmission
 }
 
 func makeGateway(
@@ -62,11 +64,19 @@ func makeGateway(
     }
 
     let feed = RevocationFeedService(subscribe: services.revocations, list: revoked, clock: clock, logger: logger)
+    let admission = ConnectionAdmission(
+        maxTotal: configuration.maxConnections,
+        maxPerAddress: configuration.trustForwardedFor ? 0 : configuration.maxConnectionsPerAddress)
+    let timeouts = ConnectionTimeouts(
+        head: TimeAmount(configuration.headTimeout), body: TimeAmount(configuration.bodyTimeout),
+        idle: TimeAmount(configuration.idleTimeout))
     let application = Application(
         router: router,
+        server: GatewayHTTPChannel.builder(
+            timeouts: timeouts, admission: admission, metrics: ConnectionMetrics(registry: metrics.registry), logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
         services: [feed],
         logger: logger
     )
-    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked)
+    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked, admission: admission)
 }

@@ -18,6 +18,19 @@ extension ErrorCode {
     public static let originNotAllowed: ErrorCode = "origin_not_allowed"
     /// A service could not be reached in time; retry.
     public static let serviceUnavailable: ErrorCode = "service_unavailable"
+    /// The request is not valid HTTP/1.1 (bad request line, header, chunk size, or conflicting
+    /// `Content-Length`/`Transfer-Encoding`); the connection is closed after the answer.
+    public static let malformedHTTP: ErrorCode = "malformed_http"
+    /// The connection ended (or the client stopped sending) before the announced body arrived.
+    public static let incompleteBody: ErrorCode = "incomplete_body"
+    /// The request head or body did not arrive within the gateway's timeout.
+    public static let requestTimeout: ErrorCode = "request_timeout"
+    /// The request line or header fields are over the parser's limits.
+    public static let headerFieldsTooLarge: ErrorCode = "header_fields_too_large"
+    /// The request is not HTTP/1.x.
+    public static let httpVersionNotSupported: ErrorCode = "http_version_not_supported"
+    /// The gateway, or this client address, already has as many open connections as allowed.
+    public static let tooManyConnections: ErrorCode = "too_many_connections"
 }
 
 /// The one error table of the HTTP API: for every stable code, its HTTP status, the headers that
@@ -27,7 +40,7 @@ extension ErrorCode {
 ///
 /// | code | status |
 /// |---|---|
-/// | `malformed_request` | 400 |
+/// | `malformed_request`, `malformed_http`, `incomplete_body` | 400 |
 /// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
 /// | `unauthenticated`, `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"` |
 /// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
@@ -35,11 +48,14 @@ extension ErrorCode {
 /// | `user_not_found`, `not_found` | 404 |
 /// | `method_not_allowed` | 405, `Allow` |
 /// | `email_exists`, `version_conflict` | 409 |
+/// | `request_timeout` | 408 |
 /// | `payload_too_large` | 413 |
 /// | `unsupported_media_type` | 415 |
 /// | `rate_limited` | 429, `Retry-After` |
-/// | `overloaded` | 503, `Retry-After` |
+/// | `header_fields_too_large` | 431 |
+/// | `overloaded`, `too_many_connections` | 503, `Retry-After` |
 /// | `service_unavailable` (and `unavailable`, `deadline_exceeded`, `cancelled`) | 503, `Retry-After` |
+/// | `http_version_not_supported` | 505 |
 /// | `internal` (and `unimplemented`, `unsupported_version`, `permission_denied`, and any unknown code) | 500, generic detail |
 public enum ErrorTable {
     /// The extra headers of an error.
@@ -112,6 +128,13 @@ public enum ErrorTable {
         .unsupportedMediaType: Entry(.unsupportedMediaType),
         .rateLimited: Entry(.tooManyRequests, .retryAfter),
         .overloaded: Entry(.serviceUnavailable, .retryAfter, detail: busy),
+        // The HTTP layer's own rejections (the connection handler answers these itself).
+        .malformedHTTP: Entry(.badRequest),
+        .incompleteBody: Entry(.badRequest),
+        .requestTimeout: Entry(.requestTimeout),
+        .headerFieldsTooLarge: Entry(.requestHeaderFieldsTooLarge),
+        .httpVersionNotSupported: Entry(.httpVersionNotSupported),
+        .tooManyConnections: Entry(.serviceUnavailable, .retryAfter),
         .serviceUnavailable: unavailable,
         .unavailable: unavailable,
         .deadlineExceeded: unavailable,

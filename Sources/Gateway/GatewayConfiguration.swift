@@ -35,6 +35,20 @@ public struct GatewayConfiguration: Sendable {
     /// hashing threads. Default 128 (the identity service's own bound is its hash queue, 64 by
     /// default, plus one job per core).
     public var maxPasswordRequests: Int
+    /// Longest wait for a whole request head: from accepting a connection for its first request,
+    /// from the first byte for later ones. Default 10 s; then 408 `request_timeout` (or just a
+    /// close when nothing was sent) and the connection is closed.
+    public var headTimeout: Duration
+    /// Longest wait for a whole request body, from its head. Default 30 s; then 408 `request_timeout`.
+    public var bodyTimeout: Duration
+    /// Longest wait for the next request on a kept-alive connection. Default 60 s; then it is closed.
+    public var idleTimeout: Duration
+    /// Most open HTTP connections. Default 10 000; past it a new connection is answered 503
+    /// `too_many_connections` and closed.
+    public var maxConnections: Int
+    /// Most open HTTP connections from one peer address. Default 256; 0 means no per-address cap
+    /// (and there is none when `trustForwardedFor` is set: every connection then comes from the proxy).
+    public var maxConnectionsPerAddress: Int
 
     /// A configuration with the defaults above; `issuer`,
     /// `audience` and `publicBaseURL` must be given.
@@ -53,9 +67,19 @@ public struct GatewayConfiguration: Sendable {
         jwksMinRefetchInterval: Duration = .seconds(5),
         jwksCacheTTL: Duration = .seconds(60),
         maxRevokedSessions: Int = 100_000,
-        maxPasswordRequests: Int = 128
+        maxPasswordRequests: Int = 128,
+        headTimeout: Duration = .seconds(10),
+        bodyTimeout: Duration = .seconds(30),
+        idleTimeout: Duration = .seconds(60),
+        maxConnections: Int = 10_000,
+        maxConnectionsPerAddress: Int = 256
     ) {
         self.maxPasswordRequests = maxPasswordRequests
+        self.headTimeout = headTimeout
+        self.bodyTimeout = bodyTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
+        self.maxConnectionsPerAddress = maxConnectionsPerAddress
         self.host = host
         self.port = port
         self.maxBodySize = maxBodySize

@@ -206,12 +206,12 @@ struct RouteTable: Sendable {
             } else {
                 problem = .notFound
             }
-        case let e as HTTPError:
-            problem = GatewayError(
-                e.status, code: e.status.reasonPhrase.lowercased().replacingOccurrences(of: " ", with: "_"),
-                detail: e.body ?? e.status.reasonPhrase, headers: e.headers)
         case is NIOTooManyBytesError:
             problem = .payloadTooLarge(nil)
+        case let e as HTTPLayerError:
+            problem = e.problem  // the connection handler answers it (a body cut short, a timeout)
+        case let e as any HTTPResponseError:
+            problem = tableError(e, request: request)
         case is CancellationError:
             problem = .serviceUnavailable
         default:
@@ -219,5 +219,28 @@ struct RouteTable: Sendable {
             problem = .internal
         }
         return problem.makeResponse()
+    }
+
+    /// Hummingbird's own errors (a bad query or parameter, a body limit) as the table's row for
+    /// their status, so no answer escapes the table: 4xx statuses the table lacks read
+    /// `malformed_request`, 5xx `internal`.
+    func tableError(_ error: any HTTPResponseError, request: Request) -> GatewayError {
+        let code: ErrorCode
+        switch error.status {
+        case .badRequest: code = .malformedRequest
+        case .notFound: code = .notFound
+        case .methodNotAllowed:
+            return .methodNotAllowed(methodsByPath[Self.normalize(request.uri.path)] ?? [])
+        case .requestTimeout: code = .requestTimeout
+        case .contentTooLarge: return .payloadTooLarge(nil)
+        case .unsupportedMediaType: code = .unsupportedMediaType
+        case .requestHeaderFieldsTooLarge: code = .headerFieldsTooLarge
+        case .tooManyRequests: code = .rateLimited
+        case .serviceUnavailable: code = .serviceUnavailable
+        default: code = error.status.code < 500 ? .malformedRequest : .internal
+        }
+        if code == .internal { return .internal }
+        let detail = (error as? HTTPError)?.body ?? ErrorTable.entry(code).detail ?? error.status.reasonPhrase
+        return GatewayError(code, detail: detail)
     }
 }

@@ -28,14 +28,15 @@ struct Harness {
     static func run(
         _ framework: TestingSetup = .router,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
+        logs: LogRecorder? = nil,
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
         let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
         let services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
         await services.signer.addSigningKey(kid: "test-key-1", publish: true)
         let metrics = GatewayMetrics()
-        var logger = Logger(label: "gateway-test")
-        logger.logLevel = .warning
+        var logger = logs.map { recorder in Logger(label: "gateway-test") { _ in recorder } } ?? Logger(label: "gateway-test")
+        logger.logLevel = logs == nil ? .warning : .trace
         let parts = makeGateway(
             configuration: configuration(configure), services: services.gatewayServices, logger: logger, metrics: metrics, clock: clock.wallClock)
         try await parts.application.test(framework) { client in
