@@ -42,6 +42,7 @@ public struct GatewayRoleSettings: Sendable {
             trustForwardedFor: try config.bool(ConfigTable.trustForwardedFor),
             requestTimeout: .milliseconds(timeoutMs),
             maxAccessTokenTTL: .seconds(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400)))
+        gateway.revocationHeartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)

@@ -4,8 +4,9 @@ public import Hummingbird
 public import Logging
 
 /// Builds the HTTP gateway. Run the result in a `ServiceGroup` (it is a `Service`): it serves
-/// until graceful shutdown, letting in-flight requests finish. The revocation-feed consumer runs
-/// as one of its services.
+/// until graceful shutdown, letting in-flight requests finish. The revocation feed's consumer
+/// (`RevocationFeedService`: the snapshot at start and after missed events, then the events) runs
+/// as one of its services; authenticated requests wait for its first snapshot.
 ///
 /// - Parameters:
 ///   - configuration: bind address, limits, token issuer/audience, CORS origins.
@@ -27,6 +28,7 @@ struct GatewayParts {
     var routes: RouteTable
     var jwks: JWKSCache
     var revoked: RevocationList
+    var revocations: RevocationState
 }
 
 func makeGateway(
@@ -42,12 +44,14 @@ func makeGateway(
         },
         clock: clock, ttl: configuration.jwksCacheTTL,
         minRefetchInterval: configuration.jwksMinRefetchInterval)
-    let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL, capacity: configuration.maxRevokedSessions)
+    // A token is accepted until `exp` plus the leeway, so its session stays listed that long.
+    let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL + configuration.clockLeeway, capacity: configuration.maxRevokedSessions)
+    let revocations = RevocationState(list: revoked)
     let verifier = BearerVerifier(
-        jwks: jwks, revoked: revoked, issuer: configuration.issuer, audience: configuration.audience,
-        leeway: configuration.clockLeeway.seconds, clock: clock)
+        jwks: jwks, revocations: revocations, issuer: configuration.issuer, audience: configuration.audience,
+        leeway: configuration.clockLeeway.seconds, clock: clock, revocationWait: configuration.requestTimeout)
     let routes = GatewayRoutes(
-        services: services, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
+        services: services, configuration: configuration, verifier: verifier, jwks: jwks, revocations: revocations, metrics: metrics,
         clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests))
 
     let endpoints = routes.endpoints()
@@ -61,12 +65,17 @@ func makeGateway(
         router.on(RouterPath(endpoint.path), method: endpoint.method, use: endpoint.handler)
     }
 
-    let feed = RevocationFeedService(subscribe: services.revocations, list: revoked, clock: clock, logger: logger)
+    let feed = RevocationFeedService(
+        subscribe: services.revocations,
+        load: { [timeout = configuration.requestTimeout] in
+            try await withBackendTimeout(timeout) { try await services.tokens.call(TokenAPI.listRevocations, Empty()) }
+        },
+        state: revocations, heartbeat: configuration.revocationHeartbeat, clock: clock, logger: logger)
     let application = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
         services: [feed],
         logger: logger
     )
-    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked)
+    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked, revocations: revocations)
 }
