@@ -62,8 +62,9 @@ public struct UserSessionsRequest: Codable, Sendable, Hashable {
 public struct RevokedCount: Codable, Sendable, Hashable {
     /// Sessions this call revoked; 0 when none was left unrevoked.
     public var count: Int64
-    /// The ids of the sessions this call revoked (`count` of them), so the caller can refuse
-    /// their access tokens at once, before any event arrives.
+    /// The ids of the sessions this call revoked, so the caller can refuse their access tokens at
+    /// once, before any event arrives; `token.revokeAllSessions` also names the user's sessions
+    /// revoked earlier whose tokens may still be valid (a retried call still names them all).
     public var sessionIDs: [String]
     /// A count of revoked sessions, with their ids.
     public init(count: Int64, sessionIDs: [String] = []) {

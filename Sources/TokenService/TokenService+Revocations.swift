@@ -25,13 +25,19 @@ extension TokenService {
         return RevokedCount(count: 1, sessionIDs: [revoked.id])
     }
 
-    /// Revokes every live session of a user (`token.revokeAllSessions`); the reply names them.
+    /// Revokes every live session of a user (`token.revokeAllSessions`). The reply names them,
+    /// and the user's sessions revoked before whose access tokens may still be valid: a call
+    /// retried after its first attempt committed (its reply lost) still names every session.
     public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
         guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
         let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
-        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: clock.now)
+        let now = clock.now
+        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: now)
         revoked.forEach(announce)
-        return RevokedCount(count: Int64(revoked.count), sessionIDs: revoked.map(\.id))
+        let since = now.addingTimeInterval(-(configuration.accessTokenTTL + configuration.leeway))
+        let ids = revoked.map(\.id)
+        let earlier = try await store.revokedSessionIDs(userID: request.userID, since: since).filter { !ids.contains($0) }
+        return RevokedCount(count: Int64(revoked.count), sessionIDs: ids + earlier)
     }
 
     /// Every session revoked within the access-token lifetime plus leeway (older ones' tokens

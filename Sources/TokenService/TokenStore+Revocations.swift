@@ -21,4 +21,12 @@ extension TokenStore {
             ).map { row in RevokedSession(sessionID: row["id"], revokedAt: Self.date(row["revokedAt"])!) }
         }
     }
+
+    /// The ids of `userID`'s sessions revoked after `since`.
+    public func revokedSessionIDs(userID: String, since: Date) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                db, sql: "SELECT id FROM session WHERE userId = ? AND revokedAt > ? ORDER BY revokedAt", arguments: [userID, Self.ms(since)])
+        }
+    }
 }

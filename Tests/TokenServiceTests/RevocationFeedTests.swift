@@ -29,6 +29,9 @@ struct RevocationFeedTests {
         #expect(try await h.service.revokeSession(RevokeSessionRequest(sessionID: a.sessionID)) == RevokedCount(count: 0))
         let all = try await h.service.revokeAllSessions(UserSessionsRequest(userID: "user-b"))
         #expect(all.count == 2 && Set(all.sessionIDs) == [b1.sessionID, b2.sessionID])
+        // A retry (its first reply lost) revokes nothing more, and still names them.
+        let retried = try await h.service.revokeAllSessions(UserSessionsRequest(userID: "user-b"))
+        #expect(retried.count == 0 && Set(retried.sessionIDs) == [b1.sessionID, b2.sessionID])
         // Refresh-token reuse.
         _ = try await h.service.refresh(RefreshRequest(refreshToken: c.refreshToken))
         h.clock.advance(by: 11)
