@@ -164,6 +164,24 @@ struct RevocationStateTests {
         }
     }
 
+    @Test("disabling or deleting a user revokes its sessions durably: a restarted gateway refuses their tokens")
+    func disableAndDeleteRevoke() async throws {
+        try await Harness.run { h in
+            let (user, session) = try await h.signUp()
+            let disabledToken = session["accessToken"] as! String
+            let (other, otherSession) = try await h.signUp("bob@example.com")
+            let deletedToken = otherSession["accessToken"] as! String
+            h.services.dropEvents(true)
+            _ = try await h.services.identityHandlers.setDisabled(SetDisabledRequest(userID: user["id"] as! String, disabled: true))
+            _ = try await h.services.identityHandlers.deleteUser(UserIDRequest(userID: other["id"] as! String))
+            try await Harness.run(reusing: h) { restarted in
+                for token in [disabledToken, deletedToken] {
+                    try await restarted.request(.get, "/v1/me", token: token).expectProblem(.unauthorized, "session_revoked")
+                }
+            }
+        }
+    }
+
     @Test("a silent feed (cut off, or misconfigured) is polled every three heartbeat intervals")
     func silentFeedIsPolled() async throws {
         try await Harness.run(configure: { $0.revocationHeartbeat = .milliseconds(50) }) { h in
