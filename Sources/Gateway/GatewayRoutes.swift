@@ -252,6 +252,7 @@ struct GatewayRoutes: Sendable {
         // scrape is never held up by a service that is down.
         let stats = try? await withBackendTimeout(.milliseconds(250)) { await services.hashPoolStats() }
         metrics.recordHashPool(stats)
+        metrics.recordRevocations(revocations)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))

@@ -62,6 +62,7 @@ struct RevocationFeedService: Service {
                     if !state.install(snapshot, mark: mark, now: clock.now) { try? await Task.sleep(for: .milliseconds(20)) }
                     break
                 } catch {
+                    state.loadFailed()
                     if !failing { logger.warning("cannot load the revocation state from the token service; retrying: \(error)") }
                     failing = true
                     try? await Task.sleep(for: pause)

@@ -53,6 +53,8 @@ final class RevocationState: Sendable {
     /// The revoked session ids.
     let list: RevocationList
     private let current = Atomic<Bool>(false)
+    private let loadCount = Atomic<Int>(0)
+    private let failureCount = Atomic<Int>(0)
     private let tracking = Mutex(Tracking())
     private let requests: AsyncStream<Reload>.Continuation
     /// Reloads asked for (the newest one is kept while the loader is busy).
@@ -122,6 +124,7 @@ final class RevocationState: Sendable {
     @discardableResult
     func install(_ snapshot: RevocationSnapshot, mark: Int, now: Date) -> Bool {
         for session in snapshot.sessions { list.insert(session.sessionID, now: now) }
+        loadCount.add(1, ordering: .relaxed)
         return update { t in
             if let known = t.known, known.epoch == snapshot.epoch {
                 t.known?.seq = max(known.seq, snapshot.seq)
@@ -132,6 +135,13 @@ final class RevocationState: Sendable {
             Self.advance(&t)
         }
     }
+
+    /// Counts a load that failed.
+    func loadFailed() { failureCount.add(1, ordering: .relaxed) }
+
+    /// Snapshots loaded, and loads that failed, since start.
+    var loads: Int { loadCount.load(ordering: .relaxed) }
+    var loadFailures: Int { failureCount.load(ordering: .relaxed) }
 
     /// Sessions this gateway revoked itself (the token service acknowledged them).
     func insert(_ sessionIDs: some Sequence<String>, now: Date) {

@@ -101,8 +101,16 @@ struct RevocationStateTests {
             try await h.request(.get, "/v1/me", token: revoked).expectProblem(.serviceUnavailable, "service_unavailable")
             #expect(try await h.request(.get, "/readyz").status == .serviceUnavailable)
 
+            try await waitUntil("a failed load counted") { h.parts.revocations.loadFailures > 0 }
+            let metrics = try await h.request(.get, "/metrics").text
+            #expect(metrics.contains("gatehouse_revocation_state_current 0"), "\(metrics)")
+            #expect(metrics.contains("gatehouse_revocation_snapshot_load_failures "))
+
             h.services.fail(TokenAPI.listRevocations, with: nil)
             try await waitUntil("the state reloaded") { h.parts.revocations.isCurrent }
+            let after = try await h.request(.get, "/metrics").text
+            #expect(after.contains("gatehouse_revocation_state_current 1"), "\(after)")
+            #expect(after.contains("gatehouse_revocation_listed_sessions 1"), "\(after)")
             try await h.request(.get, "/v1/me", token: revoked).expectProblem(.unauthorized, "session_revoked")
             #expect(try await h.request(.get, "/v1/me", token: live).status == .ok)
         }
