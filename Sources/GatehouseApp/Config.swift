@@ -94,6 +94,8 @@ public enum ConfigTable {
     public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")
     /// How often the token service sweeps ended sessions and old refresh tokens.
     public static let sweepInterval = ConfigKey(env: "GATEHOUSE_SWEEP_INTERVAL", defaultValue: "600", secret: false, roles: "serve, token", help: "Seconds between sweeps of ended sessions and old refresh tokens; 0 turns the sweep off.")
+    /// How often the token service publishes its revocation heartbeat (the gateway's gap detector).
+    public static let revocationHeartbeatMs = ConfigKey(env: "GATEHOUSE_REVOCATION_HEARTBEAT_MS", defaultValue: "1000", secret: false, roles: "serve, token, gateway", help: "Milliseconds between the token service's `token.heartbeat`s, by which a gateway notices missed revocation events or a restarted token service; a gateway polls `token.listRevocations` when the feed is silent for three intervals. Use the same value for both roles.")
     /// How long a rotated refresh token still answers with its successor (a client's retry).
     public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
     /// What an acknowledged write survives: a process crash, or also a power cut.
@@ -121,6 +123,7 @@ public enum ConfigTable {
         accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
         httpHeadTimeoutMs, httpBodyTimeoutMs, httpIdleTimeoutMs, httpMaxConnections, httpMaxConnectionsPerAddress,
+        revocationHeartbeatMs,
     ]
 }
 

@@ -47,6 +47,7 @@ public struct GatewayRoleSettings: Sendable {
             idleTimeout: .milliseconds(try config.int(ConfigTable.httpIdleTimeoutMs, in: 100...3_600_000)),
             maxConnections: try config.int(ConfigTable.httpMaxConnections, in: 1...1_000_000),
             maxConnectionsPerAddress: try config.int(ConfigTable.httpMaxConnectionsPerAddress, in: 0...1_000_000))
+        gateway.revocationHeartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)

@@ -1,19 +1,29 @@
 import GatehouseContracts
 import GatehouseRPC
+import Gateway
 import Logging
 
-/// The token service's `session.revoked` feed as a stream of session ids, for the gateway.
+/// The token service's revocation feed (`session.revoked` and `token.heartbeat`), for the gateway.
 enum RevocationSubscription {
     /// Subscribes at `endpoint`; the stream ends (and the gateway resubscribes) when the
-    /// subscription fails or closes.
-    static func stream(endpoint: String, curve: CurveClientKeys?, logger: Logger) -> AsyncStream<String> {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self, bufferingPolicy: .bufferingNewest(10_000))
+    /// subscription fails or closes. A message that does not decode is dropped: the next
+    /// heartbeat shows the gap, and the gateway reloads.
+    static func stream(endpoint: String, curve: CurveClientKeys?, logger: Logger) -> AsyncStream<RevocationNotice> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RevocationNotice.self, bufferingPolicy: .bufferingNewest(10_000))
         let task = Task {
             do {
-                let subscriber = try EventSubscriber(endpoints: [endpoint], topics: [TokenAPI.Topic.sessionRevoked], curve: curve, logger: logger)
+                let subscriber = try EventSubscriber(
+                    endpoints: [endpoint], topics: [TokenAPI.Topic.sessionRevoked, TokenAPI.Topic.heartbeat], curve: curve, logger: logger)
                 for await event in subscriber.events {
                     if Task.isCancelled { break }
-                    if let revoked = try? event.decode(SessionRevokedEvent.self) { continuation.yield(revoked.sessionID) }
+                    switch event.topic {
+                    case TokenAPI.Topic.sessionRevoked:
+                        if let revoked = try? event.decode(SessionRevokedEvent.self) { continuation.yield(.revoked(revoked)) }
+                    case TokenAPI.Topic.heartbeat:
+                        if let beat = try? event.decode(RevocationHeartbeat.self) { continuation.yield(.heartbeat(beat)) }
+                    default:
+                        break
+                    }
                 }
                 await subscriber.close()
             } catch {

@@ -37,7 +37,7 @@ public enum GatehouseRoles {
     public static func runToken(config: Config, logger: Logger) async throws {
         let role = try await TokenRole.start(TokenRoleSettings(config: config), logger: logger)
         try await runGroup(
-            [role.server, role.sweeper, ShutdownHook { await role.publisher.close(); await role.identityClient.close() }], logger: logger)
+            [role.server, role.sweeper, role.heartbeat, ShutdownHook { await role.publisher.close(); await role.identityClient.close() }], logger: logger)
     }
 
     /// `gatehouse gateway`: the HTTP gateway alone, calling the services over tcp.
@@ -66,7 +66,7 @@ public enum GatehouseRoles {
             await token.identityClient.close()
         }
         // Shutdown runs in reverse: the gateway stops taking requests first, then the services drain.
-        try await runGroup([identity.server, token.server, token.sweeper, gateway.application, hook], logger: logger)
+        try await runGroup([identity.server, token.server, token.sweeper, token.heartbeat, gateway.application, hook], logger: logger)
     }
 
     static func runGroup(_ services: [any Service], logger: Logger) async throws {

@@ -29,6 +29,8 @@ public struct TokenRoleSettings: Sendable {
     /// `GATEHOUSE_KEY_ENCRYPTION_KEY_FILE` is not set: `key-encryption.key` in the data folder.
     /// Nil when the key was configured (and read into `service.encryptionKey`).
     public var generatedKeyEncryptionKeyPath: String?
+    /// The interval of `token.heartbeat` (`GATEHOUSE_REVOCATION_HEARTBEAT_MS`).
+    public var heartbeat: Duration
 
     /// Reads and checks the token role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -43,6 +45,7 @@ public struct TokenRoleSettings: Sendable {
         service.refreshGrace = TimeInterval(try config.int(ConfigTable.refreshGrace, in: 0...300))
         service.sessionRetention = TimeInterval(try config.int(ConfigTable.sessionRetention, in: 3_600...31_536_000))
         sweepInterval = try config.int(ConfigTable.sweepInterval, in: 0...86_400)
+        heartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         let algorithm = try config.required(ConfigTable.signingAlgorithm)
         guard let alg = SigningAlgorithm.allCases.first(where: { $0.rawValue.lowercased() == algorithm.lowercased() }) else {
             throw ConfigError(message: "GATEHOUSE_SIGNING_ALGORITHM (--signing-algorithm) must be ES256, EdDSA or RS256, not '\(algorithm)'")
@@ -109,6 +112,8 @@ public struct TokenRole: Sendable {
     public let rpcEndpoint: String
     /// Sweeps ended sessions and old refresh tokens; run it in the role's service group.
     public let sweeper: TokenSweeper
+    /// Beats `token.heartbeat`; run it in the role's service group.
+    public let heartbeat: RevocationHeartbeatService
 
     /// Creates the data folder, opens and migrates the database, loads the signing keys (making the
     /// first one), binds the sockets. The service reads the time from `clock`.
@@ -129,7 +134,8 @@ public struct TokenRole: Sendable {
             note: "; signing key \(service.keys.activeKid)")
         return TokenRole(
             server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound,
-            sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger))
+            sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger),
+            heartbeat: RevocationHeartbeatService(feed: service.revocationFeed, interval: settings.heartbeat))
     }
 }
 
@@ -158,6 +164,23 @@ public struct TokenSweeper: Service {
                 do { try await service.sweep() } catch is CancellationError { return } catch {
                     logger.warning("token sweep failed; trying again in \(interval): \(error)")
                 }
+            }
+        }
+    }
+}
+
+/// Publishes the token service's `token.heartbeat` (its revocation feed's epoch and last seq)
+/// every `interval` until graceful shutdown, the first one at once.
+public struct RevocationHeartbeatService: Service {
+    let feed: RevocationFeed
+    let interval: Duration
+
+    /// Beats until graceful shutdown (see the type).
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            while true {
+                feed.heartbeat()
+                try await Task.sleep(for: interval)
             }
         }
     }

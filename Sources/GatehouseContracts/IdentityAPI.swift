@@ -27,7 +27,7 @@ public struct User: Codable, Sendable, Hashable {
     /// `UpdateProfileRequest.expectedVersion` is compared with it.
     public var version: Int64
     /// Whether the user is disabled: sign-in then fails with
-    /// `user_disabled` and sessions end at their next refresh.
+    /// `user_disabled`, and disabling revoked its sessions.
     public var disabled: Bool
 
     /// A user; fields not given take a new user's values (no email, empty settings, version 1).

@@ -57,13 +57,24 @@ public struct UserSessionsRequest: Codable, Sendable, Hashable {
     }
 }
 
-/// How many sessions a call revoked.
+/// How many sessions a call revoked, and which. The revocations are committed to the token
+/// database before this reply is sent.
 public struct RevokedCount: Codable, Sendable, Hashable {
     /// Sessions this call revoked; 0 when none was left unrevoked.
     public var count: Int64
-    /// A count of revoked sessions.
-    public init(count: Int64) { self.count = count }
-    enum CodingKeys: Int, CodingKey { case count = 1 }
+    /// The ids of the sessions this call revoked, so the caller can refuse their access tokens at
+    /// once, before any event arrives; `token.revokeAllSessions` also names the user's sessions
+    /// revoked earlier whose tokens may still be valid (a retried call still names them all).
+    public var sessionIDs: [String]
+    /// A count of revoked sessions, with their ids.
+    public init(count: Int64, sessionIDs: [String] = []) {
+        self.count = count
+        self.sessionIDs = sessionIDs
+    }
+    enum CodingKeys: Int, CodingKey {
+        case count = 1
+        case sessionIDs = 2
+    }
 }
 
 /// A session as listed to its user.
@@ -229,15 +240,74 @@ public struct SessionRevokedEvent: Codable, Sendable, Hashable {
     public var reason: String
     /// When it was revoked.
     public var revokedAt: Date
-    /// The event for one revoked session.
-    public init(sessionID: String, userID: String, reason: String, revokedAt: Date) {
+    /// The publisher's epoch: random, new at each start of the token service.
+    public var epoch: String
+    /// The event's number within `epoch`: 1 for the first, one more for each next (no gaps).
+    public var seq: UInt64
+    /// The event for one revoked session, number `seq` of `epoch`.
+    public init(sessionID: String, userID: String, reason: String, revokedAt: Date, epoch: String = "", seq: UInt64 = 0) {
         self.sessionID = sessionID
         self.userID = userID
         self.reason = reason
         self.revokedAt = revokedAt
+        self.epoch = epoch
+        self.seq = seq
     }
     enum CodingKeys: Int, CodingKey {
-        case sessionID = 1, userID = 2, reason = 3, revokedAt = 4
+        case sessionID = 1, userID = 2, reason = 3, revokedAt = 4, epoch = 5, seq = 6
+    }
+}
+
+/// Published on `token.heartbeat` about once a second: where the revocation feed is, so a
+/// subscriber that missed events, or whose publisher restarted, notices within one beat.
+public struct RevocationHeartbeat: Codable, Sendable, Hashable {
+    /// The publisher's epoch (as in `SessionRevokedEvent.epoch`).
+    public var epoch: String
+    /// The number of the last `session.revoked` event of `epoch` (0: none yet).
+    public var seq: UInt64
+    /// A heartbeat at `seq` of `epoch`.
+    public init(epoch: String, seq: UInt64) {
+        self.epoch = epoch
+        self.seq = seq
+    }
+    enum CodingKeys: Int, CodingKey {
+        case epoch = 1, seq = 2
+    }
+}
+
+/// One revoked session in a `RevocationSnapshot`.
+public struct RevokedSession: Codable, Sendable, Hashable {
+    /// The revoked session (the `sid` claim of its access tokens).
+    public var sessionID: String
+    /// When it was revoked.
+    public var revokedAt: Date
+    /// Session `sessionID`, revoked at `revokedAt`.
+    public init(sessionID: String, revokedAt: Date) {
+        self.sessionID = sessionID
+        self.revokedAt = revokedAt
+    }
+    enum CodingKeys: Int, CodingKey {
+        case sessionID = 1, revokedAt = 2
+    }
+}
+
+/// `token.listRevocations` reply: every session revoked recently enough that its access tokens
+/// may still be valid, and the feed's position when the list was read.
+public struct RevocationSnapshot: Codable, Sendable, Hashable {
+    /// The publisher's epoch.
+    public var epoch: String
+    /// Every `session.revoked` event of `epoch` numbered up to `seq` is in `sessions`.
+    public var seq: UInt64
+    /// Sessions revoked within the access-token lifetime plus leeway, oldest first.
+    public var sessions: [RevokedSession]
+    /// A snapshot at `seq` of `epoch`.
+    public init(epoch: String, seq: UInt64, sessions: [RevokedSession]) {
+        self.epoch = epoch
+        self.seq = seq
+        self.sessions = sessions
+    }
+    enum CodingKeys: Int, CodingKey {
+        case epoch = 1, seq = 2, sessions = 3
     }
 }
 
@@ -262,10 +332,15 @@ public enum TokenAPI {
     public static let jwks = RPCMethod<Empty, JWKSDocument>(name: "token.jwks", idempotent: true, callers: [.gateway])
     /// Makes a new signing key; the old one stays published until its last token expires.
     public static let rotateKeys = RPCMethod<Empty, RotateKeysResponse>(name: "token.rotateKeys")
+    /// The sessions revoked whose access tokens may still be valid, with the revocation feed's
+    /// position (what a gateway loads at start and after missing events). Idempotent.
+    public static let listRevocations = RPCMethod<Empty, RevocationSnapshot>(name: "token.listRevocations", idempotent: true, callers: [.gateway])
 
     /// Event topics.
     public enum Topic {
         /// Published for each revoked session, with a `SessionRevokedEvent`.
         public static let sessionRevoked = "session.revoked"
+        /// Published about once a second with a `RevocationHeartbeat`.
+        public static let heartbeat = "token.heartbeat"
     }
 }

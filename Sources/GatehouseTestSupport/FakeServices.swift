@@ -3,9 +3,11 @@ import RPCRouting
 import Synchronization
 
 /// A stand-in token service for identity tests: answers `token.issueSession` with the access
-/// token `at-<userID>`, the refresh token `rt` and the session `sid-1`, and remembers each request.
+/// token `at-<userID>`, the refresh token `rt` and the session `sid-1`, and remembers each request;
+/// answers `token.revokeAllSessions` with nothing revoked, remembering the user ids.
 public final class FakeTokenService: Sendable {
     private let stored = Mutex<[IssueSessionRequest]>([])
+    private let storedRevocations = Mutex<[UserSessionsRequest]>([])
     private let storedDeadlines = Mutex<[ContinuousClock.Instant]>([])
 
     /// A fake that has seen no request yet.
@@ -13,6 +15,9 @@ public final class FakeTokenService: Sendable {
 
     /// The `issueSession` requests so far, in order.
     public var requests: [IssueSessionRequest] { stored.withLock { $0 } }
+
+    /// The `revokeAllSessions` requests so far, in order.
+    public var revocations: [UserSessionsRequest] { storedRevocations.withLock { $0 } }
 
     /// The deadline each request was served with, in order.
     public var deadlines: [ContinuousClock.Instant] { storedDeadlines.withLock { $0 } }
@@ -24,6 +29,10 @@ public final class FakeTokenService: Sendable {
             self.stored.withLock { $0.append(request) }
             self.storedDeadlines.withLock { $0.append(context.deadline) }
             return SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
+        }
+        router.register(TokenAPI.revokeAllSessions) { request, _ in
+            self.storedRevocations.withLock { $0.append(request) }
+            return RevokedCount(count: 0)
         }
         return router
     }

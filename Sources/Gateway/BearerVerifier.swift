@@ -4,14 +4,17 @@ import GatehouseSupport
 
 /// Verifies `Authorization: Bearer <jwt>` headers locally: algorithm pinned to the key's
 /// (ES256/EdDSA/RS256; `none` and HS* refused), signature against the token service's JWKS,
-/// `iss` and `aud` exactly, `exp`/`nbf`/`iat` with a small leeway, and the session not revoked.
+/// `iss` and `aud` exactly, `exp`/`nbf`/`iat` with a small leeway, and the session not revoked
+/// (`RevocationState`: while it is not loaded, requests wait for it and then answer 503).
 struct BearerVerifier: Sendable {
     let jwks: JWKSCache
-    let revoked: RevocationList
+    let revocations: RevocationState
     let issuer: String
     let audience: String
     let leeway: TimeInterval
     let clock: WallClock
+    /// How long a request waits for the revocation state to be loaded before it is refused.
+    let revocationWait: Duration
 
     /// Largest token accepted, in bytes.
     static let maxTokenLength = 8 * 1024
@@ -45,7 +48,12 @@ struct BearerVerifier: Sendable {
         }
         if claims.iat.timeIntervalSince(now) > leeway { throw GatewayError.invalidToken() }
         if let nbf = claims.nbf, nbf.timeIntervalSince(now) > leeway { throw GatewayError.invalidToken() }
-        if revoked.contains(claims.sid, now: now) {
+        // Until the revocation state is loaded (at start, or after missed events) a revoked
+        // token could pass: wait for it, and refuse with 503 rather than let one through.
+        if !revocations.isCurrent, !(await revocations.waitUntilCurrent(timeout: revocationWait)) {
+            throw GatewayError.serviceUnavailable
+        }
+        if revocations.list.contains(claims.sid, now: now) {
             throw GatewayError.invalidToken(.sessionRevoked, "The session has been revoked.")
         }
         return claims

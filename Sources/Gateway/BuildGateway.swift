@@ -5,8 +5,9 @@ import NIOCore
 public import Logging
 
 /// Builds the HTTP gateway. Run the result in a `ServiceGroup` (it is a `Service`): it serves
-/// until graceful shutdown, letting in-flight requests finish. The revocation-feed consumer runs
-/// as one of its services.
+/// until graceful shutdown, letting in-flight requests finish. The revocation feed's consumer
+/// (`RevocationFeedService`: the snapshot at start and after missed events, then the events) runs
+/// as one of its services; authenticated requests wait for its first snapshot.
 ///
 /// - Parameters:
 ///   - configuration: bind address, limits, token issuer/audience, CORS origins.
@@ -29,6 +30,7 @@ struct GatewayParts {
     var jwks: JWKSCache
     var revoked: RevocationList
     var admission: ConnectionAdmission
+    var revocations: RevocationState
 }
 
 func makeGateway(
@@ -44,12 +46,14 @@ func makeGateway(
         },
         clock: clock, ttl: configuration.jwksCacheTTL,
         minRefetchInterval: configuration.jwksMinRefetchInterval)
-    let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL, capacity: configuration.maxRevokedSessions)
+    // A token is accepted until `exp` plus the leeway, so its session stays listed that long.
+    let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL + configuration.clockLeeway, capacity: configuration.maxRevokedSessions)
+    let revocations = RevocationState(list: revoked)
     let verifier = BearerVerifier(
-        jwks: jwks, revoked: revoked, issuer: configuration.issuer, audience: configuration.audience,
-        leeway: configuration.clockLeeway.seconds, clock: clock)
+        jwks: jwks, revocations: revocations, issuer: configuration.issuer, audience: configuration.audience,
+        leeway: configuration.clockLeeway.seconds, clock: clock, revocationWait: configuration.requestTimeout)
     let routes = GatewayRoutes(
-        services: services, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
+        services: services, configuration: configuration, verifier: verifier, jwks: jwks, revocations: revocations, metrics: metrics,
         clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests))
 
     let endpoints = routes.endpoints()
@@ -63,7 +67,12 @@ func makeGateway(
         router.on(RouterPath(endpoint.path), method: endpoint.method, use: endpoint.handler)
     }
 
-    let feed = RevocationFeedService(subscribe: services.revocations, list: revoked, clock: clock, logger: logger)
+    let feed = RevocationFeedService(
+        subscribe: services.revocations,
+        load: { [timeout = configuration.requestTimeout] in
+            try await withBackendTimeout(timeout) { try await services.tokens.call(TokenAPI.listRevocations, Empty()) }
+        },
+        state: revocations, heartbeat: configuration.revocationHeartbeat, clock: clock, logger: logger)
     let admission = ConnectionAdmission(
         maxTotal: configuration.maxConnections,
         maxPerAddress: configuration.trustForwardedFor ? 0 : configuration.maxConnectionsPerAddress)
@@ -78,5 +87,5 @@ func makeGateway(
         services: [feed],
         logger: logger
     )
-    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked, admission: admission)
+    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked, admission: admission, revocations: revocations)
 }

@@ -135,6 +135,18 @@ public final class GatewayMetrics: Sendable {
         gauge("hash_pool_rejected_jobs", "Hash jobs refused (overloaded) since the identity service started.").set(Int64(stats.hashRejected))
     }
 
+    /// Sets the revocation-state gauges (at each scrape).
+    func recordRevocations(_ state: RevocationState) {
+        func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
+            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "revocation", metricName: name, helpText: help))
+        }
+        gauge("state_current", "1 when the revocation state is loaded and no event is known missing; 0 while bearer requests wait or get 503.")
+            .set(Int64(state.isCurrent ? 1 : 0))
+        gauge("listed_sessions", "Revoked session ids held (their access tokens may still be valid).").set(Int64(state.list.count))
+        gauge("snapshot_loads", "token.listRevocations snapshots loaded since the gateway started.").set(Int64(state.loads))
+        gauge("snapshot_load_failures", "Failed token.listRevocations loads since the gateway started.").set(Int64(state.loadFailures))
+    }
+
     /// The Prometheus text exposition.
     func render() -> [UInt8] { registry.emitToBuffer() }
 }

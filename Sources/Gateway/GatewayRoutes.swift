@@ -14,7 +14,7 @@ struct GatewayRoutes: Sendable {
     let configuration: GatewayConfiguration
     let verifier: BearerVerifier
     let jwks: JWKSCache
-    let revoked: RevocationList
+    let revocations: RevocationState
     let metrics: GatewayMetrics
     let clock: WallClock
     /// Sign-ups and sign-ins in flight (`configuration.maxPasswordRequests`).
@@ -149,15 +149,18 @@ struct GatewayRoutes: Sendable {
 
     @Sendable func signOut(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        _ = try await call(services.tokens, TokenAPI.revokeSession, RevokeSessionRequest(sessionID: claims.sid, reason: "sign_out"))
-        revoked.insert(claims.sid, now: clock.now)
+        // The revocation is committed once acknowledged; refuse the session here before answering,
+        // whether or not its event reaches this gateway.
+        let reply = try await call(services.tokens, TokenAPI.revokeSession, RevokeSessionRequest(sessionID: claims.sid, reason: "sign_out"))
+        revocations.insert([claims.sid] + reply.sessionIDs, now: clock.now)
         return Response(status: .noContent)
     }
 
     @Sendable func signOutEverywhere(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        _ = try await call(services.tokens, TokenAPI.revokeAllSessions, UserSessionsRequest(userID: claims.sub, reason: "sign_out_everywhere"))
-        revoked.insert(claims.sid, now: clock.now)
+        let reply = try await call(
+            services.tokens, TokenAPI.revokeAllSessions, UserSessionsRequest(userID: claims.sub, reason: "sign_out_everywhere"))
+        revocations.insert([claims.sid] + reply.sessionIDs, now: clock.now)
         return Response(status: .noContent)
     }
 
@@ -236,7 +239,9 @@ struct GatewayRoutes: Sendable {
     }
 
     @Sendable func readyz(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let ready = (try? await bounded { await services.ready() }) ?? false
+        // Not ready until the revocation state is loaded (and while it is behind the feed).
+        let servicesUp = (try? await bounded { await services.ready() }) ?? false
+        let ready = servicesUp && revocations.isCurrent
         return ready
             ? Self.json(.ok, Array(#"{"status":"ready"}"#.utf8), noStore: true)
             : Self.json(.serviceUnavailable, Array(#"{"status":"not_ready"}"#.utf8), noStore: true)
@@ -247,6 +252,7 @@ struct GatewayRoutes: Sendable {
         // scrape is never held up by a service that is down.
         let stats = try? await withBackendTimeout(.milliseconds(250)) { await services.hashPoolStats() }
         metrics.recordHashPool(stats)
+        metrics.recordRevocations(revocations)
         return Response(
             status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
             body: .init(byteBuffer: ByteBuffer(bytes: metrics.render())))

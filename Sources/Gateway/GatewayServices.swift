@@ -13,9 +13,10 @@ public struct GatewayServices: Sendable {
     public var identity: any RPCCaller
     /// Reaches the token service.
     public var tokens: any RPCCaller
-    /// Session ids revoked by the token service (its `session.revoked` feed). Best effort: the
-    /// gateway resubscribes when a stream ends.
-    public var revocations: @Sendable () -> AsyncStream<String>
+    /// A new subscription to the token service's revocation feed (`session.revoked` events and
+    /// `token.heartbeat`s). Events can be lost: the gateway detects a gap or a restart by their
+    /// epoch and seq and reloads `token.listRevocations`; it resubscribes when a stream ends.
+    public var revocations: @Sendable () -> AsyncStream<RevocationNotice>
     /// True when every call already fails with `deadline_exceeded` or `unavailable` within the
     /// gateway's request timeout (the ZeroMQ clients: each call carries that deadline). Otherwise
     /// the gateway races each call against a timer of its own, which costs two child tasks and a
@@ -24,7 +25,7 @@ public struct GatewayServices: Sendable {
 
     /// Services reached through `identity` and `tokens`.
     public init(
-        identity: any RPCCaller, tokens: any RPCCaller, revocations: @escaping @Sendable () -> AsyncStream<String>,
+        identity: any RPCCaller, tokens: any RPCCaller, revocations: @escaping @Sendable () -> AsyncStream<RevocationNotice>,
         enforcesDeadlines: Bool
     ) {
         self.identity = identity
@@ -58,6 +59,14 @@ public struct GatewayServices: Sendable {
             return false
         }
     }
+}
+
+/// One message of the token service's revocation feed.
+public enum RevocationNotice: Sendable, Hashable {
+    /// A `session.revoked` event.
+    case revoked(SessionRevokedEvent)
+    /// A `token.heartbeat`: the feed's position.
+    case heartbeat(RevocationHeartbeat)
 }
 
 /// A caller that records each call's latency by service, method and outcome

@@ -76,7 +76,7 @@ public struct UserRecord: Sendable, Hashable {
     /// Whether the user is anonymous: no email address.
     public var isAnonymous: Bool
     /// Whether the user is disabled: sign-in refuses
-    /// them and their sessions end at the next refresh.
+    /// them, and disabling revoked their sessions.
     public var disabled: Bool
     /// A JSON object of at most 1,000 bytes, or "" for none.
     public var customClaimsJSON: String

@@ -185,24 +185,40 @@ public struct IdentityHandlers: Sendable {
         return User(user)
     }
 
-    /// Deletes the user and its linked identities, then publishes `user.deleted` (`identity.deleteUser`).
+    /// Deletes the user and its linked identities, revokes its sessions in the token service
+    /// (committed there before this returns), then publishes `user.deleted` (`identity.deleteUser`).
+    /// A retry after a failed revocation answers `userNotFound`, and revokes them all the same.
     public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
         let id = try Self.validID(request.userID)
-        try await store.delete(id: id)
+        do { try await store.delete(id: id) } catch IdentityError.userNotFound {
+            try await revokeSessions(of: id, reason: "user_deleted")
+            throw IdentityError.userNotFound
+        }
+        try await revokeSessions(of: id, reason: "user_deleted")
         let event = UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now)
         await publish(IdentityAPI.Topic.userDeleted, event)
         return Empty()
     }
 
-    /// Disables or enables a user. Disabling publishes `user.disabled`; the token service revokes
-    /// the user's sessions at their next refresh.
+    /// Disables or enables a user. Disabling revokes the user's sessions in the token service
+    /// (committed there before this returns; again on a repeated call, so a retry after a failed
+    /// revocation completes it) and publishes `user.disabled`.
     public func setDisabled(_ request: SetDisabledRequest) async throws -> User {
         let id = try Self.validID(request.userID)
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
-        if current.disabled == request.disabled { return User(current) }
+        if current.disabled == request.disabled {
+            if request.disabled { try await revokeSessions(of: id, reason: "user_disabled") }
+            return User(current)
+        }
         let user = try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.disabled = request.disabled }
+        if request.disabled { try await revokeSessions(of: id, reason: "user_disabled") }
         await publish(request.disabled ? IdentityAPI.Topic.userDisabled : IdentityAPI.Topic.userUpdated, user)
         return User(user)
+    }
+
+    /// Revokes every session of `id` in the token service (`token.revokeAllSessions`, idempotent).
+    private func revokeSessions(of id: UserID, reason: String) async throws {
+        _ = try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: reason))
     }
 
     /// The claims the token service needs at refresh; `exists = false` for an unknown user.

@@ -59,7 +59,8 @@ public final class TokenService: Sendable {
     /// Verifies access tokens against `keys`.
     public let verifier: TokenVerifier
     let identity: any RPCCaller
-    let publish: @Sendable (String, [UInt8]) -> Void
+    /// Numbers and publishes the `session.revoked` events, and beats `token.heartbeat`.
+    public let revocationFeed: RevocationFeed
     /// Token expiry, refresh grace, session lifetimes and sweeps read the time here.
     public let clock: WallClock
     let random: @Sendable (Int) -> [UInt8]
@@ -84,14 +85,15 @@ public final class TokenService: Sendable {
         let service = TokenService(
             configuration: configuration, store: store, keys: keys,
             verifier: TokenVerifier(keys: keys, issuer: configuration.issuer, audience: configuration.audience, leeway: configuration.leeway),
-            identity: identity, publish: publish, clock: clock, random: random, successorKey: SymmetricKey(data: secret), logger: logger)
+            identity: identity, revocationFeed: RevocationFeed(random: random, publish: publish), clock: clock, random: random,
+            successorKey: SymmetricKey(data: secret), logger: logger)
         try await service.loadKeys()
         return service
     }
 
     init(
         configuration: TokenConfiguration, store: TokenStore, keys: KeyRing, verifier: TokenVerifier, identity: any RPCCaller,
-        publish: @escaping @Sendable (String, [UInt8]) -> Void, clock: WallClock,
+        revocationFeed: RevocationFeed, clock: WallClock,
         random: @escaping @Sendable (Int) -> [UInt8], successorKey: SymmetricKey, logger: Logger
     ) {
         self.configuration = configuration
@@ -99,7 +101,7 @@ public final class TokenService: Sendable {
         self.keys = keys
         self.verifier = verifier
         self.identity = identity
-        self.publish = publish
+        self.revocationFeed = revocationFeed
         self.clock = clock
         self.random = random
         self.successorKey = successorKey
@@ -271,35 +273,13 @@ public final class TokenService: Sendable {
     /// answers `invalid_refresh_token`.
     @discardableResult
     public func sweep() async throws -> TokenStore.SweepCounts {
-        let counts = try await store.sweep(now: clock.now, retention: configuration.sessionRetention, idleTimeout: configuration.idleTimeout)
+        // A revoked session stays listed (`listRevocations`) as long as its access tokens may be valid.
+        let retention = max(configuration.sessionRetention, configuration.accessTokenTTL + configuration.leeway)
+        let counts = try await store.sweep(now: clock.now, retention: retention, idleTimeout: configuration.idleTimeout)
         if counts != TokenStore.SweepCounts() {
             logger.info("sweep deleted \(counts.sessions) ended sessions and \(counts.refreshTokens) old refresh tokens")
         }
         return counts
-    }
-
-    func announce(_ session: TokenStore.SessionRow) {
-        let event = SessionRevokedEvent(
-            sessionID: session.id, userID: session.userID, reason: session.revokeReason, revokedAt: session.revokedAt ?? clock.now)
-        if let payload = try? ProtobufEncoder().encode(event) { publish(TokenAPI.Topic.sessionRevoked, payload) }
-    }
-
-    /// Revokes one session and publishes `session.revoked` (`token.revokeSession`).
-    public func revokeSession(_ request: RevokeSessionRequest) async throws -> RevokedCount {
-        guard !request.sessionID.isEmpty, request.sessionID.utf8.count <= 64 else { throw TokenError.invalidArgument("sessionID must be 1 to 64 bytes") }
-        let reason = request.reason.isEmpty ? "sign_out" : String(request.reason.prefix(64))
-        guard let revoked = try await store.revoke(sessionID: request.sessionID, reason: reason, at: clock.now) else { return RevokedCount(count: 0) }
-        announce(revoked)
-        return RevokedCount(count: 1)
-    }
-
-    /// Revokes every live session of a user (`token.revokeAllSessions`).
-    public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
-        guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
-        let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
-        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: clock.now)
-        revoked.forEach(announce)
-        return RevokedCount(count: Int64(revoked.count))
     }
 
     /// A user's sessions, ended ones included (`token.listSessions`).
@@ -338,6 +318,7 @@ public final class TokenService: Sendable {
         router.register(TokenAPI.verifyAccessToken) { request, _ in try await self.verifyAccessToken(request) }
         router.register(TokenAPI.jwks) { _, _ in JWKSDocument(json: self.keys.jwksJSON(at: self.clock.now)) }
         router.register(TokenAPI.rotateKeys) { _, _ in try await self.rotateKeys() }
+        router.register(TokenAPI.listRevocations) { _, _ in try await self.listRevocations() }
         return router
     }
 }

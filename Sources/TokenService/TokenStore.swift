@@ -110,6 +110,7 @@ public final class TokenStore: Sendable {
                 CREATE INDEX refreshToken_createdAt ON refreshToken(createdAt);
                 """)
         }
+        registerRevokedAtIndex(&migrator)
         return migrator
     }
 

@@ -47,13 +47,14 @@ final class Stack: @unchecked Sendable {
 
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
 
-    /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys).
+    /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys),
+    /// known as `name` (default: the role) to `kill` and `log(of:)`.
     /// With `captureLog`, its standard output and error go to a file read by `log(of:)`.
-    func start(_ role: String, environment extra: [String: String] = [:], captureLog: Bool = false) throws {
+    func start(_ role: String, name: String? = nil, environment extra: [String: String] = [:], captureLog: Bool = false) throws {
         if captureLog { try FileManager.default.createDirectory(at: dataDir, withIntermediateDirectories: true) }
-        processes[role] = try launchProcess(
+        processes[name ?? role] = try launchProcess(
             try gatehouseBinary(), [role], environment: environment.merging(extra) { _, new in new },
-            log: captureLog ? logFile(of: role) : nil)
+            log: captureLog ? logFile(of: name ?? role) : nil)
     }
 
     /// The file `role`'s output goes to when started with `captureLog`.
@@ -95,10 +96,10 @@ final class Stack: @unchecked Sendable {
         try? FileManager.default.removeItem(at: dataDir)
     }
 
-    /// Waits until `/readyz` answers 200.
-    func waitReady(timeout: Duration = .seconds(60)) async throws {
-        try await waitUntil("\(baseURL)/readyz answering 200", timeout: timeout, interval: .milliseconds(100)) {
-            (try? await request("GET", "/readyz"))?.status == 200
+    /// Waits until `/readyz` answers 200 (on the gateway at `port`, default `httpPort`).
+    func waitReady(port: Int? = nil, timeout: Duration = .seconds(60)) async throws {
+        try await waitUntil("/readyz answering 200 on port \(port ?? httpPort)", timeout: timeout, interval: .milliseconds(100)) {
+            (try? await request("GET", "/readyz", port: port))?.status == 200
         }
     }
 
@@ -109,8 +110,12 @@ final class Stack: @unchecked Sendable {
         var json: [String: Any] { (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:] }
     }
 
-    func request(_ method: String, _ path: String, json: Any? = nil, rawBody: Data? = nil, headers: [String: String] = [:], bearer: String? = nil) async throws -> Response {
-        var request = URLRequest(url: URL(string: baseURL + path)!)
+    /// One HTTP request to the gateway at `port` (default `httpPort`).
+    func request(
+        _ method: String, _ path: String, json: Any? = nil, rawBody: Data? = nil, headers: [String: String] = [:], bearer: String? = nil,
+        port: Int? = nil
+    ) async throws -> Response {
+        var request = URLRequest(url: URL(string: "http://127.0.0.1:\(port ?? httpPort)" + path)!)
         request.httpMethod = method
         request.timeoutInterval = 10
         if let json {

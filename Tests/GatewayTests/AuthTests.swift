@@ -9,6 +9,7 @@ import RPCRouting
 
 @testable import Gateway
 import GatehouseSupport
+import GatehouseTestSupport
 
 @Suite struct AuthTests {
     static let invalidChallenge = #"Bearer realm="gatehouse", error="invalid_token""#
@@ -129,14 +130,11 @@ import GatehouseSupport
             let token = session["accessToken"] as! String
             #expect(try await h.request(.get, "/v1/me", token: token).status == .ok)
             let claims = try await JWTKeyCollection().unverified(token, as: AccessTokenClaims.self)
-            // The feed consumer subscribes asynchronously: publish until the gateway has seen it.
-            var refused = false
-            for _ in 0..<100 where !refused {
-                h.services.emitRevocation(claims.sid)
-                try await Task.sleep(for: .milliseconds(20))
-                refused = try await h.request(.get, "/v1/me", token: token).status == .unauthorized
+            // The gateway answered an authenticated request: it has subscribed and loaded the state.
+            h.services.emitRevocation(claims.sid)
+            try await waitUntil("the revocation event applied") {
+                try await h.request(.get, "/v1/me", token: token).status == .unauthorized
             }
-            #expect(refused)
             try await h.request(.get, "/v1/me", token: token).expectProblem(.unauthorized, "session_revoked")
             // Another session of the same user is unaffected.
             let other = try await h.request(.post, "/v1/sessions", json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)

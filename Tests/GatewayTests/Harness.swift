@@ -21,19 +21,27 @@ struct Harness {
     static func configuration(_ edit: (inout GatewayConfiguration) -> Void = { _ in }) -> GatewayConfiguration {
         var c = GatewayConfiguration(issuer: "https://auth.test", audience: "gatehouse-test", publicBaseURL: "https://auth.test")
         c.port = 0
+        // Tests beat the token service's heartbeat by hand: no polling of a silent feed.
+        c.revocationHeartbeat = .seconds(3600)
         edit(&c)
         return c
     }
 
+    /// Runs `test` against a new gateway: over `reusing`'s services and clock when given (a
+    /// restarted gateway), otherwise over new ones.
     static func run(
         _ framework: TestingSetup = .router,
+        reusing: Harness? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         logs: LogRecorder? = nil,
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
-        let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
-        let services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
-        await services.signer.addSigningKey(kid: "test-key-1", publish: true)
+        let clock = reusing?.clock ?? ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
+        let services: InProcessServices
+        if let reusing { services = reusing.services } else {
+            services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
+            await services.signer.addSigningKey(kid: "test-key-1", publish: true)
+        }
         let metrics = GatewayMetrics()
         var logger = logs.map { recorder in Logger(label: "gateway-test") { _ in recorder } } ?? Logger(label: "gateway-test")
         logger.logLevel = logs == nil ? .warning : .trace

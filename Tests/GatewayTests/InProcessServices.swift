@@ -46,10 +46,14 @@ final class InProcessServices: Sendable {
         token = try await TokenService.start(
             configuration: configuration, identity: DeferredCaller(box: identityBox),
             publish: { topic, payload in
-                guard topic == TokenAPI.Topic.sessionRevoked,
-                    let event = try? ProtobufDecoder().decode(SessionRevokedEvent.self, from: payload)
-                else { return }
-                feeds.yield(event.sessionID)
+                switch topic {
+                case TokenAPI.Topic.sessionRevoked:
+                    if let event = try? ProtobufDecoder().decode(SessionRevokedEvent.self, from: payload) { feeds.publish(.revoked(event)) }
+                case TokenAPI.Topic.heartbeat:
+                    if let beat = try? ProtobufDecoder().decode(RevocationHeartbeat.self, from: payload) { feeds.publish(.heartbeat(beat)) }
+                default:
+                    break
+                }
             },
             clock: clock.wallClock)
         let pool = HashPool(workers: 2, queueLimit: 64)
@@ -106,10 +110,23 @@ final class InProcessServices: Sendable {
     /// The task's trace when the gateway last called `method` (what the RPC clients would send).
     func lastTrace<Req, Res>(_ method: RPCMethod<Req, Res>) -> TraceParent? { traces.withLock { $0[method.name] } }
 
-    /// Publishes a revoked session id on every open feed, as the token service would.
+    /// Publishes a revocation of `sid` through the token service's feed (next seq of its epoch),
+    /// without revoking anything in its database.
     func emitRevocation(_ sid: String) {
-        feeds.yield(sid)
+        token.revocationFeed.announce(SessionRevokedEvent(sessionID: sid, userID: "", reason: "test", revokedAt: Date()))
     }
+
+    /// Publishes the token service's heartbeat (tests beat it by hand).
+    func heartbeat() { token.revocationFeed.heartbeat() }
+
+    /// Sends `notice` on every open feed as it is (a forged epoch or seq).
+    func emit(_ notice: RevocationNotice) { feeds.yield(notice) }
+
+    /// While true, the token service's events are lost on the way (heartbeats and `emit` still pass).
+    func dropEvents(_ drop: Bool) { feeds.dropping.withLock { $0 = drop } }
+
+    /// How many times a gateway has subscribed to the feed.
+    var subscriptions: Int { feeds.continuations.withLock { $0.count } }
 
     fileprivate func record(_ name: String, _ request: any Sendable) -> Hook? {
         counts.withLock { $0[name, default: 0] += 1 }
@@ -118,8 +135,8 @@ final class InProcessServices: Sendable {
         return hooks.withLock { $0[name] }
     }
 
-    private func revocationStream() -> AsyncStream<String> {
-        let (stream, continuation) = AsyncStream.makeStream(of: String.self)
+    private func revocationStream() -> AsyncStream<RevocationNotice> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RevocationNotice.self)
         feeds.continuations.withLock { $0.append(continuation) }
         return stream
     }
@@ -175,10 +192,17 @@ private struct DeferredCaller: RPCCaller {
 
 /// The open revocation feeds.
 private final class Feeds: Sendable {
-    let continuations = Mutex<[AsyncStream<String>.Continuation]>([])
+    let continuations = Mutex<[AsyncStream<RevocationNotice>.Continuation]>([])
+    let dropping = Mutex(false)
 
-    func yield(_ sid: String) {
-        for feed in continuations.withLock({ $0 }) { feed.yield(sid) }
+    /// What the token service publishes: events are lost while `dropping`.
+    func publish(_ notice: RevocationNotice) {
+        if case .revoked = notice, dropping.withLock({ $0 }) { return }
+        yield(notice)
+    }
+
+    func yield(_ notice: RevocationNotice) {
+        for feed in continuations.withLock({ $0 }) { feed.yield(notice) }
     }
 }
 

@@ -119,6 +119,12 @@ import Testing
         #expect(h.events.topics == ["user.created", "user.disabled"])
         let claims = try await h.caller.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: created.user.id))
         #expect(claims.disabled)
+        // Its sessions were revoked in the token service before the reply; a repeated call revokes again.
+        #expect(h.tokens.revocations == [UserSessionsRequest(userID: created.user.id, reason: "user_disabled")])
+        _ = try await h.caller.call(IdentityAPI.setDisabled, SetDisabledRequest(userID: created.user.id, disabled: true))
+        #expect(h.tokens.revocations.count == 2)
+        _ = try await h.caller.call(IdentityAPI.setDisabled, SetDisabledRequest(userID: created.user.id, disabled: false))
+        #expect(h.tokens.revocations.count == 2)
     }
 
     @Test func signInUpgradesOutdatedAndImportedHashes() async throws {
@@ -179,6 +185,8 @@ import Testing
         await expectCode(.userNotFound) { try await h.caller.call(IdentityAPI.deleteUser, UserIDRequest(userID: id)) }
         await expectCode(.userNotFound) { try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, displayName: "x")) }
         #expect(h.events.topics == ["user.created", "user.updated", "user.updated", "user.updated", "user.deleted"])
+        // Deleting revoked its sessions; the repeated delete (a retry) revoked them again.
+        #expect(h.tokens.revocations == Array(repeating: UserSessionsRequest(userID: id, reason: "user_deleted"), count: 2))
         let claims = try await h.caller.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: id))
         #expect(!claims.exists)
     }

@@ -155,7 +155,7 @@ extension UserSessionsRequest {
 
 extension RevokedCount {
     /// Every field set.
-    static let contractFixture = RevokedCount(count: 3)
+    static let contractFixture = RevokedCount(count: 2, sessionIDs: ["session-3a", "session-3b"])
 }
 
 extension SessionInfo {
@@ -203,5 +203,22 @@ extension RotateKeysResponse {
 extension SessionRevokedEvent {
     /// Every field set.
     static let contractFixture = SessionRevokedEvent(
-        sessionID: "session-28", userID: "user-28", reason: "refresh_token_reused", revokedAt: instant(28))
+        sessionID: "session-28", userID: "user-28", reason: "refresh_token_reused", revokedAt: instant(28),
+        epoch: "epoch-28", seq: 28)
+}
+
+extension RevocationHeartbeat {
+    /// Every field set.
+    static let contractFixture = RevocationHeartbeat(epoch: "epoch-29", seq: 29)
+}
+
+extension RevokedSession {
+    /// Every field set.
+    static let contractFixture = RevokedSession(sessionID: "session-30", revokedAt: instant(30))
+}
+
+extension RevocationSnapshot {
+    /// Every field set, two sessions.
+    static let contractFixture = RevocationSnapshot(
+        epoch: "epoch-31", seq: 31, sessions: [.contractFixture, RevokedSession(sessionID: "session-32", revokedAt: instant(32))])
 }

@@ -71,6 +71,9 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.token.v1.JWKSDocument", JWKSDocument.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RotateKeysResponse", RotateKeysResponse.self, .contractFixture),
     ContractCase("gatehouse.token.v1.SessionRevokedEvent", SessionRevokedEvent.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.RevocationHeartbeat", RevocationHeartbeat.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.RevokedSession", RevokedSession.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.RevocationSnapshot", RevocationSnapshot.self, .contractFixture),
 ]
 
 /// What contracts.py check reads for one message.

@@ -1,0 +1,54 @@
+import Foundation
+import GatehouseContracts
+import TokenCore
+
+extension TokenService {
+    // MARK: Revocations
+    //
+    // Every revocation is committed to `token.sqlite` (group commit: the write returns after the
+    // commit) before its RPC replies and before its event is published, so an acknowledged
+    // revocation survives `kill -9` and is in every later `listRevocations`.
+
+    /// Publishes `session.revoked` for a session just revoked (committed), numbered by the feed.
+    func announce(_ session: TokenStore.SessionRow) {
+        revocationFeed.announce(SessionRevokedEvent(
+            sessionID: session.id, userID: session.userID, reason: session.revokeReason, revokedAt: session.revokedAt ?? clock.now))
+    }
+
+    /// Revokes one session and publishes `session.revoked` (`token.revokeSession`); the reply
+    /// names the session when this call revoked it.
+    public func revokeSession(_ request: RevokeSessionRequest) async throws -> RevokedCount {
+        guard !request.sessionID.isEmpty, request.sessionID.utf8.count <= 64 else { throw TokenError.invalidArgument("sessionID must be 1 to 64 bytes") }
+        let reason = request.reason.isEmpty ? "sign_out" : String(request.reason.prefix(64))
+        guard let revoked = try await store.revoke(sessionID: request.sessionID, reason: reason, at: clock.now) else { return RevokedCount(count: 0) }
+        announce(revoked)
+        return RevokedCount(count: 1, sessionIDs: [revoked.id])
+    }
+
+    /// Revokes every live session of a user (`token.revokeAllSessions`). The reply names them,
+    /// and the user's sessions revoked before whose access tokens may still be valid: a call
+    /// retried after its first attempt committed (its reply lost) still names every session.
+    public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
+        guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
+        let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
+        let now = clock.now
+        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: now)
+        revoked.forEach(announce)
+        let since = now.addingTimeInterval(-(configuration.accessTokenTTL + configuration.leeway))
+        let ids = revoked.map(\.id)
+        let earlier = try await store.revokedSessionIDs(userID: request.userID, since: since).filter { !ids.contains($0) }
+        return RevokedCount(count: Int64(revoked.count), sessionIDs: ids + earlier)
+    }
+
+    /// Every session revoked within the access-token lifetime plus leeway (older ones' tokens
+    /// have all expired), and the feed's position (`token.listRevocations`).
+    ///
+    /// The position is read before the list: a revocation is committed before its number is
+    /// drawn, so every event numbered up to `seq` is in the list (later ones may be too).
+    public func listRevocations() async throws -> RevocationSnapshot {
+        let seq = revocationFeed.position
+        let since = clock.now.addingTimeInterval(-(configuration.accessTokenTTL + configuration.leeway))
+        let sessions = try await store.revokedSessions(since: since)
+        return RevocationSnapshot(epoch: revocationFeed.epoch, seq: seq, sessions: sessions)
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+import GatehouseContracts
+import GatehouseTestSupport
+import ProtoCodec
+import RPCRouting
+import Testing
+@testable import TokenService
+
+@Suite("Revocations: durable, numbered, listed")
+struct RevocationFeedTests {
+    func revokedEvents(_ h: Harness) throws -> [SessionRevokedEvent] {
+        try h.events.events.filter { $0.topic == TokenAPI.Topic.sessionRevoked }.map {
+            try ProtobufDecoder().decode(SessionRevokedEvent.self, from: $0.payload)
+        }
+    }
+
+    @Test("every revocation, however made, is numbered 1, 2, 3… in one epoch; the heartbeat carries the last number")
+    func eventsAreNumberedWithoutGaps() async throws {
+        let h = try await Harness.make()
+        let a = try await h.issue(user: "user-a")
+        let b1 = try await h.issue(user: "user-b")
+        let b2 = try await h.issue(user: "user-b")
+        let c = try await h.issue(user: "user-c")
+        h.service.revocationFeed.heartbeat()
+
+        let one = try await h.service.revokeSession(RevokeSessionRequest(sessionID: a.sessionID))
+        #expect(one == RevokedCount(count: 1, sessionIDs: [a.sessionID]))
+        // Again: nothing revoked, no event.
+        #expect(try await h.service.revokeSession(RevokeSessionRequest(sessionID: a.sessionID)) == RevokedCount(count: 0))
+        let all = try await h.service.revokeAllSessions(UserSessionsRequest(userID: "user-b"))
+        #expect(all.count == 2 && Set(all.sessionIDs) == [b1.sessionID, b2.sessionID])
+        // A retry (its first reply lost) revokes nothing more, and still names them.
+        let retried = try await h.service.revokeAllSessions(UserSessionsRequest(userID: "user-b"))
+        #expect(retried.count == 0 && Set(retried.sessionIDs) == [b1.sessionID, b2.sessionID])
+        // Refresh-token reuse.
+        _ = try await h.service.refresh(RefreshRequest(refreshToken: c.refreshToken))
+        h.clock.advance(by: 11)
+        _ = try? await h.service.refresh(RefreshRequest(refreshToken: c.refreshToken))
+        h.service.revocationFeed.heartbeat()
+
+        let events = try revokedEvents(h)
+        #expect(events.map(\.seq) == [1, 2, 3, 4])
+        #expect(Set(events.map(\.epoch)) == [h.service.revocationFeed.epoch])
+        #expect(events.map(\.sessionID).last == c.sessionID)
+        let beats = try h.events.events.filter { $0.topic == TokenAPI.Topic.heartbeat }.map {
+            try ProtobufDecoder().decode(RevocationHeartbeat.self, from: $0.payload)
+        }
+        #expect(beats.map(\.seq) == [0, 4])
+        #expect(beats.allSatisfy { $0.epoch == h.service.revocationFeed.epoch })
+    }
+
+    @Test("listRevocations holds the sessions whose tokens may still be valid, and the feed's position")
+    func snapshotIsBoundedByTheTokenLifetime() async throws {
+        let h = try await Harness.make()
+        let old = try await h.issue(user: "user-old")
+        let recent = try await h.issue(user: "user-recent")
+        let live = try await h.issue(user: "user-live")
+        _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: old.sessionID))
+        // Past the access-token lifetime plus leeway: every token of `old` has expired.
+        let ttl = h.service.configuration.accessTokenTTL + h.service.configuration.leeway
+        h.clock.advance(by: ttl + 1)
+        _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: recent.sessionID))
+
+        let snapshot = try await LocalCaller(router: h.service.router()).call(TokenAPI.listRevocations, Empty())
+        #expect(snapshot.sessions.map(\.sessionID) == [recent.sessionID])
+        #expect(snapshot.sessions.first?.revokedAt == h.clock.now)
+        #expect(!snapshot.sessions.contains { $0.sessionID == live.sessionID })
+        #expect(snapshot.epoch == h.service.revocationFeed.epoch && snapshot.seq == 2)
+        h.clock.advance(by: ttl)
+        #expect(try await h.service.listRevocations().sessions.isEmpty)
+    }
+
+    @Test("a revocation is committed before it is acknowledged: a new process on the file lists it, in a new epoch")
+    func acknowledgedRevocationsSurviveARestart() async throws {
+        let dir = try TemporaryDirectory(prefix: "token-revocations").url
+        let clock = ManualClock()
+        let first = try await Harness.make(dir: dir, clock: clock)
+        let session = try await first.issue()
+        _ = try await first.service.revokeAllSessions(UserSessionsRequest(userID: "user-1"))
+        // A second service on the same file (as after `kill -9` and a restart).
+        let second = try await Harness.make(dir: dir, clock: clock)
+        let snapshot = try await second.service.listRevocations()
+        #expect(snapshot.sessions.map(\.sessionID) == [session.sessionID])
+        #expect(snapshot.epoch != first.service.revocationFeed.epoch && snapshot.seq == 0)
+    }
+
+    @Test("the sweep keeps a revoked session listed while its tokens may be valid, whatever the retention")
+    func sweepKeepsListedRevocations() async throws {
+        let dir = try TemporaryDirectory(prefix: "token-revocations").url
+        var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: "https://auth.test", audience: "app")
+        config.accessTokenTTL = 7200
+        config.sessionRetention = 3600
+        let clock = ManualClock()
+        let identity = FakeIdentityService()
+        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: clock.wallClock)
+        let tokens = try await service.issueSession(IssueSessionRequest(
+            userID: "user-1", claims: UserClaims(email: "a@example.com"), amr: ["pwd"], authTime: clock.now, client: ClientInfo()))
+        _ = try await service.revokeSession(RevokeSessionRequest(sessionID: tokens.sessionID))
+        clock.advance(by: 3601)
+        try await service.sweep()
+        #expect(try await service.listRevocations().sessions.map(\.sessionID) == [tokens.sessionID])
+        clock.advance(by: 7200)
+        try await service.sweep()
+        #expect(try await service.store.session(id: tokens.sessionID) == nil)
+    }
+}
