@@ -37,7 +37,7 @@ extension ErrorCode {
 /// | `email_exists`, `version_conflict` | 409 |
 /// | `payload_too_large` | 413 |
 /// | `unsupported_media_type` | 415 |
-/// | `rate_limited` | 429, `Retry-After` |
+/// | `rate_limited`, `too_many_attempts` | 429, `Retry-After` |
 /// | `overloaded` | 503, `Retry-After` |
 /// | `service_unavailable` (and `unavailable`, `deadline_exceeded`, `cancelled`) | 503, `Retry-After` |
 /// | `internal` (and `unimplemented`, `unsupported_version`, and any unknown code) | 500, generic detail |
@@ -51,14 +51,19 @@ public enum ErrorTable {
         case invalidTokenChallenge
         /// `Retry-After: 1`.
         case retryAfter
+        /// `Retry-After` with the service's `details["retryAfter"]` (whole seconds, 1 to 86 400), else 1.
+        case retryAfterFromDetails
 
-        /// The header fields.
-        var fields: HTTPFields {
+        /// The header fields, given the service error's `details`.
+        func fields(_ details: [String: String] = [:]) -> HTTPFields {
             switch self {
             case .none: return [:]
             case .bearerChallenge: return [.wwwAuthenticate: GatewayError.realm]
             case .invalidTokenChallenge: return [.wwwAuthenticate: #"\#(GatewayError.realm), error="invalid_token""#]
             case .retryAfter: return [.retryAfter: "1"]
+            case .retryAfterFromDetails:
+                let seconds = details[RPCError.retryAfterKey].flatMap { Int($0) }.map { min(max($0, 1), 86_400) } ?? 1
+                return [.retryAfter: String(seconds)]
             }
         }
     }
@@ -111,6 +116,9 @@ public enum ErrorTable {
         .payloadTooLarge: Entry(.contentTooLarge),
         .unsupportedMediaType: Entry(.unsupportedMediaType),
         .rateLimited: Entry(.tooManyRequests, .retryAfter),
+        // Same body whether or not the account exists.
+        .tooManyAttempts: Entry(
+            .tooManyRequests, .retryAfterFromDetails, detail: "Too many failed attempts for this account; try again after the time in Retry-After."),
         .overloaded: Entry(.serviceUnavailable, .retryAfter, detail: busy),
         .serviceUnavailable: unavailable,
         .unavailable: unavailable,
