@@ -48,7 +48,8 @@ func makeGateway(
         leeway: configuration.clockLeeway.seconds, clock: clock)
     let routes = GatewayRoutes(
         services: services, configuration: configuration, verifier: verifier, jwks: jwks, revoked: revoked, metrics: metrics,
-        clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests))
+        clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests),
+        limiter: ClientRateLimiter(configuration.rateLimits, clock: clock))
 
     let endpoints = routes.endpoints()
     var table = RouteTable(logger: logger)
