@@ -43,8 +43,8 @@ public enum ConfigTable {
     public static let maxBodyBytes = ConfigKey(env: "GATEHOUSE_MAX_BODY_BYTES", defaultValue: "65536", secret: false, roles: "serve, gateway", help: "Largest request body accepted.")
     /// The deadline of each service call (and of each HTTP request at the gateway).
     public static let rpcTimeoutMs = ConfigKey(env: "GATEHOUSE_RPC_TIMEOUT_MS", defaultValue: "2000", secret: false, roles: "all", help: "Deadline of each service call, in milliseconds.")
-    /// Whether the client IP comes from `X-Forwarded-For` (only behind a trusted proxy).
-    public static let trustForwardedFor = ConfigKey(env: "GATEHOUSE_TRUST_FORWARDED_FOR", defaultValue: "false", secret: false, roles: "serve, gateway", help: "Take the client IP from X-Forwarded-For (only behind a trusted proxy).")
+    /// The proxies whose `X-Forwarded-For` names the client.
+    public static let trustedProxies = ConfigKey(env: "GATEHOUSE_TRUSTED_PROXIES", defaultValue: "", secret: false, roles: "serve, gateway", help: "Comma-separated IP addresses and CIDR ranges (IPv4, IPv6) of the proxies in front of the gateway. For a request from one of them, the client address (for rate limits and sessions) is the rightmost X-Forwarded-For entry that is not itself a trusted proxy; otherwise it is the TCP peer. Replaces GATEHOUSE_TRUST_FORWARDED_FOR.")
     /// How long the gateway waits for a whole request head.
     public static let httpHeadTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_HEAD_TIMEOUT_MS", defaultValue: "10000", secret: false, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request head (from connecting, or from the first byte of a later request); then 408 `request_timeout` and the connection is closed.")
     /// How long the gateway waits for a whole request body.
@@ -54,7 +54,7 @@ public enum ConfigTable {
     /// The most open HTTP connections.
     public static let httpMaxConnections = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS", defaultValue: "10000", secret: false, roles: "serve, gateway", help: "Most open HTTP connections; past it a new connection gets 503 `too_many_connections` and is closed.")
     /// The most open HTTP connections from one client address.
-    public static let httpMaxConnectionsPerAddress = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS_PER_ADDRESS", defaultValue: "256", secret: false, roles: "serve, gateway", help: "Most open HTTP connections from one peer address (0: no cap; no cap either with GATEHOUSE_TRUST_FORWARDED_FOR, where every connection comes from the proxy).")
+    public static let httpMaxConnectionsPerAddress = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS_PER_ADDRESS", defaultValue: "256", secret: false, roles: "serve, gateway", help: "Most open HTTP connections from one peer address (0: no cap); trusted proxies (GATEHOUSE_TRUSTED_PROXIES) are not capped.")
     /// Where the identity service's RPC server binds.
     public static let identityBind = ConfigKey(env: "GATEHOUSE_IDENTITY_BIND", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "identity", help: "Endpoint the identity service's RPC server binds.")
     /// Where the identity service publishes user events.
@@ -114,16 +114,44 @@ public enum ConfigTable {
     /// Whether plain-text tcp links to non-loopback addresses are allowed.
     public static let allowPlaintext = ConfigKey(env: "GATEHOUSE_ALLOW_PLAINTEXT", defaultValue: "false", secret: false, roles: "identity, token, gateway", help: "Allow plain-text (unauthenticated) tcp between services, loopback included; a loud warning at start. Without CURVE keys it is required for tcp links; `ipc://` and `inproc://` (`serve`) need neither.")
 
+    /// Per-address budget of sign-ins.
+    public static let rateLimitSignIn = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_SIGN_IN", defaultValue: "60/min burst=20", secret: false, roles: "serve, gateway", help: "Sign-ins (`POST /v1/sessions`) per client address: `N/s`, `N/min` or `N/h`, optionally ` burst=B` (default B = N), or `off`. Past it: 429 `rate_limited` with Retry-After.")
+    /// Per-address budget of sign-ups.
+    public static let rateLimitSignUp = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_SIGN_UP", defaultValue: "20/min burst=10", secret: false, roles: "serve, gateway", help: "Sign-ups (`POST /v1/accounts`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN.")
+    /// Per-address budget of password-strength checks.
+    public static let rateLimitPasswordStrength = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_PASSWORD_STRENGTH", defaultValue: "120/min burst=30", secret: false, roles: "serve, gateway", help: "Password-strength checks (`POST /v1/password-strength`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN.")
+    /// Per-address budget of refreshes.
+    public static let rateLimitRefresh = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_REFRESH", defaultValue: "600/min burst=120", secret: false, roles: "serve, gateway", help: "Refreshes (`POST /v1/sessions/refresh`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN.")
+    /// How many (class, address) buckets the gateway holds.
+    public static let rateLimitMaxClients = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_MAX_CLIENTS", defaultValue: "100000", secret: false, roles: "serve, gateway", help: "Most (class, client address) buckets a gateway holds (about 64 bytes each); past it, refilled buckets are dropped first, then the least recently used.")
+    /// Failed password checks per account before attempts wait.
+    public static let accountThrottleFailures = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_FAILURES", defaultValue: "5", secret: false, roles: "serve, identity", help: "Failed password checks per account (per email, existing or not) before further attempts wait (429 `too_many_attempts`); 0 turns the throttle off.")
+    /// How long an account's failures are remembered.
+    public static let accountThrottleWindow = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_WINDOW", defaultValue: "900", secret: false, roles: "serve, identity", help: "Seconds an account's failures are remembered after its last one.")
+    /// The first wait of a throttled account.
+    public static let accountThrottleBaseDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_BASE_DELAY", defaultValue: "1", secret: false, roles: "serve, identity", help: "Seconds an account waits after its last allowed failure; doubles with each failure after it.")
+    /// The longest wait of a throttled account.
+    public static let accountThrottleMaxDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY", defaultValue: "300", secret: false, roles: "serve, identity", help: "Longest wait between two attempts on a throttled account, in seconds (there is never a permanent lock).")
+    /// How many accounts the identity service tracks.
+    public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
+
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
-        trustForwardedFor, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
+        trustedProxies, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
         accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
         httpHeadTimeoutMs, httpBodyTimeoutMs, httpIdleTimeoutMs, httpMaxConnections, httpMaxConnectionsPerAddress,
         revocationHeartbeatMs,
+        rateLimitSignIn, rateLimitSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
+        accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+    ]
+
+    /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
+    static let removed: [String: String] = [
+        "GATEHOUSE_TRUST_FORWARDED_FOR": "GATEHOUSE_TRUST_FORWARDED_FOR was removed: list the proxies in GATEHOUSE_TRUSTED_PROXIES (IPs or CIDR ranges) instead",
     ]
 }
 
@@ -145,6 +173,11 @@ public struct Config: Sendable {
     /// a flag without a value is an error.
     public init(environment: [String: String] = ProcessInfo.processInfo.environment, arguments: [String] = []) throws {
         let byFlag = Dictionary(uniqueKeysWithValues: ConfigTable.all.map { ($0.flag, $0) })
+        for (env, message) in ConfigTable.removed {
+            if let value = environment[env], !["", "false", "0", "no", "off"].contains(value.lowercased()) {
+                throw ConfigError(message: message)
+            }
+        }
         for key in ConfigTable.all {
             if let value = environment[key.env] { values[key.env] = value }
         }

@@ -39,7 +39,8 @@ public struct GatewayRoleSettings: Sendable {
             issuer: try TokenRoleSettings.issuer(config),
             audience: try config.required(ConfigTable.audience),
             publicBaseURL: try Self.publicURL(config),
-            trustForwardedFor: try config.bool(ConfigTable.trustForwardedFor),
+            trustedProxies: try Self.trustedProxies(config),
+            rateLimits: try Self.rateLimits(config),
             requestTimeout: .milliseconds(timeoutMs),
             maxAccessTokenTTL: .seconds(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400)),
             headTimeout: .milliseconds(try config.int(ConfigTable.httpHeadTimeoutMs, in: 100...600_000)),
@@ -56,6 +57,33 @@ public struct GatewayRoleSettings: Sendable {
             .init(ConfigTable.tokenURL, self.tokenURL, binds: false),
             .init(ConfigTable.tokenEventsURL, self.tokenEventsURL, binds: false),
         ])
+    }
+
+    /// `GATEHOUSE_TRUSTED_PROXIES`.
+    static func trustedProxies(_ config: Config) throws -> TrustedProxies {
+        do {
+            return try TrustedProxies(config.list(ConfigTable.trustedProxies))
+        } catch {
+            throw ConfigError(message: "GATEHOUSE_TRUSTED_PROXIES (--trusted-proxies): \(error)")
+        }
+    }
+
+    /// The `GATEHOUSE_RATE_LIMIT_*` keys.
+    static func rateLimits(_ config: Config) throws -> RateLimits {
+        var limits = RateLimits.defaults
+        limits.maxClients = try config.int(ConfigTable.rateLimitMaxClients, in: 16...100_000_000)
+        let keys: [(RateLimitClass, ConfigKey)] = [
+            (.signIn, ConfigTable.rateLimitSignIn), (.signUp, ConfigTable.rateLimitSignUp),
+            (.passwordStrength, ConfigTable.rateLimitPasswordStrength), (.refresh, ConfigTable.rateLimitRefresh),
+        ]
+        for (kind, key) in keys {
+            do {
+                limits.limits[kind] = try RateLimit.parse(try config.required(key))
+            } catch let error as RateLimitSyntaxError {
+                throw ConfigError(message: "\(key.env) (\(key.flag)): \(error)")
+            }
+        }
+        return limits
     }
 
     /// `GATEHOUSE_PUBLIC_URL`, else `http://HOST:PORT`.

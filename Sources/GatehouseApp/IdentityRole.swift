@@ -45,7 +45,13 @@ public struct IdentityRoleSettings: Sendable {
             argon2: argon2,
             minPasswordLength: try config.int(ConfigTable.passwordMinLength, in: 8...64),
             hashWorkers: try config.optionalInt(ConfigTable.hashWorkers, in: 1...256) ?? ProcessInfo.processInfo.activeProcessorCount,
-            hashQueueLimit: try config.int(ConfigTable.hashQueue, in: 0...100_000))
+            hashQueueLimit: try config.int(ConfigTable.hashQueue, in: 0...100_000),
+            attemptThrottle: PasswordAttemptThrottle.Settings(
+                threshold: try config.int(ConfigTable.accountThrottleFailures, in: 0...1000),
+                window: TimeInterval(try config.int(ConfigTable.accountThrottleWindow, in: 1...86_400)),
+                baseDelay: TimeInterval(try config.int(ConfigTable.accountThrottleBaseDelay, in: 1...3600)),
+                maxDelay: TimeInterval(try config.int(ConfigTable.accountThrottleMaxDelay, in: 1...86_400)),
+                capacity: try config.int(ConfigTable.accountThrottleMaxAccounts, in: 16...100_000_000)))
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)

@@ -41,6 +41,9 @@ extension ErrorCode {
     public static let userNotFound: ErrorCode = "user_not_found"
     /// `expectedVersion` does not match the stored version; `details["currentVersion"]` has it.
     public static let versionConflict: ErrorCode = "version_conflict"
+    /// Too many failed password checks for this account (counted per email, whether or not it
+    /// exists); `details["retryAfter"]` has the seconds until the next attempt is accepted.
+    public static let tooManyAttempts: ErrorCode = "too_many_attempts"
 
     // Token service (proto/token.proto).
     /// The refresh token is unknown, malformed or of an ended session.
@@ -61,6 +64,7 @@ extension ErrorCode {
         .internal, .unimplemented, .unsupportedVersion, .deadlineExceeded, .cancelled, .unavailable, .overloaded,
         .malformedRequest, .invalidArgument, .rateLimited, .permissionDenied,
         .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
+        .tooManyAttempts,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
     ]
 }

@@ -25,6 +25,9 @@ public struct RPCError: Error, Sendable, Hashable, Codable, CustomStringConverti
         case details = 3
     }
 
+    /// The `details` key of an error that says when to retry, in whole seconds (`too_many_attempts`).
+    public static let retryAfterKey = "retryAfter"
+
     /// `code: message`, for logs.
     public var description: String { "\(code.rawValue): \(message)" }
 }

@@ -54,7 +54,8 @@ func makeGateway(
         leeway: configuration.clockLeeway.seconds, clock: clock, revocationWait: configuration.requestTimeout)
     let routes = GatewayRoutes(
         services: services, configuration: configuration, verifier: verifier, jwks: jwks, revocations: revocations, metrics: metrics,
-        clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests))
+        clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests),
+        limiter: ClientRateLimiter(configuration.rateLimits, clock: clock))
 
     let endpoints = routes.endpoints()
     var table = RouteTable(logger: logger)
@@ -75,7 +76,8 @@ func makeGateway(
         state: revocations, heartbeat: configuration.revocationHeartbeat, clock: clock, logger: logger)
     let admission = ConnectionAdmission(
         maxTotal: configuration.maxConnections,
-        maxPerAddress: configuration.trustForwardedFor ? 0 : configuration.maxConnectionsPerAddress)
+        maxPerAddress: configuration.maxConnectionsPerAddress,
+        exempt: { [proxies = configuration.trustedProxies] in proxies.isTrusted(peer: $0) })
     let timeouts = ConnectionTimeouts(
         head: TimeAmount(configuration.headTimeout), body: TimeAmount(configuration.bodyTimeout),
         idle: TimeAmount(configuration.idleTimeout))

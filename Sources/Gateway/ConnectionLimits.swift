@@ -26,16 +26,21 @@ final class ConnectionAdmission: Sendable {
     }
     private let counts = Mutex(Counts())
 
-    init(maxTotal: Int, maxPerAddress: Int) {
+    /// Peers the per-address cap does not apply to: trusted proxies, whose connections carry
+    /// many clients.
+    let exempt: @Sendable (String) -> Bool
+
+    init(maxTotal: Int, maxPerAddress: Int, exempt: @escaping @Sendable (String) -> Bool = { _ in false }) {
         self.maxTotal = maxTotal
         self.maxPerAddress = maxPerAddress
+        self.exempt = exempt
     }
 
     /// Counts a new connection from `address` when both caps allow it; call `release` when it closes.
     func admit(_ address: String?) -> Decision {
         counts.withLock { counts in
             guard counts.total < maxTotal else { return .refusedTotal }
-            if maxPerAddress > 0, let address {
+            if maxPerAddress > 0, let address, !exempt(address) {
                 let open = counts.perAddress[address, default: 0]
                 guard open < maxPerAddress else { return .refusedAddress }
                 counts.perAddress[address] = open + 1
@@ -49,7 +54,7 @@ final class ConnectionAdmission: Sendable {
     func release(_ address: String?) {
         counts.withLock { counts in
             counts.total -= 1
-            if maxPerAddress > 0, let address, let open = counts.perAddress[address] {
+            if maxPerAddress > 0, let address, !exempt(address), let open = counts.perAddress[address] {
                 counts.perAddress[address] = open > 1 ? open - 1 : nil
             }
         }

@@ -51,7 +51,7 @@ extension ErrorCode {
 /// | `request_timeout` | 408 |
 /// | `payload_too_large` | 413 |
 /// | `unsupported_media_type` | 415 |
-/// | `rate_limited` | 429, `Retry-After` |
+/// | `rate_limited`, `too_many_attempts` | 429, `Retry-After` |
 /// | `header_fields_too_large` | 431 |
 /// | `overloaded`, `too_many_connections` | 503, `Retry-After` |
 /// | `service_unavailable` (and `unavailable`, `deadline_exceeded`, `cancelled`) | 503, `Retry-After` |
@@ -67,14 +67,19 @@ public enum ErrorTable {
         case invalidTokenChallenge
         /// `Retry-After: 1`.
         case retryAfter
+        /// `Retry-After` with the service's `details["retryAfter"]` (whole seconds, 1 to 86 400), else 1.
+        case retryAfterFromDetails
 
-        /// The header fields.
-        var fields: HTTPFields {
+        /// The header fields, given the service error's `details`.
+        func fields(_ details: [String: String] = [:]) -> HTTPFields {
             switch self {
             case .none: return [:]
             case .bearerChallenge: return [.wwwAuthenticate: GatewayError.realm]
             case .invalidTokenChallenge: return [.wwwAuthenticate: #"\#(GatewayError.realm), error="invalid_token""#]
             case .retryAfter: return [.retryAfter: "1"]
+            case .retryAfterFromDetails:
+                let seconds = details[RPCError.retryAfterKey].flatMap { Int($0) }.map { min(max($0, 1), 86_400) } ?? 1
+                return [.retryAfter: String(seconds)]
             }
         }
     }
@@ -127,6 +132,9 @@ public enum ErrorTable {
         .payloadTooLarge: Entry(.contentTooLarge),
         .unsupportedMediaType: Entry(.unsupportedMediaType),
         .rateLimited: Entry(.tooManyRequests, .retryAfter),
+        // Same body whether or not the account exists.
+        .tooManyAttempts: Entry(
+            .tooManyRequests, .retryAfterFromDetails, detail: "Too many failed attempts for this account; try again after the time in Retry-After."),
         .overloaded: Entry(.serviceUnavailable, .retryAfter, detail: busy),
         // The HTTP layer's own rejections (the connection handler answers these itself).
         .malformedHTTP: Entry(.badRequest),

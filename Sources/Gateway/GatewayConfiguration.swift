@@ -15,8 +15,13 @@ public struct GatewayConfiguration: Sendable {
     public var audience: String
     /// The gateway's public base URL (no trailing slash), used to build `jwks_uri`.
     public var publicBaseURL: String
-    /// Whether to take the client IP from `X-Forwarded-For` (only behind a trusted proxy). Default false.
-    public var trustForwardedFor: Bool
+    /// The proxies whose `X-Forwarded-For` names the client: for a request from one of them, the
+    /// client is the rightmost forwarded address that is not itself a trusted proxy. Default none
+    /// (the client is the TCP peer).
+    public var trustedProxies: TrustedProxies
+    /// Per-client-address limits of sign-up, sign-in, password strength and refresh (429
+    /// `rate_limited`). Default `RateLimits.defaults`.
+    public var rateLimits: RateLimits
     /// How long a request may wait for the backend. Default 2 s; then 503 `service_unavailable`.
     public var requestTimeout: Duration
     /// Leeway for `exp`/`iat`/`nbf` checks. Default 10 s.
@@ -50,7 +55,7 @@ public struct GatewayConfiguration: Sendable {
     /// `too_many_connections` and closed.
     public var maxConnections: Int
     /// Most open HTTP connections from one peer address. Default 256; 0 means no per-address cap
-    /// (and there is none when `trustForwardedFor` is set: every connection then comes from the proxy).
+    /// (not applied to trusted proxies, whose connections carry many clients).
     public var maxConnectionsPerAddress: Int
 
     /// A configuration with the defaults above; `issuer`,
@@ -63,7 +68,8 @@ public struct GatewayConfiguration: Sendable {
         issuer: String,
         audience: String,
         publicBaseURL: String,
-        trustForwardedFor: Bool = false,
+        trustedProxies: TrustedProxies = .none,
+        rateLimits: RateLimits = .defaults,
         requestTimeout: Duration = .seconds(2),
         clockLeeway: Duration = .seconds(10),
         maxAccessTokenTTL: Duration = .seconds(15 * 60),
@@ -90,7 +96,8 @@ public struct GatewayConfiguration: Sendable {
         self.issuer = issuer
         self.audience = audience
         self.publicBaseURL = publicBaseURL
-        self.trustForwardedFor = trustForwardedFor
+        self.trustedProxies = trustedProxies
+        self.rateLimits = rateLimits
         self.requestTimeout = requestTimeout
         self.clockLeeway = clockLeeway
         self.maxAccessTokenTTL = maxAccessTokenTTL

@@ -67,7 +67,7 @@ extension GatewayError {
     /// The error for `code` with its status and headers from the error table.
     init(_ code: ErrorCode, detail: String, reasons: [String]? = nil) {
         let entry = ErrorTable.entry(code)
-        self.init(entry.status, code: code.rawValue, detail: detail, headers: entry.headers.fields, reasons: reasons)
+        self.init(entry.status, code: code.rawValue, detail: detail, headers: entry.headers.fields(), reasons: reasons)
     }
 
     static func malformed(_ detail: String) -> GatewayError { GatewayError(.malformedRequest, detail: detail) }
@@ -105,7 +105,7 @@ extension GatewayError {
         let entry = ErrorTable.entry(rpc.code)
         let code = entry.publicCode ?? rpc.code
         let reasons = rpc.code == .weakPassword ? Self.reasons(rpc.details) : nil
-        self.init(entry.status, code: code.rawValue, detail: entry.detail ?? rpc.message, headers: entry.headers.fields, reasons: reasons)
+        self.init(entry.status, code: code.rawValue, detail: entry.detail ?? rpc.message, headers: entry.headers.fields(rpc.details), reasons: reasons)
     }
 
     /// `weak_password` reasons: `details["reasons"]` as a comma-separated list, else the detail values.

@@ -28,6 +28,31 @@ public final class GatewayMetrics: Sendable {
         var factory = PrometheusMetricsFactory(registry: registry)
         factory.defaultDurationHistogramBuckets = Self.durationBuckets
         self.factory = factory
+        throttled = RateLimitClass.allCases.flatMap { kind in
+            ThrottleReason.allCases.map { reason in
+                registry.makeCounter(
+                    descriptor: .init(
+                        namespace: "gatehouse", subsystem: "http", metricName: "throttled_requests", unitName: "total",
+                        helpText: "Requests refused with 429: reason client_address (the gateway's per-address limit, rate_limited) or account (the identity service's per-account throttle, too_many_attempts)."),
+                    labels: [("class", kind.label), ("reason", reason.rawValue)])
+            }
+        }
+    }
+
+    /// Why a request was refused with 429.
+    enum ThrottleReason: String, CaseIterable {
+        /// The gateway's per-client-address limit (`rate_limited`).
+        case clientAddress = "client_address"
+        /// The identity service's per-account throttle (`too_many_attempts`).
+        case account
+    }
+
+    /// One counter per (class, reason), made at start: counting a refusal takes no lock.
+    private let throttled: [Prometheus.Counter]
+
+    /// Counts one request of `kind` refused for `reason`.
+    func recordThrottled(_ kind: RateLimitClass, _ reason: ThrottleReason) {
+        throttled[kind.rawValue * ThrottleReason.allCases.count + (reason == .clientAddress ? 0 : 1)].increment()
     }
 
     private static let bootstrapped = Mutex(false)

@@ -19,6 +19,8 @@ struct GatewayRoutes: Sendable {
     let clock: WallClock
     /// Sign-ups and sign-ins in flight (`configuration.maxPasswordRequests`).
     let passwordRequests: InFlightLimit
+    /// Per-client-address budgets (`configuration.rateLimits`).
+    let limiter: ClientRateLimiter
 
     // MARK: Request bodies
 
@@ -97,22 +99,26 @@ struct GatewayRoutes: Sendable {
     // MARK: Accounts and sessions
 
     @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let client = identifyClient(request, context)
+        try admit(.signUp, client.address)
         // The body is read and checked before a hashing place is taken: a client that sends
         // headers and never the body holds no place.
         let body = try await credentials(request, SignUpBody.self)
         if let name = body.displayName { try Self.validateDisplayName(name) }
         return try await withPasswordPlace {
-            let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: clientInfo(request, context))
+            let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: client.info)
             let reply = try await call(services.identity, IdentityAPI.signUp, signUp)
             return Self.json(.created, reply.json, noStore: true)
         }
     }
 
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let client = identifyClient(request, context)
+        try admit(.signIn, client.address)
         let body = try await credentials(request, SignInBody.self)
         return try await withPasswordPlace {
-            let signIn = SignInRequest(email: body.email, password: body.password, client: clientInfo(request, context))
-            let reply = try await call(services.identity, IdentityAPI.signIn, signIn)
+            let signIn = SignInRequest(email: body.email, password: body.password, client: client.info)
+            let reply = try await countingAccountThrottle(.signIn) { try await call(services.identity, IdentityAPI.signIn, signIn) }
             return Self.json(.ok, reply.json, noStore: true)
         }
     }
@@ -135,13 +141,14 @@ struct GatewayRoutes: Sendable {
     }
 
     @Sendable func refresh(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let client = identifyClient(request, context)
+        try admit(.refresh, client.address)
         var request = request
         let (body, _) = try await request.decodeJSON(RefreshBody.self, limit: configuration.maxBodySize)
         guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
             throw GatewayError(.invalidRefreshToken, detail: "The refresh token is invalid.")
         }
-        let client = clientInfo(request, context)
-        let session = try await call(services.tokens, TokenAPI.refresh, RefreshRequest(refreshToken: body.refreshToken, client: client))
+        let session = try await call(services.tokens, TokenAPI.refresh, RefreshRequest(refreshToken: body.refreshToken, client: client.info))
         var w = JSONObjectWriter()
         w.raw("session", session.json)
         return Self.json(.ok, w.finish(), noStore: true)
@@ -197,6 +204,7 @@ struct GatewayRoutes: Sendable {
     }
 
     @Sendable func passwordStrength(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        try admit(.passwordStrength, identifyClient(request, context).address)
         var request = request
         let (body, _) = try await request.decodeJSON(PasswordBody.self, limit: configuration.maxBodySize)
         try Self.validatePassword(body.password)
@@ -279,18 +287,6 @@ struct GatewayRoutes: Sendable {
     func bounded<T: Sendable>(_ operation: @escaping @Sendable () async throws -> T) async throws -> T {
         if services.enforcesDeadlines { return try await operation() }
         return try await withBackendTimeout(configuration.requestTimeout, operation)
-    }
-
-    /// User agent (at most 512 bytes, cut at a character boundary) and client IP. The IP is the
-    /// peer's, or the last `X-Forwarded-For` entry (the one our proxy added) when `trustForwardedFor`.
-    func clientInfo(_ request: Request, _ context: GatewayRequestContext) -> ClientInfo {
-        let agent = (request.headers[.userAgent] ?? "").truncated(toUTF8Bytes: 512)
-        var ip = context.peerIP ?? ""
-        if configuration.trustForwardedFor, let forwarded = request.headers[.xForwardedFor] {
-            let last = forwarded.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } ?? ""
-            if !last.isEmpty, last.utf8.count <= 64 { ip = last }
-        }
-        return ClientInfo(userAgent: agent, ip: ip)
     }
 
     static func validateEmail(_ email: String) throws {

@@ -14,6 +14,9 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidArgument(field: String, reason: String)
     /// The password hashing queue is full; retry later.
     case overloaded
+    /// Too many failed password checks for this account (or this email, whether or not it
+    /// exists); the next attempt is accepted in `retryAfterSeconds`.
+    case tooManyAttempts(retryAfterSeconds: Int)
     /// The database is busy or unreachable.
     case unavailable(cause: String)
     /// The database failed in a way the caller cannot fix (the cause is only logged).
@@ -33,6 +36,7 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .versionConflict(let current): return "version conflict (current \(current))"
         case .invalidArgument(let field, let reason): return "\(field): \(reason)"
         case .overloaded: return "overloaded"
+        case .tooManyAttempts(let seconds): return "too many failed attempts (retry after \(seconds) s)"
         }
     }
 }

@@ -19,6 +19,9 @@ public struct IdentityConfiguration: Sendable {
     public var hashWorkers: Int
     /// Hashing jobs that may wait before callers get `overloaded`.
     public var hashQueueLimit: Int
+    /// Per-account throttling of failed password checks (held in memory by each identity
+    /// instance): 5 failures in 15 minutes, then waits from 1 s doubling up to 5 minutes.
+    public var attemptThrottle: PasswordAttemptThrottle.Settings
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(
@@ -29,8 +32,10 @@ public struct IdentityConfiguration: Sendable {
         minPasswordLength: Int = 8,
         maxPasswordLength: Int = 256,
         hashWorkers: Int = ProcessInfo.processInfo.activeProcessorCount,
-        hashQueueLimit: Int = 64
+        hashQueueLimit: Int = 64,
+        attemptThrottle: PasswordAttemptThrottle.Settings = PasswordAttemptThrottle.Settings()
     ) {
+        self.attemptThrottle = attemptThrottle
         self.databasePath = databasePath
         self.durability = durability
         self.argon2 = argon2

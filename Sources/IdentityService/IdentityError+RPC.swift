@@ -30,6 +30,10 @@ extension IdentityError: RPCErrorConvertible {
             return RPCError(.invalidArgument, "\(field): \(reason)", details: ["field": field])
         case .overloaded:
             return RPCError(.overloaded, "the service is busy; retry later")
+        case .tooManyAttempts(let seconds):
+            return RPCError(
+                .tooManyAttempts, "too many failed attempts for this account; retry later",
+                details: [RPCError.retryAfterKey: String(seconds)])
         case .unavailable:
             return RPCError(.unavailable, "the user database is busy; retry later")
         case .storage:

@@ -26,18 +26,22 @@ public struct IdentityHandlers: Sendable {
     public let clock: WallClock
     /// Where failures that a caller cannot see are logged.
     public let logger: Logger
+    /// Throttles password checks per account (sign-in).
+    public let throttle: PasswordAttemptThrottle
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
     /// The longest photo URL, in bytes.
     public static let maxPhotoURLLength = 2048
 
-    /// Handlers over these parts; `clock` stamps every write.
+    /// Handlers over these parts; `clock` stamps every write. Without a `throttle`, one with the
+    /// default settings on `clock`.
     public init(
         store: any UserStore, hasher: PasswordHasher, policy: PasswordPolicy, tokens: any RPCCaller,
         events: any EventSink = DiscardingEventSink(), clock: WallClock = .system,
-        logger: Logger = Logger(label: "gatehouse.identity")
+        logger: Logger = Logger(label: "gatehouse.identity"), throttle: PasswordAttemptThrottle? = nil
     ) {
+        self.throttle = throttle ?? PasswordAttemptThrottle(clock: clock)
         self.store = store
         self.hasher = hasher
         self.policy = policy
@@ -121,26 +125,15 @@ public struct IdentityHandlers: Sendable {
 
     /// Verifies email and password, upgrades an outdated hash, then asks for a session (with what
     /// is left of `deadline`, the RPC caller's, when given).
-    /// An unknown email costs one hash too, so timing does not reveal whether it exists.
+    /// An unknown email costs one hash too, so timing does not reveal whether it exists; both are
+    /// counted by `throttle` before the user is looked up, so both are throttled alike.
     public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         let hashDeadline = Self.hashDeadline(deadline)
         let email = try EmailAddress(request.email)
         try Self.checkClient(request.client)
-        if request.password.isEmpty || policy.isObviouslyTooLong(request.password) {
-            throw IdentityError.invalidCredentials
+        let (user, stored, password) = try await throttle.guarding(throttle.key(normalizedEmail: email.normalized)) {
+            try await checkPassword(request.password, email: email, deadline: hashDeadline)
         }
-        let password = PasswordPolicy.normalize(request.password)
-        guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
-        guard let user = try await store.user(normalizedEmail: email.normalized), let stored = user.passwordHash else {
-            _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
-            throw IdentityError.invalidCredentials
-        }
-        var matched = try await hasher.verify(password, against: stored, deadline: hashDeadline)
-        if !matched, password != request.password, !stored.hasPrefix("$argon2id$") {
-            // An imported hash may have been made from the password as typed, before NFKC.
-            matched = try await hasher.verify(request.password, against: stored, deadline: hashDeadline)
-        }
-        guard matched else { throw IdentityError.invalidCredentials }
         guard !user.disabled else { throw IdentityError.userDisabled }
         let at = clock.now
         var upgraded: String?
@@ -156,6 +149,27 @@ public struct IdentityHandlers: Sendable {
         signedIn.lastSignInAt = at.roundedToMilliseconds
         let tokens = try await issueSession(for: signedIn, at: at, client: request.client, deadline: deadline)
         return AuthResponse(user: User(signedIn), tokens: tokens)
+    }
+
+    /// The user whose email and password these are, its stored hash and the password as
+    /// normalized; `invalidCredentials` for an unknown email or a wrong password alike.
+    private func checkPassword(
+        _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?
+    ) async throws -> (UserRecord, String, String) {
+        if typed.isEmpty || policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
+        let password = PasswordPolicy.normalize(typed)
+        guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
+        guard let user = try await store.user(normalizedEmail: email.normalized), let stored = user.passwordHash else {
+            _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
+            throw IdentityError.invalidCredentials
+        }
+        var matched = try await hasher.verify(password, against: stored, deadline: hashDeadline)
+        if !matched, password != typed, !stored.hasPrefix("$argon2id$") {
+            // An imported hash may have been made from the password as typed, before NFKC.
+            matched = try await hasher.verify(typed, against: stored, deadline: hashDeadline)
+        }
+        guard matched else { throw IdentityError.invalidCredentials }
+        return (user, stored, password)
     }
 
     /// The user with this id (`identity.getUser`).

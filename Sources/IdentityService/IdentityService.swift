@@ -29,7 +29,8 @@ public struct IdentityService: Sendable {
         let hasher = PasswordHasher(parameters: configuration.argon2, limits: configuration.verifyLimits, pool: pool)
         let policy = PasswordPolicy(minLength: configuration.minPasswordLength, maxLength: configuration.maxPasswordLength)
         let handlers = IdentityHandlers(
-            store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger)
+            store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger,
+            throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
         return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
     }
 

@@ -1,5 +1,7 @@
 import Foundation
 import Testing
+import Gateway
+import IdentityService
 @testable import GatehouseApp
 
 @Suite("Configuration")
@@ -32,8 +34,48 @@ struct ConfigTests {
         #expect(throws: ConfigError.self) { try Config(arguments: ["--http-port"]) }
         let endpoint = try Config(environment: ["GATEHOUSE_TOKEN_URL": "http://x"])
         #expect(throws: ConfigError.self) { try endpoint.endpoint(ConfigTable.tokenURL) }
-        let flag = try Config(environment: ["GATEHOUSE_TRUST_FORWARDED_FOR": "maybe"])
-        #expect(throws: ConfigError.self) { try flag.bool(ConfigTable.trustForwardedFor) }
+        let flag = try Config(environment: ["GATEHOUSE_ALLOW_PLAINTEXT": "maybe"])
+        #expect(throws: ConfigError.self) { try flag.bool(ConfigTable.allowPlaintext) }
+    }
+
+    @Test("the removed GATEHOUSE_TRUST_FORWARDED_FOR stops start-up when set, pointing at GATEHOUSE_TRUSTED_PROXIES")
+    func removedTrustForwardedFor() throws {
+        do {
+            _ = try Config(environment: ["GATEHOUSE_TRUST_FORWARDED_FOR": "true"])
+            Issue.record("accepted")
+        } catch let error as ConfigError {
+            #expect(error.message.contains("GATEHOUSE_TRUSTED_PROXIES"))
+        }
+        _ = try Config(environment: ["GATEHOUSE_TRUST_FORWARDED_FOR": "false"])
+        #expect(throws: ConfigError.self) { try Config(arguments: ["--trust-forwarded-for", "true"]) }
+    }
+
+    @Test("trusted proxies, per-address limits and the account throttle are read, and bad values name their key")
+    func limits() throws {
+        let defaults = try GatewayRoleSettings(config: Config(environment: Self.plain)).gateway
+        #expect(defaults.trustedProxies.isEmpty)
+        #expect(defaults.rateLimits == .defaults)
+        let config = try Config(environment: [
+            "GATEHOUSE_TRUSTED_PROXIES": "10.0.0.0/8, 2001:db8::1", "GATEHOUSE_RATE_LIMIT_SIGN_IN": "5/s burst=7",
+            "GATEHOUSE_RATE_LIMIT_REFRESH": "off", "GATEHOUSE_ACCOUNT_THROTTLE_FAILURES": "9", "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY": "60",
+            "GATEHOUSE_DATA_DIR": "/tmp/x", "GATEHOUSE_ALLOW_PLAINTEXT": "true",
+        ])
+        let gateway = try GatewayRoleSettings(config: config).gateway
+        #expect(gateway.trustedProxies == (try TrustedProxies(["10.0.0.0/8", "2001:db8::1"])))
+        #expect(gateway.rateLimits.limits[.signIn] == RateLimit(perSecond: 5, burst: 7))
+        #expect(gateway.rateLimits.limits[.refresh] == nil)
+        #expect(gateway.rateLimits.limits[.signUp] == RateLimits.defaults.limits[.signUp])
+        let throttle = try IdentityRoleSettings(config: config).service.attemptThrottle
+        #expect(throttle == PasswordAttemptThrottle.Settings(threshold: 9, window: 900, baseDelay: 1, maxDelay: 60, capacity: 100_000))
+        for (key, value) in [("GATEHOUSE_TRUSTED_PROXIES", "proxy.internal"), ("GATEHOUSE_RATE_LIMIT_SIGN_UP", "lots")] {
+            do {
+                _ = try GatewayRoleSettings(config: Config(environment: [key: value, "GATEHOUSE_ALLOW_PLAINTEXT": "true"]))
+                Issue.record("\(key)=\(value) accepted")
+            } catch let error as ConfigError {
+                #expect(error.message.contains(key), "\(error.message)")
+            }
+        }
+        #expect(throws: ConfigError.self) { try IdentityRoleSettings(config: Config(environment: ["GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY": "0", "GATEHOUSE_ALLOW_PLAINTEXT": "true"])) }
     }
 
     @Test("GATEHOUSE_DURABILITY: power-loss (synchronous=FULL) by default for both stores, process-crash on request, a bad value names the key")

@@ -142,9 +142,9 @@ import Testing
         }
     }
 
-    /// Behind a trusted proxy every connection comes from the proxy: no per-address cap.
+    /// A trusted proxy's connections carry many clients: no per-address cap for it.
     @Test func noPerAddressCapBehindATrustedProxy() async throws {
-        try await Harness.run(.live, configure: { $0.maxConnectionsPerAddress = 1; $0.trustForwardedFor = true }) { h in
+        try await Harness.run(.live, configure: { $0.maxConnectionsPerAddress = 1; $0.trustedProxies = try! TrustedProxies(["127.0.0.12"]) }) { h in
             var held: [RawConnection] = []
             for _ in 0..<3 {
                 let connection = try await RawConnection.open(port: h.client.port!, from: "127.0.0.12")

@@ -260,7 +260,8 @@ import GatehouseTestSupport
             #expect(client.userAgent == String(repeating: "é", count: 256))
             #expect(client.ip != "203.0.113.9")  // not trusted by default
         }
-        try await Harness.run(configure: { $0.trustForwardedFor = true }) { h in
+        // The loopback peer is a trusted proxy: the rightmost forwarded entry is the client.
+        try await Harness.run(.live, configure: { $0.trustedProxies = try! TrustedProxies(["127.0.0.1", "::1"]) }) { h in
             _ = try await h.request(.post, "/v1/sessions", json: body, headers: [.xForwardedFor: "198.51.100.1, 203.0.113.9"])
             #expect(h.services.lastRequest(IdentityAPI.signIn)?.client.ip == "203.0.113.9")
         }

@@ -70,7 +70,10 @@ struct Harness {
     let pool: HashPool
     let cleanup: @Sendable () -> Void
 
-    init(kind: StoreKind = .sqlite, argon2: Argon2Parameters = .testing, queueLimit: Int = 64) async throws {
+    init(
+        kind: StoreKind = .sqlite, argon2: Argon2Parameters = .testing, queueLimit: Int = 64,
+        throttle: PasswordAttemptThrottle.Settings = PasswordAttemptThrottle.Settings()
+    ) async throws {
         let (store, cleanup) = try await kind.make()
         self.store = store
         self.cleanup = cleanup
@@ -80,7 +83,8 @@ struct Harness {
         pool = HashPool(workers: 2, queueLimit: queueLimit)
         handlers = IdentityHandlers(
             store: store, hasher: PasswordHasher(parameters: argon2, pool: pool), policy: PasswordPolicy(),
-            tokens: tokens.caller, events: events, clock: clock.wallClock)
+            tokens: tokens.caller, events: events, clock: clock.wallClock,
+            throttle: PasswordAttemptThrottle(settings: throttle, clock: clock.wallClock))
         caller = LocalCaller(router: handlers.router())
     }
 }
