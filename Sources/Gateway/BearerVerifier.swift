@@ -15,6 +15,9 @@ struct BearerVerifier: Sendable {
     let clock: WallClock
     /// How long a request waits for the revocation state to be loaded before it is refused.
     let revocationWait: Duration
+    /// Asks the token service whether a token's session is revoked (`token.verifyAccessToken`
+    /// with `checkRevoked`), for when the revocation list overflowed; throws when it is.
+    var confirmNotRevoked: @Sendable (String) async throws -> Void = { _ in }
 
     /// Largest token accepted, in bytes.
     static let maxTokenLength = 8 * 1024
@@ -56,6 +59,8 @@ struct BearerVerifier: Sendable {
         if revocations.list.contains(claims.sid, now: now) {
             throw GatewayError.invalidToken(.sessionRevoked, "The session has been revoked.")
         }
+        // The list had to drop entries whose tokens are still valid: it cannot vouch for this one.
+        if revocations.list.isOverflowed(now: now) { try await confirmNotRevoked(token) }
         return claims
     }
 

@@ -49,9 +49,22 @@ func makeGateway(
     // A token is accepted until `exp` plus the leeway, so its session stays listed that long.
     let revoked = RevocationList(ttl: configuration.maxAccessTokenTTL + configuration.clockLeeway, capacity: configuration.maxRevokedSessions)
     let revocations = RevocationState(list: revoked)
-    let verifier = BearerVerifier(
+    var verifier = BearerVerifier(
         jwks: jwks, revocations: revocations, issuer: configuration.issuer, audience: configuration.audience,
         leeway: configuration.clockLeeway.seconds, clock: clock, revocationWait: configuration.requestTimeout)
+    verifier.confirmNotRevoked = { [timeout = configuration.requestTimeout] token in
+        do {
+            _ = try await withBackendTimeout(timeout) {
+                try await services.tokens.call(TokenAPI.verifyAccessToken, VerifyRequest(token: token, checkRevoked: true))
+            }
+        } catch let error as RPCError where error.code == .sessionRevoked {
+            throw GatewayError.invalidToken(.sessionRevoked, "The session has been revoked.")
+        } catch let error as RPCError where error.code == .invalidToken || error.code == .tokenExpired {
+            throw GatewayError.invalidToken()
+        } catch {
+            throw GatewayError.serviceUnavailable
+        }
+    }
     let routes = GatewayRoutes(
         services: services, configuration: configuration, verifier: verifier, jwks: jwks, revocations: revocations, metrics: metrics,
         clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests),

@@ -154,6 +154,21 @@ import GatehouseTestSupport
         list.insert("late", now: t0.addingTimeInterval(61))
         #expect(list.count == 1)
     }
+
+    @Test("the list overflows only when it drops an entry whose tokens may still be valid; a session listed twice is one entry")
+    func revocationListOverflow() {
+        let list = RevocationList(ttl: .seconds(60), capacity: 2)
+        let t0 = Date()
+        // Listed again by a reload: no second entry, so no eviction.
+        for _ in 0..<10 { list.insert("a", now: t0); list.insert("b", now: t0) }
+        #expect(list.count == 2 && !list.isOverflowed(now: t0))
+        list.insert("c", now: t0.addingTimeInterval(1))
+        #expect(!list.contains("a", now: t0.addingTimeInterval(1)))
+        #expect(list.isOverflowed(now: t0.addingTimeInterval(1)))
+        #expect(list.isOverflowed(now: t0.addingTimeInterval(59)))
+        // Past a's last valid token the list vouches for everything again.
+        #expect(!list.isOverflowed(now: t0.addingTimeInterval(61)))
+    }
 }
 
 @Suite("Bearer header parsing")

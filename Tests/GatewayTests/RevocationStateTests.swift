@@ -32,6 +32,22 @@ struct RevocationStateTests {
         _ = try await h.services.token.revokeSession(RevokeSessionRequest(sessionID: try await sid(token)))
     }
 
+    @Test("past the list's capacity an evicted revoked session is still refused (the token service is asked) and a live one served")
+    func overflowAsksTheTokenService() async throws {
+        try await Harness.run(configure: { $0.maxRevokedSessions = 2 }) { h in
+            let first = try await session(h, signUp: true)
+            let live = try await session(h)
+            var revoked = [first]
+            for _ in 0..<2 { revoked.append(try await session(h)) }
+            for token in revoked { #expect(try await h.request(.delete, "/v1/sessions/current", token: token).status == .noContent) }
+            // `first` no longer fits in the list; the token service still knows it is revoked.
+            let before = h.services.calls(to: TokenAPI.verifyAccessToken)
+            try await h.request(.get, "/v1/me", token: first).expectProblem(.unauthorized, "session_revoked")
+            #expect(try await h.request(.get, "/v1/me", token: live).status == .ok)
+            #expect(h.services.calls(to: TokenAPI.verifyAccessToken) >= before + 2)
+        }
+    }
+
     @Test("a (re)started gateway loads the revocations before it answers a bearer token")
     func restartedGatewayLoadsTheSnapshot() async throws {
         try await Harness.run { h in
