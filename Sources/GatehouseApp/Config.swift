@@ -84,7 +84,7 @@ public enum ConfigTable {
     /// The algorithm of new signing keys.
     public static let signingAlgorithm = ConfigKey(env: "GATEHOUSE_SIGNING_ALGORITHM", defaultValue: "ES256", secret: false, roles: "serve, token", help: "ES256, EdDSA or RS256 for new signing keys.")
     /// How long an access token is valid.
-    public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token", help: "Access-token lifetime in seconds.")
+    public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token, gateway", help: "Access-token lifetime in seconds; the gateway keeps revoked sessions listed this long (plus leeway), so give both roles the same value.")
     /// A session's absolute lifetime, whatever its refreshes.
     public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
     /// How long a session may go without a refresh before it ends.

@@ -21,6 +21,7 @@ extension TokenService {
         if !isSealed { try await store.replaceSecret(named: TokenStore.successorSecretName, with: try Self.seal(secret, with: key)) }
         let sealed = try await store.sealPlaintextKeys { try Self.seal($0, with: key) }
         if sealed > 0 || !isSealed {
+            try await store.scrubFreedPages()
             logger.notice("sealed \(sealed) signing key(s)\(isSealed ? "" : " and the refresh secret") stored in plain text with the key-encryption key")
         }
         return secret

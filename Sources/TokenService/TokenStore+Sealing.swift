@@ -10,16 +10,27 @@ extension TokenStore {
     /// The length of the unsealed refresh-successor secret.
     static let plainSecretLength = 32
 
-    /// Replaces the stored secret `name` with `value`.
+    /// Replaces the stored secret `name` with `value`, overwriting the old bytes in the file.
     func replaceSecret(named name: String, with value: Data) async throws {
         try await write { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             try db.execute(sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [value, name])
         }
     }
 
+    /// After secrets were replaced with `secure_delete` on: copies the WAL into the database
+    /// and truncates it, so the old page images (with the old bytes) leave the `-wal` file too.
+    func scrubFreedPages() async throws {
+        do { try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch { throw translate(error) }
+    }
+
     /// Seals every signing key stored in plain text with `seal`; returns how many it sealed.
+    /// The plain text is overwritten in the file, not only unlinked (`scrubFreedPages`).
     func sealPlaintextKeys(_ seal: @escaping @Sendable (Data) throws -> Data) async throws -> Int {
         try await write { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             let rows = try Row.fetchAll(db, sql: "SELECT kid, privateKey FROM signingKey WHERE encrypted = 0")
             for row in rows {
                 let plain: Data = row["privateKey"]
@@ -71,6 +82,9 @@ extension TokenStore {
         }
         let queue = try DatabaseQueue(path: path)
         defer { try? queue.close() }
+        // Old secrets are overwritten, not only unlinked; the WAL is truncated afterwards.
+        try queue.inDatabase { try $0.execute(sql: "PRAGMA secure_delete = ON") }
+        defer { _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.truncate) } }
         return try queue.write { db in
             var report = RewrapReport()
             for row in try Row.fetchAll(db, sql: "SELECT kid, privateKey, encrypted FROM signingKey") {

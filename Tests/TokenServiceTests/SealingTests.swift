@@ -45,6 +45,8 @@ struct SealingTests {
         #expect(sealed.service.keys.activeKid == kid)
         #expect(try Self.stored(dir).flags == [true])
         #expect(try Self.stored(dir).secretLength == 60)
+        // The plain text is gone from the file and its WAL, not only unlinked.
+        #expect(Self.fileBytes(dir).range(of: Data("PRIVATE KEY".utf8)) == nil)
         // The token issued before still refreshes, and the access token still verifies.
         let refreshed = try await sealed.service.refresh(RefreshRequest(refreshToken: tokens.refreshToken))
         _ = try await sealed.service.verifyAccessToken(VerifyRequest(token: refreshed.accessToken, checkRevoked: true))
