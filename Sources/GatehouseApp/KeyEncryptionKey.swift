@@ -15,7 +15,7 @@ public enum KeyEncryptionKey {
     /// the database at `databasePath` already holds secrets sealed with some other key: then
     /// making a new key would lock them away, and start-up stops with what to do.
     static func loadOrCreate(at path: String, databasePath: String, logger: Logger) throws -> SymmetricKey {
-        if FileManager.default.fileExists(atPath: path) { return try TokenRoleSettings.readKey(path) }
+        if FileManager.default.fileExists(atPath: path) { return try TokenRoleSettings.readKey(path, source: "the key-encryption key made on first start") }
         if try TokenStore.holdsSealedSecrets(path: databasePath) {
             throw ConfigError(message: "\(databasePath) holds signing keys sealed with a key-encryption key, but \(path) does not exist and GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) is not set: point it at the key used before, or see \"Recovering from a lost key\" in the README")
         }
@@ -38,8 +38,8 @@ public enum KeyEncryptionKey {
         let folder = URL(fileURLWithPath: dataDir)
         let databasePath = folder.appendingPathComponent("token.sqlite").path
         let oldPath = oldKeyFile ?? folder.appendingPathComponent(defaultFileName).path
-        let oldKey = oldKeyLost ? nil : try TokenRoleSettings.readKey(oldPath)
-        let newKey = try TokenRoleSettings.readKey(newKeyFile)
+        let oldKey = oldKeyLost ? nil : try TokenRoleSettings.readKey(oldPath, source: oldKeyFile == nil ? "the old key (default \(defaultFileName))" : "--old-key-file")
+        let newKey = try TokenRoleSettings.readKey(newKeyFile, source: "--new-key-file")
         let report: TokenStore.RewrapReport
         do {
             report = try TokenService.rotateEncryptionKey(databasePath: databasePath, oldKey: oldKey, newKey: newKey, discardUnreadable: oldKeyLost)

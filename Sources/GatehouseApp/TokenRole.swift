@@ -77,9 +77,10 @@ public struct TokenRoleSettings: Sendable {
     }
 
     /// A 32-byte key from a file: raw bytes, 64 hex characters or base64.
-    static func readKey(_ path: String) throws -> SymmetricKey {
+    /// `source` names where the path came from, for the error message.
+    static func readKey(_ path: String, source: String = "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file)") throws -> SymmetricKey {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigError(message: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file): cannot read the file")
+            throw ConfigError(message: "\(source): cannot read the file")
         }
         if data.count == 32 { return SymmetricKey(data: data) }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -94,7 +95,7 @@ public struct TokenRoleSettings: Sendable {
             return SymmetricKey(data: bytes)
         }
         if let decoded = Data(base64Encoded: text), decoded.count == 32 { return SymmetricKey(data: decoded) }
-        throw ConfigError(message: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) must hold 32 bytes: raw, 64 hex characters or base64")
+        throw ConfigError(message: "\(source): the file must hold 32 bytes: raw, 64 hex characters or base64")
     }
 }
 
