@@ -125,7 +125,7 @@ public enum ConfigTable {
     /// How many (class, address) buckets the gateway holds.
     public static let rateLimitMaxClients = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_MAX_CLIENTS", defaultValue: "100000", secret: false, roles: "serve, gateway", help: "Most (class, client address) buckets a gateway holds (about 64 bytes each); past it, refilled buckets are dropped first, then the least recently used.")
     /// Failed password checks per account before attempts wait.
-    public static let accountThrottleFailures = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_FAILURES", defaultValue: "5", secret: false, roles: "serve, identity", help: "Failed password checks per account (per email, existing or not) before further attempts wait (429 `too_many_attempts`); 0 turns the throttle off.")
+    public static let accountThrottleFailures = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_FAILURES", defaultValue: "5", secret: false, roles: "serve, identity", help: "Failed password checks per account (per email, existing or not) and client address before further attempts from that address wait (429 `too_many_attempts`); from all addresses together, ten times this. 0 turns the throttle off.")
     /// How long an account's failures are remembered.
     public static let accountThrottleWindow = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_WINDOW", defaultValue: "900", secret: false, roles: "serve, identity", help: "Seconds an account's failures are remembered after its last one.")
     /// The first wait of a throttled account.

@@ -26,8 +26,12 @@ public struct IdentityHandlers: Sendable {
     public let clock: WallClock
     /// Where failures that a caller cannot see are logged.
     public let logger: Logger
-    /// Throttles password checks per account (sign-in).
+    /// Throttles password checks per account and client address (sign-in): guesses from one
+    /// address wait after `threshold` failures without slowing the owner elsewhere.
     public let throttle: PasswordAttemptThrottle
+    /// Throttles password checks per account from all addresses together, at ten times the
+    /// threshold: guesses spread over many addresses still wait (`PasswordAttemptThrottle.Settings.accountWide`).
+    public let accountThrottle: PasswordAttemptThrottle
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -42,6 +46,7 @@ public struct IdentityHandlers: Sendable {
         logger: Logger = Logger(label: "gatehouse.identity"), throttle: PasswordAttemptThrottle? = nil
     ) {
         self.throttle = throttle ?? PasswordAttemptThrottle(clock: clock)
+        self.accountThrottle = PasswordAttemptThrottle(settings: self.throttle.settings.accountWide, clock: clock)
         self.store = store
         self.hasher = hasher
         self.policy = policy
@@ -126,13 +131,18 @@ public struct IdentityHandlers: Sendable {
     /// Verifies email and password, upgrades an outdated hash, then asks for a session (with what
     /// is left of `deadline`, the RPC caller's, when given).
     /// An unknown email costs one hash too, so timing does not reveal whether it exists; both are
-    /// counted by `throttle` before the user is looked up, so both are throttled alike.
+    /// counted by `throttle` and `accountThrottle` before the user is looked up, so both are
+    /// throttled alike.
     public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         let hashDeadline = Self.hashDeadline(deadline)
         let email = try EmailAddress(request.email)
         try Self.checkClient(request.client)
-        let (user, stored, password) = try await throttle.guarding(throttle.key(normalizedEmail: email.normalized)) {
-            try await checkPassword(request.password, email: email, deadline: hashDeadline)
+        // The address's attempt counts only once the account-wide one is allowed; one refused
+        // by the address's throttle is given back to the account-wide one.
+        let (user, stored, password) = try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
+            try await throttle.guarding(throttle.key(normalizedEmail: email.normalized, client: request.client.ip)) {
+                try await checkPassword(request.password, email: email, deadline: hashDeadline)
+            }
         }
         guard !user.disabled else { throw IdentityError.userDisabled }
         let at = clock.now

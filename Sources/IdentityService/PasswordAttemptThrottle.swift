@@ -34,6 +34,13 @@ public final class PasswordAttemptThrottle: Sendable {
         /// Most keys held at once.
         public var capacity: Int
 
+        /// The account-wide tier: the same waits after ten times the failures (off when this is off).
+        public var accountWide: Settings {
+            var wide = self
+            wide.threshold = threshold * 10
+            return wide
+        }
+
         /// 5 failures within 15 minutes, then 1 s doubling up to 5 minutes; 100 000 keys.
         public init(
             threshold: Int = 5, window: TimeInterval = 900, baseDelay: TimeInterval = 1, maxDelay: TimeInterval = 300,
@@ -78,10 +85,14 @@ public final class PasswordAttemptThrottle: Sendable {
     /// Whether attempts are ever delayed.
     public var isEnabled: Bool { settings.threshold > 0 }
 
-    /// The key of a normalized email.
-    public func key(normalizedEmail: String) -> Key {
+    /// The key of a normalized email, or of that email and a client address.
+    public func key(normalizedEmail: String, client: String? = nil) -> Key {
         var input = salt
         input.append(contentsOf: Array(normalizedEmail.utf8))
+        if let client {
+            input.append(0)  // no email holds a NUL: "a@b" + "1.2.3.4" never equals another pair
+            input.append(contentsOf: Array(client.utf8))
+        }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         let ok = input.withUnsafeBytes { bytes in

@@ -24,6 +24,40 @@ import Testing
         }
     }
 
+    /// Signs in from client address `ip`; the wire code.
+    func attempt(_ h: Harness, _ email: String, _ password: String, from ip: String) async -> String {
+        do {
+            _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: email, password: password, client: ClientInfo(ip: ip)))
+            return "ok"
+        } catch let error as RPCError {
+            return error.code.rawValue
+        } catch {
+            return "\(error)"
+        }
+    }
+
+    @Test("guesses from one address make that address wait, not the owner at another; guesses from many addresses make the account wait")
+    func theOwnerElsewhereIsNotLockedOut() async throws {
+        let h = try await Harness(throttle: Self.settings)
+        defer { h.cleanup() }
+        _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "ada@example.com", password: strong))
+        var attacker: [String] = []
+        for _ in 0..<6 { attacker.append(await attempt(h, "ada@example.com", "wrong password", from: "203.0.113.7")) }
+        #expect(attacker == ["invalid_credentials", "invalid_credentials", "invalid_credentials"] + Array(repeating: "too_many_attempts", count: 3))
+        // The owner, at home, signs in at once; that clears only the owner's own address and the account tier.
+        #expect(await attempt(h, "ada@example.com", strong, from: "198.51.100.1") == "ok")
+        #expect(await attempt(h, "ada@example.com", "wrong password", from: "203.0.113.7") == "too_many_attempts")
+        // Spread over many addresses (two guesses each, under the per-address threshold), the
+        // account-wide tier (ten times the threshold: 30) makes everyone wait, the owner too.
+        var spread: [String] = []
+        for i in 0..<16 { for _ in 0..<2 { spread.append(await attempt(h, "ada@example.com", "wrong password", from: "192.0.2.\(i)")) } }
+        #expect(spread.prefix(30).allSatisfy { $0 == "invalid_credentials" })
+        #expect(spread.suffix(2) == ["too_many_attempts", "too_many_attempts"])
+        #expect(await attempt(h, "ada@example.com", strong, from: "198.51.100.1") == "too_many_attempts")
+        h.clock.advance(by: 9)
+        #expect(await attempt(h, "ada@example.com", strong, from: "198.51.100.1") == "ok")
+    }
+
     /// The answers of a fixed script of wrong passwords and clock moves, for one email.
     func script(_ h: Harness, _ email: String) async -> [String] {
         var answers: [String] = []
