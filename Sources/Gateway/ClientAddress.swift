@@ -49,6 +49,14 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
     /// Whether this is an IPv4 address (held IPv4-mapped).
     public var isIPv4: Bool { high == 0 && low >> 32 == 0xFFFF }
 
+    /// The key one client is capped and limited by: an IPv4 address itself, an IPv6 address's
+    /// /64 (the prefix a single subscriber commonly holds), as text; `text` itself when it is
+    /// not an address.
+    static func capKey(_ text: String) -> String {
+        guard let address = IPAddress(text), !address.isIPv4 else { return text }
+        return IPAddress(high: address.high, low: 0).description + "/64"
+    }
+
     /// The text form (dotted quad for IPv4, RFC 5952 for IPv6).
     public var description: String {
         var bytes = [UInt8](repeating: 0, count: 16)

@@ -36,11 +36,12 @@ final class ConnectionAdmission: Sendable {
         self.exempt = exempt
     }
 
-    /// Counts a new connection from `address` when both caps allow it; call `release` when it closes.
+    /// Counts a new connection from `address` (nil: only in the total) when both caps allow it;
+    /// call `release` with the same address when it closes.
     func admit(_ address: String?) -> Decision {
         counts.withLock { counts in
             guard counts.total < maxTotal else { return .refusedTotal }
-            if maxPerAddress > 0, let address, !exempt(address) {
+            if maxPerAddress > 0, let address {
                 let open = counts.perAddress[address, default: 0]
                 guard open < maxPerAddress else { return .refusedAddress }
                 counts.perAddress[address] = open + 1
@@ -54,7 +55,7 @@ final class ConnectionAdmission: Sendable {
     func release(_ address: String?) {
         counts.withLock { counts in
             counts.total -= 1
-            if maxPerAddress > 0, let address, !exempt(address), let open = counts.perAddress[address] {
+            if maxPerAddress > 0, let address, let open = counts.perAddress[address] {
                 counts.perAddress[address] = open > 1 ? open - 1 : nil
             }
         }
@@ -180,7 +181,9 @@ struct GatewayHTTPChannel: ServerChildChannel {
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Connection> {
-        let address = channel.remoteAddress?.ipAddress
+        // Counted per client (an IPv6 client is its /64); a trusted proxy, which carries many
+        // clients, only in the total.
+        let address = channel.remoteAddress?.ipAddress.flatMap { admission.exempt($0) ? nil : IPAddress.capKey($0) }
         let decision = admission.admit(address)
         guard decision == .admitted else {
             metrics.refused(decision)

@@ -153,8 +153,11 @@ final class ClientRateLimiter: Sendable {
     /// seconds (at least 1) until one is.
     func admit(_ kind: RateLimitClass, _ address: IPAddress) -> Int {
         guard let limit = limits[kind.rawValue] else { return 0 }
-        let key = Key(high: address.high, low: address.low, kind: UInt8(kind.rawValue))
-        var mixed = (address.high ^ address.low.byteSwapped ^ UInt64(kind.rawValue) ^ seed) &* 0x9E37_79B9_7F4A_7C15
+        // An IPv6 client is its /64: one subscriber commonly holds a whole /64, and could
+        // otherwise take a fresh bucket (and push out others') with each address in it.
+        let low = address.isIPv4 ? address.low : 0
+        let key = Key(high: address.high, low: low, kind: UInt8(kind.rawValue))
+        var mixed = (address.high ^ low.byteSwapped ^ UInt64(kind.rawValue) ^ seed) &* 0x9E37_79B9_7F4A_7C15
         mixed ^= mixed >> 29
         let shard = shards[Int(truncatingIfNeeded: mixed >> 60) & (Self.shardCount - 1)]
         let now = clock.now.timeIntervalSinceReferenceDate

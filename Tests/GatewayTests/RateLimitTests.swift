@@ -174,7 +174,7 @@ import Testing
         #expect(limiter.admit(.signIn, a) == 1)
         #expect(limiter.admit(.refresh, a) == 0)  // not limited
         for i in 0..<5000 {
-            _ = limiter.admit(.signIn, IPAddress(high: 0x2001_0db8_0000_0000, low: UInt64(i)))
+            _ = limiter.admit(.signIn, IPAddress(high: 0x2001_0db8_0000_0000 | UInt64(i) << 16, low: 1))
             #expect(limiter.count <= 160)
         }
         clock.advance(by: 2)
@@ -185,5 +185,21 @@ import Testing
         #expect(limiter.admit(.signIn, a) == 1)
         clock.advance(by: 1)
         #expect(limiter.admit(.signIn, a) == 0)
+    }
+
+    @Test("an IPv6 client is its /64: every address in it shares one bucket and one connection cap")
+    func ipv6ClientsAreTheirSlash64() throws {
+        let clock = ManualClock()
+        let limiter = ClientRateLimiter(RateLimits(limits: [.signIn: RateLimit(perSecond: 1, burst: 2)], maxClients: 160), clock: clock.wallClock)
+        #expect(limiter.admit(.signIn, IPAddress("2001:db8:1:2::1")!) == 0)
+        #expect(limiter.admit(.signIn, IPAddress("2001:db8:1:2:ffff::9")!) == 0)
+        #expect(limiter.admit(.signIn, IPAddress("2001:db8:1:2::77")!) == 1)
+        #expect(limiter.admit(.signIn, IPAddress("2001:db8:1:3::1")!) == 0)  // another /64
+        #expect(limiter.admit(.signIn, IPAddress("192.0.2.1")!) == 0)
+        #expect(limiter.admit(.signIn, IPAddress("192.0.2.2")!) == 0)  // IPv4: each address its own
+        #expect(IPAddress.capKey("2001:db8:1:2::1") == IPAddress.capKey("2001:db8:1:2:ffff::9"))
+        #expect(IPAddress.capKey("2001:db8:1:2::1") == "2001:db8:1:2::/64")
+        #expect(IPAddress.capKey("192.0.2.1") == "192.0.2.1")
+        #expect(IPAddress.capKey("::ffff:192.0.2.1") == "::ffff:192.0.2.1" || IPAddress.capKey("::ffff:192.0.2.1") == "192.0.2.1")
     }
 }
