@@ -27,6 +27,9 @@ public struct RPCError: Error, Sendable, Hashable, Codable, CustomStringConverti
 
     /// The `details` key of an error that says when to retry, in whole seconds (`too_many_attempts`).
     public static let retryAfterKey = "retryAfter"
+    /// The `details` key naming a session the failed call revoked (`token.refresh` on reuse, or
+    /// for a deleted or disabled user): the caller can refuse its access tokens at once.
+    public static let sessionIDKey = "sessionID"
 
     /// `code: message`, for logs.
     public var description: String { "\(code.rawValue): \(message)" }

@@ -148,7 +148,15 @@ struct GatewayRoutes: Sendable {
         guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
             throw GatewayError(.invalidRefreshToken, detail: "The refresh token is invalid.")
         }
-        let session = try await call(services.tokens, TokenAPI.refresh, RefreshRequest(refreshToken: body.refreshToken, client: client.info))
+        let session: SessionTokens
+        do {
+            session = try await call(services.tokens, TokenAPI.refresh, RefreshRequest(refreshToken: body.refreshToken, client: client.info))
+        } catch let error as RPCError {
+            // The call revoked a session (reuse, a deleted or disabled user): refuse its access
+            // tokens here before answering, whatever happens to the event.
+            if let id = error.details[RPCError.sessionIDKey] { revocations.insert(CollectionOfOne(id), now: clock.now) }
+            throw error
+        }
         var w = JSONObjectWriter()
         w.raw("session", session.json)
         return Self.json(.ok, w.finish(), noStore: true)

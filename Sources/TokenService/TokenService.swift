@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Synchronization
 import GatehouseContracts
 import Logging
 import ProtoCodec
@@ -238,6 +239,14 @@ public final class TokenService: Sendable {
     /// service is asked for the claims with what is left of `deadline` (the RPC caller's), or
     /// with the identity client's default timeout without one.
     public func refresh(_ request: RefreshRequest, deadline: ContinuousClock.Instant? = nil) async throws -> SessionTokens {
+        try await refresh(request, deadline: deadline, revoked: { _ in })
+    }
+
+    /// `refresh`, telling `revoked` the id of a session it revoked (reuse, a deleted or
+    /// disabled user) before throwing, once that revocation is committed.
+    func refresh(
+        _ request: RefreshRequest, deadline: ContinuousClock.Instant?, revoked: (String) -> Void
+    ) async throws -> SessionTokens {
         let presented = request.refreshToken
         guard Self.isWellFormedRefreshToken(presented) else { throw TokenError.invalidRefreshToken }
         let hash = Self.hash(presented)
@@ -247,7 +256,8 @@ public final class TokenService: Sendable {
             ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID), deadline: deadline)
         if !claims.exists || claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {
             let reason = !claims.exists ? "user_deleted" : claims.disabled ? "user_disabled" : "tokens_invalidated"
-            if let revoked = try await store.revoke(sessionID: session.id, reason: reason, at: clock.now) { announce(revoked) }
+            if let ended = try await store.revoke(sessionID: session.id, reason: reason, at: clock.now) { announce(ended) }
+            revoked(session.id)
             throw TokenError.sessionRevoked
         }
         let successor = successor(of: presented)
@@ -258,9 +268,10 @@ public final class TokenService: Sendable {
         case .invalid: throw TokenError.invalidRefreshToken
         case .revoked: throw TokenError.sessionRevoked
         case .expired: throw TokenError.sessionExpired
-        case .reused(let revoked):
-            logger.warning("refresh token reuse detected; session \(revoked.id) revoked")
-            announce(revoked)
+        case .reused(let ended):
+            logger.warning("refresh token reuse detected; session \(ended.id) revoked")
+            announce(ended)
+            revoked(ended.id)
             throw TokenError.refreshTokenReused
         case .rotated(let s), .graceReplay(let s):
             let (access, ttl) = try mintAccessToken(userID: s.userID, sessionID: s.id, authTime: s.authTime, amr: s.amr, claims: claims)
@@ -311,7 +322,17 @@ public final class TokenService: Sendable {
     public func router() -> RPCRouter {
         var router = RPCRouter()
         router.register(TokenAPI.issueSession) { request, _ in try await self.issueSession(request) }
-        router.register(TokenAPI.refresh) { request, context in try await self.refresh(request, deadline: context.deadline) }
+        router.register(TokenAPI.refresh) { request, context in
+            // A session this call revoked is named in the error (`details["sessionID"]`), so the
+            // gateway that answers refuses its access tokens at once, before the event arrives.
+            let ended = Mutex<String?>(nil)
+            do {
+                return try await self.refresh(request, deadline: context.deadline, revoked: { id in ended.withLock { $0 = id } })
+            } catch let error as TokenError {
+                guard let id = ended.withLock({ $0 }) else { throw error }
+                throw RPCError(error.code, error.message, details: [RPCError.sessionIDKey: id])
+            }
+        }
         router.register(TokenAPI.revokeSession) { request, _ in try await self.revokeSession(request) }
         router.register(TokenAPI.revokeAllSessions) { request, _ in try await self.revokeAllSessions(request) }
         router.register(TokenAPI.listSessions) { request, _ in try await self.listSessions(request) }

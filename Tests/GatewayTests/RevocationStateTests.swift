@@ -48,6 +48,22 @@ struct RevocationStateTests {
         }
     }
 
+    @Test("refresh-token reuse: the answering gateway refuses the session's access tokens at once, the event lost")
+    func reuseIsRefusedAtOnce() async throws {
+        try await Harness.run { h in
+            let signUp = try await h.signUp()
+            let refresh = signUp.session["refreshToken"] as! String
+            let refreshed = try await h.request(.post, "/v1/sessions/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+            let access = (try refreshed.object()["session"] as! [String: Any])["accessToken"] as! String
+            #expect(try await h.request(.get, "/v1/me", token: access).status == .ok)
+            h.services.dropEvents(true)
+            h.clock.advance(by: 11)
+            try await h.request(.post, "/v1/sessions/refresh", json: #"{"refreshToken":"\#(refresh)"}"#)
+                .expectProblem(.unauthorized, "refresh_token_reused")
+            try await h.request(.get, "/v1/me", token: access).expectProblem(.unauthorized, "session_revoked")
+        }
+    }
+
     @Test("a (re)started gateway loads the revocations before it answers a bearer token")
     func restartedGatewayLoadsTheSnapshot() async throws {
         try await Harness.run { h in
