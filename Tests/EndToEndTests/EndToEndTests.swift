@@ -99,10 +99,7 @@ struct EndToEndTests {
     func threeProcesses() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
-        try stack.start("identity")
-        try stack.start("token")
-        try stack.start("gateway")
-        try await stack.waitReady()
+        try await stack.startThreeRoles()
         try await exerciseAPI(stack)
     }
 
@@ -144,10 +141,7 @@ struct EndToEndTests {
     func serviceKilled() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
-        try stack.start("identity")
-        try stack.start("token")
-        try stack.start("gateway")
-        try await stack.waitReady()
+        try await stack.startThreeRoles()
         await stack.kill("identity")
         let start = ContinuousClock.now
         let down = try await stack.request("POST", "/v1/password-strength", json: ["password": "whatever it is"])

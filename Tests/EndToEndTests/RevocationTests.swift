@@ -59,10 +59,7 @@ struct RevocationEndToEndTests {
     func separateRolesRestarted() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
-        try stack.start("identity")
-        try stack.start("token")
-        try stack.start("gateway")
-        try await stack.waitReady()
+        try await stack.startThreeRoles()
         let tokens = Tokens()
         try await signUp(stack, tokens)
 

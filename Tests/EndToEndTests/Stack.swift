@@ -60,6 +60,13 @@ final class Stack: @unchecked Sendable {
             log: captureLog ? logFile(of: name ?? role) : nil)
     }
 
+    /// Starts `gatehouse identity`, `token` and `gateway` as three processes and waits until
+    /// the gateway is ready.
+    func startThreeRoles() async throws {
+        for role in ["identity", "token", "gateway"] { try start(role) }
+        try await waitReady()
+    }
+
     /// The file `role`'s output goes to when started with `captureLog`.
     func logFile(of role: String) -> URL { dataDir.appendingPathComponent("\(role).stderr") }
 
