@@ -16,6 +16,8 @@ final class ServerLoop {
     private var pending = PendingRequests()
     /// False once shutdown has begun: new requests are answered `unavailable`.
     private var accepting = true
+    /// When each (client key, method) refusal was last logged, and how many since.
+    private var refusalsLogged: [String: (at: ContinuousClock.Instant, since: Int)] = [:]
 
     /// A loop serving `socket` (moved to the I/O thread with the loop) for `core`.
     init(core: RPCServer.Core, socket: Socket, zapDomain: String?) {
@@ -188,6 +190,22 @@ final class ServerLoop {
         }
     }
 
+    /// Logs a `permission_denied` at warning, at most once a minute per client key and method
+    /// (with the count since), so a misconfigured or hostile client cannot flood the log.
+    private func logRefusal(method: String, userID: String?) {
+        let key = "\(userID ?? "(none)") \(method)"
+        let now = ContinuousClock.now
+        if let last = refusalsLogged[key], now - last.at < .seconds(60) {
+            refusalsLogged[key] = (last.at, last.since + 1)
+            return
+        }
+        let since = refusalsLogged[key]?.since ?? 0
+        if refusalsLogged.count >= 1024 { refusalsLogged.removeAll() }
+        refusalsLogged[key] = (now, 0)
+        let more = since > 0 ? " (\(since) more since the last report)" : ""
+        core.logger.warning("rpc server refused \(method) to client key \(userID ?? "(none)"): its role may not call it\(more)")
+    }
+
     private func dispatch(identity: [UInt8], header headerFrame: HeaderFrame?, body: [UInt8], frameCount: Int, userID: String?) {
         let received = ContinuousClock.now
         func peekRequestID() -> UInt64? {
@@ -234,7 +252,7 @@ final class ServerLoop {
             return
         }
         if let roles = core.configuration.callerRoles, !roles.permits(userID, method: header.method, router: core.router) {
-            core.logger.warning("rpc server refused \(header.method) to client key \(userID ?? "(none)"): its role may not call it")
+            logRefusal(method: header.method, userID: userID)
             reply(identity: identity, requestID: header.requestID, error: RPCError(
                 .permissionDenied, "this client's key may not call \(header.method)"))
             return
