@@ -116,6 +116,8 @@ public enum ConfigTable {
 
     /// Per-address budget of sign-ins.
     public static let rateLimitSignIn = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_SIGN_IN", defaultValue: "60/min burst=20", secret: false, roles: "serve, gateway", help: "Sign-ins (`POST /v1/sessions`) per client address: `N/s`, `N/min` or `N/h`, optionally ` burst=B` (default B = N), or `off`. Past it: 429 `rate_limited` with Retry-After.")
+    /// Anonymous sign-ups per client address.
+    public static let rateLimitAnonymousSignUp = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_ANONYMOUS_SIGN_UP", defaultValue: "20/min burst=10", secret: false, roles: "serve, gateway", help: "Anonymous sign-ups (`POST /v1/accounts/anonymous`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN.")
     /// Per-address budget of sign-ups.
     public static let rateLimitSignUp = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_SIGN_UP", defaultValue: "20/min burst=10", secret: false, roles: "serve, gateway", help: "Sign-ups (`POST /v1/accounts`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN.")
     /// Per-address budget of password-strength checks.
@@ -145,7 +147,7 @@ public enum ConfigTable {
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
         httpHeadTimeoutMs, httpBodyTimeoutMs, httpIdleTimeoutMs, httpMaxConnections, httpMaxConnectionsPerAddress,
         revocationHeartbeatMs,
-        rateLimitSignIn, rateLimitSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
+        rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
     ]
 

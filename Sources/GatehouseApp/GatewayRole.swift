@@ -74,6 +74,7 @@ public struct GatewayRoleSettings: Sendable {
         limits.maxClients = try config.int(ConfigTable.rateLimitMaxClients, in: 16...100_000_000)
         let keys: [(RateLimitClass, ConfigKey)] = [
             (.signIn, ConfigTable.rateLimitSignIn), (.signUp, ConfigTable.rateLimitSignUp),
+            (.anonymousSignUp, ConfigTable.rateLimitAnonymousSignUp),
             (.passwordStrength, ConfigTable.rateLimitPasswordStrength), (.refresh, ConfigTable.rateLimitRefresh),
         ]
         for (kind, key) in keys {

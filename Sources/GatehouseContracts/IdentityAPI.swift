@@ -78,6 +78,17 @@ public struct SignUpRequest: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey { case email = 1, password = 2, displayName = 3, client = 4 }
 }
 
+/// `identity.signInAnonymously` request.
+public struct SignInAnonymouslyRequest: Codable, Sendable, Hashable {
+    /// The client starting anonymously, stored with the new session.
+    public var client: ClientInfo
+
+    /// A request from `client` (unknown unless given).
+    public init(client: ClientInfo = ClientInfo()) { self.client = client }
+
+    enum CodingKeys: Int, CodingKey { case client = 1 }
+}
+
 /// `identity.signIn` request.
 public struct SignInRequest: Codable, Sendable, Hashable {
     /// The user's email address, compared case-insensitively.
@@ -272,6 +283,9 @@ public enum IdentityAPI {
     public static let signUp = RPCMethod<SignUpRequest, AuthResponse>(name: "identity.signUp", callers: [.gateway])
     /// Verifies an email and password, then creates a session.
     public static let signIn = RPCMethod<SignInRequest, AuthResponse>(name: "identity.signIn", callers: [.gateway])
+    /// Creates an anonymous user (no email or password) and a session for it.
+    public static let signInAnonymously = RPCMethod<SignInAnonymouslyRequest, AuthResponse>(
+        name: "identity.signInAnonymously", callers: [.gateway])
     /// A user by id. Errors: `invalid_argument`, `user_not_found`. Idempotent.
     public static let getUser = RPCMethod<UserIDRequest, User>(name: "identity.getUser", idempotent: true, callers: [.gateway])
     /// Changes display name, photo URL or settings, optionally

@@ -80,6 +80,7 @@ struct GatewayRoutes: Sendable {
     func endpoints() -> [(method: HTTPRequest.Method, path: String, handler: Handler)] {
         [
             (.post, "/v1/accounts", signUp),
+            (.post, "/v1/accounts/anonymous", signInAnonymously),
             (.post, "/v1/sessions", signIn),
             (.post, "/v1/sessions/refresh", refresh),
             (.delete, "/v1/sessions/current", signOut),

@@ -7,12 +7,12 @@ import GatehouseSupport
 
 extension User {
     /// `{id, email, emailVerified, displayName, photoURL, isAnonymous, createdAt, lastSignInAt,
-    /// settings}`: dates as ISO-8601 strings, `null` for an unset display name, photo URL or last
-    /// sign-in, settings written byte for byte (`{}` when empty).
+    /// settings}`: dates as ISO-8601 strings, `null` for an unset email (anonymous), display name,
+    /// photo URL or last sign-in, settings written byte for byte (`{}` when empty).
     var json: [UInt8] {
         var w = JSONObjectWriter()
         w.string("id", id)
-        w.string("email", email)
+        w.string("email", email.isEmpty ? nil : email)  // null for an anonymous user
         w.bool("emailVerified", emailVerified)
         w.string("displayName", displayName.isEmpty ? nil : displayName)
         w.string("photoURL", photoURL.isEmpty ? nil : photoURL)

@@ -61,6 +61,7 @@ public struct IdentityHandlers: Sendable {
         var router = RPCRouter()
         router.register(IdentityAPI.signUp) { request, context in try await signUp(request, deadline: context.deadline) }
         router.register(IdentityAPI.signIn) { request, context in try await signIn(request, deadline: context.deadline) }
+        router.register(IdentityAPI.signInAnonymously) { request, context in try await signInAnonymously(request, deadline: context.deadline) }
         router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
@@ -125,6 +126,18 @@ public struct IdentityHandlers: Sendable {
         try await store.insert(user)
         await publish(IdentityAPI.Topic.userCreated, user)
         let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
+        return AuthResponse(user: User(user), tokens: tokens)
+    }
+
+    /// Creates an anonymous user (no email, no password) and a session for it (`amr: ["anon"]`,
+    /// the access token carrying `is_anonymous`). Rate-limited per client address at the gateway.
+    public func signInAnonymously(_ request: SignInAnonymouslyRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        try Self.checkClient(request.client)
+        let at = clock.now
+        let user = UserRecord(id: .random(), email: nil, isAnonymous: true, createdAt: at, lastSignInAt: at)
+        try await store.insert(user)
+        await publish(IdentityAPI.Topic.userCreated, user)
+        let tokens = try await issueSession(for: user, at: at, client: request.client, amr: ["anon"], deadline: deadline)
         return AuthResponse(user: User(user), tokens: tokens)
     }
 
@@ -268,10 +281,10 @@ public struct IdentityHandlers: Sendable {
     /// Asks the token service for a session with what is left of the caller's `deadline` (the
     /// token client's default timeout without one).
     private func issueSession(
-        for user: UserRecord, at: Date, client: ClientInfo, deadline: ContinuousClock.Instant?
+        for user: UserRecord, at: Date, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
     ) async throws -> SessionTokens {
         let request = IssueSessionRequest(
-            userID: user.id.rawValue, claims: user.claims, amr: ["pwd"], authTime: at, client: client)
+            userID: user.id.rawValue, claims: user.claims, amr: amr, authTime: at, client: client)
         return try await tokens.call(ServiceContracts.issueSession, request, deadline: deadline)
     }
 

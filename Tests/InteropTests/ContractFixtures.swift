@@ -78,6 +78,11 @@ extension SignUpRequest {
         email: "new@example.com", password: "correct horse battery", displayName: "New", client: .contractFixture)
 }
 
+extension SignInAnonymouslyRequest {
+    /// Every field set.
+    static let contractFixture = SignInAnonymouslyRequest(client: .contractFixture)
+}
+
 extension SignInRequest {
     /// Every field set.
     static let contractFixture = SignInRequest(

@@ -49,6 +49,7 @@ let contractTable: [ContractCase] = [
     // identity.proto
     ContractCase("gatehouse.identity.v1.User", User.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SignUpRequest", SignUpRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.SignInAnonymouslyRequest", SignInAnonymouslyRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SignInRequest", SignInRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.AuthResponse", AuthResponse.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.UserIdRequest", UserIDRequest.self, .contractFixture),
