@@ -11,6 +11,13 @@ public enum KeyEncryptionKey {
     /// The file name of the key made on first start, in the data folder.
     public static let defaultFileName = "key-encryption.key"
 
+    /// A new random key and its file text (base64 and a newline), as `keys generate` and the
+    /// first start write it.
+    static func newKey() -> (key: SymmetricKey, text: String) {
+        let key = SymmetricKey(size: .bits256)
+        return (key, key.withUnsafeBytes { Data($0).base64EncodedString() } + "\n")
+    }
+
     /// The key in the file at `path`; when there is none, a new one written there (0600), unless
     /// the database at `databasePath` already holds secrets sealed with some other key: then
     /// making a new key would lock them away, and start-up stops with what to do.
@@ -19,8 +26,7 @@ public enum KeyEncryptionKey {
         if try TokenStore.holdsSealedSecrets(path: databasePath) {
             throw ConfigError(message: "\(databasePath) holds signing keys sealed with a key-encryption key, but \(path) does not exist and GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) is not set: point it at the key used before, or see \"Recovering from a lost key\" in the README")
         }
-        let key = SymmetricKey(size: .bits256)
-        let text = key.withUnsafeBytes { Data($0).base64EncodedString() } + "\n"
+        let (key, text) = newKey()
         do { try KeySet.writeFile(text, to: URL(fileURLWithPath: path), mode: 0o600) } catch {
             throw ConfigError(message: "\(error)")
         }

@@ -1,4 +1,3 @@
-import Crypto
 import Foundation
 import ZeroMQ
 #if canImport(Glibc)
@@ -62,7 +61,6 @@ public enum KeySet {
         let identity = try CurveKeyPair.generate()
         let token = try CurveKeyPair.generate()
         let gateway = try CurveKeyPair.generate()
-        let kek = SymmetricKey(size: .bits256).withUnsafeBytes { Data($0).base64EncodedString() }
         let contents: [String: String] = [
             "identity.key": identity.secretKeyZ85 + "\n",
             "token.key": token.secretKeyZ85 + "\n",
@@ -86,7 +84,7 @@ public enum KeySet {
                 \(gateway.publicKeyZ85)
 
                 """,
-            "key-encryption.key": kek + "\n",
+            "key-encryption.key": KeyEncryptionKey.newKey().text,
         ]
         for file in files {
             try writeFile(contents[file.name]!, to: directory.appendingPathComponent(file.name), mode: file.mode)

@@ -34,10 +34,11 @@ extension TokenService {
         let now = clock.now
         let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: now)
         revoked.forEach(announce)
+        // The ids of every session of the user whose tokens may still be valid: those just
+        // revoked (committed, so the read sees them) and those revoked earlier (a retry).
         let since = now.addingTimeInterval(-(configuration.accessTokenTTL + configuration.leeway))
-        let ids = revoked.map(\.id)
-        let earlier = try await store.revokedSessionIDs(userID: request.userID, since: since).filter { !ids.contains($0) }
-        return RevokedCount(count: Int64(revoked.count), sessionIDs: ids + earlier)
+        let ids = try await store.revokedSessionIDs(userID: request.userID, since: since)
+        return RevokedCount(count: Int64(revoked.count), sessionIDs: ids)
     }
 
     /// Every session revoked within the access-token lifetime plus leeway (older ones' tokens
