@@ -83,6 +83,10 @@ struct PrivateDataTests {
         let wrong = try await runProcess(
             try gatehouseBinary(), ["keys", "rotate-encryption-key", "--data-dir", stack.dataDir.path, "--old-key-file", newKey.path, "--new-key-file", newKey.path])
         #expect(wrong.status != 0 && wrong.stderr.contains("nothing was changed"), "\(wrong.stderr)")
+        let missing = try await runProcess(
+            try gatehouseBinary(), ["keys", "rotate-encryption-key", "--data-dir", stack.dataDir.path, "--old-key-file", oldKey.path,
+                                    "--new-key-file", aside.url.appendingPathComponent("nope.key").path])
+        #expect(missing.status != 0 && missing.stderr.contains("--new-key-file: cannot read the file"), "\(missing.stderr)")
         let rotate = try await runProcess(
             try gatehouseBinary(), ["keys", "rotate-encryption-key", "--data-dir", stack.dataDir.path, "--old-key-file", oldKey.path, "--new-key-file", newKey.path])
         #expect(rotate.status == 0 && rotate.stdout.contains("Re-sealed 1 signing key"), "\(rotate.stdout) \(rotate.stderr)")
