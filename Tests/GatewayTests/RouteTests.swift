@@ -127,14 +127,16 @@ import GatehouseTestSupport
             #expect(health.status == .ok)
             #expect(health.text == #"{"status":"ok"}"#)
 
-            #expect(try await h.request(.get, "/readyz").status == .ok)
+            // Ready once the revocation state has loaded (asynchronously, at start) and both
+            // services answer their probes: waited for, since a loaded machine may take a moment.
+            try await waitUntil("/readyz 200") { try await h.request(.get, "/readyz").status == .ok }
             h.services.fail(IdentityAPI.getUser, with: RPCError(.unavailable, "down"))
             #expect(try await h.request(.get, "/readyz").status == .serviceUnavailable)
             h.services.fail(IdentityAPI.getUser, with: nil)
             h.services.fail(TokenAPI.jwks, with: RPCError(.deadlineExceeded, "slow"))
             #expect(try await h.request(.get, "/readyz").status == .serviceUnavailable)
             h.services.fail(TokenAPI.jwks, with: nil)
-            #expect(try await h.request(.get, "/readyz").status == .ok)
+            try await waitUntil("/readyz 200 again") { try await h.request(.get, "/readyz").status == .ok }
 
             let api = try await h.request(.get, "/openapi.json")
             #expect(api.status == .ok)
