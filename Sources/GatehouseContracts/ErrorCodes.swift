@@ -44,6 +44,21 @@ extension ErrorCode {
     /// Too many failed password checks for this account (counted per email, whether or not it
     /// exists); `details["retryAfter"]` has the seconds until the next attempt is accepted.
     public static let tooManyAttempts: ErrorCode = "too_many_attempts"
+    /// An anonymous caller signed in to an existing account without saying whether to migrate:
+    /// `details` carry `anonymousUserId`, `existingUserId`, `resumeHandle` and
+    /// `resumeHandleExpiresIn` (seconds), so the app asks the user and resumes without the
+    /// credentials.
+    public static let migrationRequired: ErrorCode = "migration_required"
+    /// The operation needs a sign-in (or re-authentication) more recent than the configured window.
+    public static let requiresRecentLogin: ErrorCode = "requires_recent_login"
+    /// Re-authentication presented valid credentials of another user; nothing changed.
+    public static let userMismatch: ErrorCode = "user_mismatch"
+    /// The provider identity is already linked to another user.
+    public static let credentialAlreadyInUse: ErrorCode = "credential_already_in_use"
+    /// The user already has an identity of this provider linked.
+    public static let providerAlreadyLinked: ErrorCode = "provider_already_linked"
+    /// The migration resume handle is unknown, expired, already used, or not this session's.
+    public static let invalidResumeHandle: ErrorCode = "invalid_resume_handle"
 
     // Token service (proto/token.proto).
     /// The refresh token is unknown, malformed or of an ended session.
@@ -64,7 +79,8 @@ extension ErrorCode {
         .internal, .unimplemented, .unsupportedVersion, .deadlineExceeded, .cancelled, .unavailable, .overloaded,
         .malformedRequest, .invalidArgument, .rateLimited, .permissionDenied,
         .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
-        .tooManyAttempts,
+        .tooManyAttempts, .migrationRequired, .requiresRecentLogin, .userMismatch, .credentialAlreadyInUse,
+        .providerAlreadyLinked, .invalidResumeHandle,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
     ]
 }

@@ -29,12 +29,15 @@ public struct User: Codable, Sendable, Hashable {
     /// Whether the user is disabled: sign-in then fails with
     /// `user_disabled`, and disabling revoked its sessions.
     public var disabled: Bool
+    /// How the user can sign in, sorted: `password`, and linked providers (`apple.com`,
+    /// `google.com`, ...); empty for an anonymous user.
+    public var providers: [String]
 
     /// A user; fields not given take a new user's values (no email, empty settings, version 1).
     public init(
         id: String, email: String = "", emailVerified: Bool = false, displayName: String = "", photoURL: String = "",
         isAnonymous: Bool = false, createdAt: Date, lastSignInAt: Date? = nil, settingsJSON: String = "{}",
-        version: Int64 = 1, disabled: Bool = false
+        version: Int64 = 1, disabled: Bool = false, providers: [String] = []
     ) {
         self.id = id
         self.email = email
@@ -47,11 +50,12 @@ public struct User: Codable, Sendable, Hashable {
         self.settingsJSON = settingsJSON
         self.version = version
         self.disabled = disabled
+        self.providers = providers
     }
 
     enum CodingKeys: Int, CodingKey {
         case id = 1, email = 2, emailVerified = 3, displayName = 4, photoURL = 5, isAnonymous = 6
-        case createdAt = 7, lastSignInAt = 8, settingsJSON = 9, version = 10, disabled = 11
+        case createdAt = 7, lastSignInAt = 8, settingsJSON = 9, version = 10, disabled = 11, providers = 12
     }
 }
 

@@ -77,6 +77,7 @@ public actor InMemoryUserStore: UserStore {
             throw IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
         }
         identities[key] = user
+        users[user]?.linkedProviders = Set(identities.filter { $0.value == user }.keys.map(Self.provider(ofKey:))).sorted()
     }
 
     /// The user linked to `provider`/`subject`, if any.
@@ -86,6 +87,13 @@ public actor InMemoryUserStore: UserStore {
 
     /// How many users the store holds.
     public func count() async throws -> Int { users.count }
+
+    /// The provider part of an `identityKey`.
+    private static func provider(ofKey key: String) -> String {
+        let bytes = Array(key.utf8)
+        guard let colon = bytes.firstIndex(of: 0x3A), let length = Int(String(decoding: bytes[..<colon], as: UTF8.self)) else { return "" }
+        return String(decoding: bytes[(colon + 1)..<min(bytes.count, colon + 1 + length)], as: UTF8.self)
+    }
 
     private static func identityKey(_ provider: String, _ subject: String) -> String {
         "\(provider.utf8.count):\(provider)\(subject)"

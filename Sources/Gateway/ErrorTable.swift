@@ -44,10 +44,12 @@ extension ErrorCode {
 /// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
 /// | `unauthenticated`, `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"` |
 /// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
-/// | `user_disabled`, `origin_not_allowed` | 403 |
+/// | `invalid_resume_handle` | 400 |
+/// | `user_disabled`, `origin_not_allowed`, `requires_recent_login`, `user_mismatch` | 403 |
 /// | `user_not_found`, `not_found` | 404 |
 /// | `method_not_allowed` | 405, `Allow` |
-/// | `email_exists`, `version_conflict` | 409 |
+/// | `email_exists`, `version_conflict`, `credential_already_in_use`, `provider_already_linked` | 409 |
+/// | `migration_required` (+ `anonymousUserId`, `existingUserId`, `resumeHandle`, `resumeHandleExpiresIn`) | 409 |
 /// | `request_timeout` | 408 |
 /// | `payload_too_large` | 413 |
 /// | `unsupported_media_type` | 415 |
@@ -94,12 +96,19 @@ public enum ErrorTable {
         public var detail: String?
         /// The code clients see instead of this one; nil: the code itself.
         public var publicCode: ErrorCode?
+        /// The service error's `details` keys copied into the problem body as string members
+        /// (e.g. `migration_required`'s user ids and resume handle); every other key stays inside.
+        public var members: [String]
 
-        init(_ status: HTTPResponse.Status, _ headers: Headers = .none, detail: String? = nil, publicCode: ErrorCode? = nil) {
+        init(
+            _ status: HTTPResponse.Status, _ headers: Headers = .none, detail: String? = nil, publicCode: ErrorCode? = nil,
+            members: [String] = []
+        ) {
             self.status = status
             self.headers = headers
             self.detail = detail
             self.publicCode = publicCode
+            self.members = members
         }
     }
 
@@ -129,6 +138,13 @@ public enum ErrorTable {
         .methodNotAllowed: Entry(.methodNotAllowed),
         .emailExists: Entry(.conflict),
         .versionConflict: Entry(.conflict),
+        .migrationRequired: Entry(
+            .conflict, members: ["anonymousUserId", "existingUserId", "resumeHandle", "resumeHandleExpiresIn"]),
+        .requiresRecentLogin: Entry(.forbidden),
+        .userMismatch: Entry(.forbidden, detail: "These credentials belong to another user; sign in again as the current user."),
+        .credentialAlreadyInUse: Entry(.conflict),
+        .providerAlreadyLinked: Entry(.conflict),
+        .invalidResumeHandle: Entry(.badRequest),
         .payloadTooLarge: Entry(.contentTooLarge),
         .unsupportedMediaType: Entry(.unsupportedMediaType),
         .rateLimited: Entry(.tooManyRequests, .retryAfter),

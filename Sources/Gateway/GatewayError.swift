@@ -20,6 +20,8 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
     public var headers: HTTPFields
     /// Reasons behind `weak_password`.
     public var reasons: [String]?
+    /// Extra string members of the body (`ErrorTable.Entry.members`), in order.
+    public var members: [(String, String)] = []
 
     /// An error answered with `status` and a problem body with `code` and `detail`.
     public init(_ status: HTTPResponse.Status, code: String, detail: String, headers: HTTPFields = [:], reasons: [String]? = nil) {
@@ -42,6 +44,10 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
         w.string("code", code)
         w.string("detail", detail)
         if let reasons { w.strings("reasons", reasons) }
+        for (name, value) in members {
+            // Durations (`…ExpiresIn`) are numbers; everything else is text.
+            if name.hasSuffix("ExpiresIn"), let seconds = Int(value) { w.int(name, seconds) } else { w.string(name, value) }
+        }
         return w.finish()
     }
 
@@ -106,6 +112,7 @@ extension GatewayError {
         let code = entry.publicCode ?? rpc.code
         let reasons = rpc.code == .weakPassword ? Self.reasons(rpc.details) : nil
         self.init(entry.status, code: code.rawValue, detail: entry.detail ?? rpc.message, headers: entry.headers.fields(rpc.details), reasons: reasons)
+        members = entry.members.compactMap { name in rpc.details[name].map { (name, $0) } }
     }
 
     /// `weak_password` reasons: `details["reasons"]` as a comma-separated list, else the detail values.

@@ -6,7 +6,7 @@ import GatehouseSupport
 // HTTP API's (camelCase; see openapi.json); absent values are `null`.
 
 extension User {
-    /// `{id, email, emailVerified, displayName, photoURL, isAnonymous, createdAt, lastSignInAt,
+    /// `{id, email, emailVerified, displayName, photoURL, isAnonymous, providers, createdAt, lastSignInAt,
     /// settings}`: dates as ISO-8601 strings, `null` for an unset email (anonymous), display name,
     /// photo URL or last sign-in, settings written byte for byte (`{}` when empty).
     var json: [UInt8] {
@@ -17,6 +17,7 @@ extension User {
         w.string("displayName", displayName.isEmpty ? nil : displayName)
         w.string("photoURL", photoURL.isEmpty ? nil : photoURL)
         w.bool("isAnonymous", isAnonymous)
+        w.strings("providers", providers)
         w.string("createdAt", ISO8601.format(createdAt))
         w.string("lastSignInAt", lastSignInAt.map(ISO8601.format))
         let settings = Self.trimmedJSON(settingsJSON)

@@ -17,6 +17,19 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Too many failed password checks for this account (or this email, whether or not it
     /// exists); the next attempt is accepted in `retryAfterSeconds`.
     case tooManyAttempts(retryAfterSeconds: Int)
+    /// An anonymous user signed in to an existing account without a migration decision; the
+    /// handle resumes the sign-in within `expiresInSeconds` without the credentials.
+    case migrationRequired(anonymousUserID: String, existingUserID: String, resumeHandle: String, expiresInSeconds: Int)
+    /// The operation needs a more recent sign-in or re-authentication.
+    case requiresRecentLogin(windowSeconds: Int)
+    /// Re-authentication with another user's (valid) credentials.
+    case userMismatch
+    /// The provider identity is linked to another user.
+    case credentialAlreadyInUse
+    /// The user already has an identity of this provider.
+    case providerAlreadyLinked
+    /// The resume handle is unknown, expired, used, or bound to another session.
+    case invalidResumeHandle
     /// The database is busy or unreachable.
     case unavailable(cause: String)
     /// The database failed in a way the caller cannot fix (the cause is only logged).
@@ -37,6 +50,12 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .invalidArgument(let field, let reason): return "\(field): \(reason)"
         case .overloaded: return "overloaded"
         case .tooManyAttempts(let seconds): return "too many failed attempts (retry after \(seconds) s)"
+        case .migrationRequired(let anonymous, let existing, _, _): return "migration required (\(anonymous) → \(existing))"
+        case .requiresRecentLogin: return "requires recent login"
+        case .userMismatch: return "user mismatch"
+        case .credentialAlreadyInUse: return "credential already in use"
+        case .providerAlreadyLinked: return "provider already linked"
+        case .invalidResumeHandle: return "invalid resume handle"
         }
     }
 }

@@ -92,6 +92,15 @@ public struct UserRecord: Sendable, Hashable {
     public var tokensValidAfter: Date?
     /// Starts at 1; each profile change adds 1.
     public var version: Int64
+    /// The providers of the identities linked to the user (`google.com`, `apple.com`, ...),
+    /// sorted, each once; `password` is not among them (see `providers`).
+    public var linkedProviders: [String] = []
+
+    /// How the user can sign in: `password` when it has a password hash, and every linked
+    /// provider, sorted.
+    public var providers: [String] {
+        ((passwordHash == nil ? [] : ["password"]) + linkedProviders).sorted()
+    }
 
     /// The largest `customClaimsJSON` a store accepts, in bytes.
     public static let maxCustomClaimsBytes = 1_000

@@ -34,6 +34,28 @@ extension IdentityError: RPCErrorConvertible {
             return RPCError(
                 .tooManyAttempts, "too many failed attempts for this account; retry later",
                 details: [RPCError.retryAfterKey: String(seconds)])
+        case .migrationRequired(let anonymous, let existing, let handle, let expiresIn):
+            return RPCError(
+                .migrationRequired,
+                "this account exists and you are signed in anonymously: resume with the handle and allowMigration true or false",
+                details: [
+                    "anonymousUserId": anonymous, "existingUserId": existing, "resumeHandle": handle,
+                    "resumeHandleExpiresIn": String(expiresIn),
+                ])
+        case .requiresRecentLogin(let window):
+            return RPCError(
+                .requiresRecentLogin,
+                "this change needs a sign-in within the last \(window) seconds: re-authenticate, then retry",
+                details: ["maxAgeSeconds": String(window)])
+        case .userMismatch:
+            return RPCError(.userMismatch, "these credentials belong to another user; sign in again as the current user")
+        case .credentialAlreadyInUse:
+            return RPCError(.credentialAlreadyInUse, "this sign-in is already linked to another account")
+        case .providerAlreadyLinked:
+            return RPCError(.providerAlreadyLinked, "this account already has a sign-in of this provider")
+        case .invalidResumeHandle:
+            return RPCError(
+                .invalidResumeHandle, "the resume handle is unknown, expired or already used: sign in again")
         case .unavailable:
             return RPCError(.unavailable, "the user database is busy; retry later")
         case .storage:

@@ -99,6 +99,13 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 CREATE INDEX identities_userId ON identities(userId);
                 """)
         }
+        migrator.registerMigration("0002-user-providers") { db in
+            // The providers linked to the user (comma-separated, sorted), kept with the row so
+            // `GET /v1/me` stays one point read; `identities` stays the index by subject.
+            try db.execute(sql: """
+                ALTER TABLE users ADD COLUMN providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024);
+                """)
+        }
         return migrator
     }
 
@@ -106,10 +113,10 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     private static let columns = """
         id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled, \
-        customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version
+        customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version, providers
         """
     // Built once: the statement cache is keyed by the SQL text.
-    private static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    private static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     private static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
     // Internal (not private) so a test can check its query plan.
     static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
@@ -172,7 +179,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
             let update = try db.cachedStatement(sql: """
                 UPDATE users SET email = ?, emailNormalized = ?, emailVerified = ?, displayName = ?, photoURL = ?,
                     passwordHash = ?, isAnonymous = ?, disabled = ?, customClaims = ?, settings = ?, createdAt = ?,
-                    updatedAt = ?, lastSignInAt = ?, tokensValidAfter = ?, version = ?
+                    updatedAt = ?, lastSignInAt = ?, tokensValidAfter = ?, version = ?, providers = ?
                 WHERE id = ? AND version = ?
                 """)
             var values = Self.values(user)
@@ -213,6 +220,11 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
             let statement = try db.cachedStatement(
                 sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES (?, ?, ?, ?)")
             try statement.execute(arguments: [provider, subject, user.rawValue, at.millisecondsSince1970])
+            // The user's row lists its providers (sorted, each once), in the same transaction.
+            let linked = try String.fetchAll(
+                db, sql: "SELECT DISTINCT provider FROM identities WHERE userId = ? ORDER BY provider", arguments: [user.rawValue])
+            try db.execute(
+                sql: "UPDATE users SET providers = ? WHERE id = ?", arguments: [linked.joined(separator: ","), user.rawValue])
         }
     }
 
@@ -279,7 +291,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
             u.id.rawValue, u.email, u.emailNormalized, u.emailVerified, u.displayName, u.photoURL, u.passwordHash,
             u.isAnonymous, u.disabled, u.customClaimsJSON, u.settingsJSON, u.createdAt.millisecondsSince1970,
             u.updatedAt.millisecondsSince1970, u.lastSignInAt?.millisecondsSince1970,
-            u.tokensValidAfter?.millisecondsSince1970, u.version,
+            u.tokensValidAfter?.millisecondsSince1970, u.version, u.linkedProviders.joined(separator: ","),
         ]
     }
 
@@ -300,6 +312,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         user.lastSignInAt = row.optionalInt64(13).map(Date.init(millisecondsSince1970:))
         user.tokensValidAfter = row.optionalInt64(14).map(Date.init(millisecondsSince1970:))
         user.version = row.int64(15)
+        user.linkedProviders = Self.providers(row.string(16))
         return user
     }
 
@@ -319,7 +332,12 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         user.lastSignInAt = (row[13] as Int64?).map(Date.init(millisecondsSince1970:))
         user.tokensValidAfter = (row[14] as Int64?).map(Date.init(millisecondsSince1970:))
         user.version = row[15]
+        user.linkedProviders = Self.providers(row[16])
         return user
+    }
+
+    private static func providers(_ text: String) -> [String] {
+        text.isEmpty ? [] : text.split(separator: ",").map(String.init)
     }
 
     // MARK: Access and error translation

@@ -17,6 +17,6 @@ extension User {
             id: record.id.rawValue, email: record.email ?? "", emailVerified: record.emailVerified,
             displayName: record.displayName ?? "", photoURL: record.photoURL ?? "", isAnonymous: record.isAnonymous,
             createdAt: record.createdAt, lastSignInAt: record.lastSignInAt, settingsJSON: record.settingsJSON,
-            version: record.version, disabled: record.disabled)
+            version: record.version, disabled: record.disabled, providers: record.providers)
     }
 }

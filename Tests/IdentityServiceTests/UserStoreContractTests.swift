@@ -123,6 +123,12 @@ import Testing
         #expect(try await store.userID(provider: "google", subject: "1234") == user.id)
         await expectCode(.invalidArgument) { try await store.linkIdentity(provider: "google", subject: "1234", to: user.id, at: t0) }
         await expectCode(.userNotFound) { try await store.linkIdentity(provider: "github", subject: "1", to: .random(), at: t0) }
+        // The user's row lists its linked providers (sorted, each once) beside its password.
+        try await store.linkIdentity(provider: "apple.com", subject: "a1", to: user.id, at: t0)
+        try await store.linkIdentity(provider: "google", subject: "5678", to: user.id, at: t0)
+        let linked = try #require(try await store.user(id: user.id))
+        #expect(linked.linkedProviders == ["apple.com", "google"])
+        #expect(linked.providers == (linked.passwordHash == nil ? ["apple.com", "google"] : ["apple.com", "google", "password"]))
         try await store.delete(id: user.id)
         #expect(try await store.user(id: user.id) == nil)
         #expect(try await store.user(normalizedEmail: "hank@example.com") == nil)
@@ -162,7 +168,7 @@ import Testing
         defer { dir.remove() }
         let store = try await dir.migratedStore()
         try await store.migrate()
-        #expect(try await store.appliedMigrations() == ["0001-users-and-identities"])
+        #expect(try await store.appliedMigrations() == ["0001-users-and-identities", "0002-user-providers"])
     }
 
     @Test func withoutMigrateNothingWorksButNothingEscapes() async throws {

@@ -69,7 +69,12 @@ extension User {
     static let contractFixture = User(
         id: "AAAAAAAAAAAAAAAAAAAAAA", email: "ada@example.com", emailVerified: true, displayName: "Ada",
         photoURL: "https://example.com/ada.png", isAnonymous: true, createdAt: instant(4), lastSignInAt: instant(5),
-        settingsJSON: #"{"theme":"dark"}"#, version: 7, disabled: true)
+        settingsJSON: #"{"theme":"dark"}"#, version: 7, disabled: true, providers: ["google.com", "password"])
+}
+
+extension AuthenticatedCaller {
+    /// Every field set.
+    static let contractFixture = AuthenticatedCaller(userID: "AAAAAAAAAAAAAAAAAAAAAA", sessionID: "sess-1", authTime: instant(6))
 }
 
 extension SignUpRequest {

@@ -48,6 +48,7 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.v1.Error", RPCError.self, .contractFixture),
     // identity.proto
     ContractCase("gatehouse.identity.v1.User", User.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.AuthenticatedCaller", AuthenticatedCaller.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SignUpRequest", SignUpRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SignInAnonymouslyRequest", SignInAnonymouslyRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SignInRequest", SignInRequest.self, .contractFixture),
