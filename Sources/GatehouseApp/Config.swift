@@ -136,6 +136,8 @@ public enum ConfigTable {
     public static let accountThrottleMaxDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY", defaultValue: "300", secret: false, roles: "serve, identity", help: "Longest wait between two attempts on a throttled account, in seconds (there is never a permanent lock).")
     /// How many accounts the identity service tracks.
     public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
+    /// How long a migration resume handle works.
+    public static let migrationResumeTTL = ConfigKey(env: "GATEHOUSE_MIGRATION_RESUME_TTL", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds a `migration_required` resume handle works (10–3600): an anonymous user who signed in to an existing account resumes with it (`POST /v1/sessions/resume`) once, from the same session. Handles live in the identity service's memory and do not survive its restart.")
 
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
@@ -149,6 +151,7 @@ public enum ConfigTable {
         revocationHeartbeatMs,
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+        migrationResumeTTL,
     ]
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.

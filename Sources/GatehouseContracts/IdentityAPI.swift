@@ -101,15 +101,26 @@ public struct SignInRequest: Codable, Sendable, Hashable {
     public var password: String
     /// The client signing in, stored with the new session.
     public var client: ClientInfo
+    /// The signed-in caller, when the request carried a bearer token. An anonymous caller signing
+    /// in to an existing account migrates (see `allowMigration`); any other caller is ignored.
+    public var caller: AuthenticatedCaller?
+    /// An anonymous caller's migration decision: nil answers `migration_required` with a resume
+    /// handle; true or false deletes the anonymous user and signs in (`AuthResponse.migration`).
+    public var allowMigration: Bool?
 
-    /// A sign-in from an unknown client unless `client` is given.
-    public init(email: String, password: String, client: ClientInfo = ClientInfo()) {
+    /// A sign-in from an unknown client unless `client` is given, by no caller unless given.
+    public init(
+        email: String, password: String, client: ClientInfo = ClientInfo(), caller: AuthenticatedCaller? = nil,
+        allowMigration: Bool? = nil
+    ) {
         self.email = email
         self.password = password
         self.client = client
+        self.caller = caller
+        self.allowMigration = allowMigration
     }
 
-    enum CodingKeys: Int, CodingKey { case email = 1, password = 2, client = 3 }
+    enum CodingKeys: Int, CodingKey { case email = 1, password = 2, client = 3, caller = 4, allowMigration = 5 }
 }
 
 /// `identity.signUp` / `identity.signIn` reply: the user and a new session.
@@ -118,12 +129,15 @@ public struct AuthResponse: Codable, Sendable, Hashable {
     public var user: User
     /// The new session's tokens.
     public var tokens: SessionTokens
-    /// A reply with the user and their new session.
-    public init(user: User, tokens: SessionTokens) {
+    /// Set when an anonymous user was migrated to `user` (and deleted) by this sign-in.
+    public var migration: MigrationOutcome?
+    /// A reply with the user and their new session (and the migration that led to it, if any).
+    public init(user: User, tokens: SessionTokens, migration: MigrationOutcome? = nil) {
         self.user = user
         self.tokens = tokens
+        self.migration = migration
     }
-    enum CodingKeys: Int, CodingKey { case user = 1, tokens = 2 }
+    enum CodingKeys: Int, CodingKey { case user = 1, tokens = 2, migration = 3 }
 }
 
 /// A request naming one user (`getUser`, `deleteUser`).
@@ -304,6 +318,12 @@ public enum IdentityAPI {
         name: "identity.passwordStrength", idempotent: true, callers: [.gateway])
     /// The hashing pool's state, for metrics. Cheap: answered without touching the database.
     public static let stats = RPCMethod<Empty, IdentityStats>(name: "identity.stats", idempotent: true, callers: [.gateway])
+    /// Upgrades the calling anonymous user in place: email and password, same id
+    /// (`IdentityAPI+Migration.swift`).
+    public static let upgradeAnonymous = RPCMethod<UpgradeAnonymousRequest, AuthResponse>(
+        name: "identity.upgradeAnonymous", callers: [.gateway])
+    /// Resumes an anonymous caller's sign-in after `migration_required`, with its handle and decision.
+    public static let resumeSignIn = RPCMethod<ResumeSignInRequest, AuthResponse>(name: "identity.resumeSignIn", callers: [.gateway])
     /// Shared with the token service (`ServiceContracts.claimsForSession`).
     public static let claimsForSession = ServiceContracts.claimsForSession
 

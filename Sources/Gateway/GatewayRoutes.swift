@@ -43,9 +43,13 @@ struct GatewayRoutes: Sendable {
     struct SignInBody: CredentialsBody {
         var email: String
         var password: String
+        /// An anonymous caller's migration decision (a JSON boolean; absent or null: none).
+        var allowMigration: Bool?
 
         init?(flat members: [String: String?]) {
             guard let email = members["email"] ?? nil, let password = members["password"] ?? nil else { return nil }
+            // A string where a boolean belongs: `JSONDecoder` reports the wrong type.
+            guard (members["allowMigration"] ?? nil) == nil else { return nil }
             (self.email, self.password) = (email, password)
         }
     }
@@ -82,11 +86,13 @@ struct GatewayRoutes: Sendable {
             (.post, "/v1/accounts", signUp),
             (.post, "/v1/accounts/anonymous", signInAnonymously),
             (.post, "/v1/sessions", signIn),
+            (.post, "/v1/sessions/resume", resumeSignIn),
             (.post, "/v1/sessions/refresh", refresh),
             (.delete, "/v1/sessions/current", signOut),
             (.delete, "/v1/sessions", signOutEverywhere),
             (.get, "/v1/me", getMe),
             (.patch, "/v1/me", patchMe),
+            (.post, "/v1/me/upgrade", upgradeAnonymous),
             (.post, "/v1/password-strength", passwordStrength),
             (.get, "/.well-known/jwks.json", jwksDocument),
             (.get, "/.well-known/openid-configuration", openIDConfiguration),
@@ -116,10 +122,13 @@ struct GatewayRoutes: Sendable {
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let client = identifyClient(request, context)
         try admit(.signIn, client.address)
+        let caller = try await anonymousSignInCaller(request)  // nil without a bearer token (GatewayRoutes+Migration)
         let body = try await credentials(request, SignInBody.self)
         return try await withPasswordPlace {
-            let signIn = SignInRequest(email: body.email, password: body.password, client: client.info)
-            let reply = try await countingAccountThrottle(.signIn) { try await call(services.identity, IdentityAPI.signIn, signIn) }
+            let signIn = Self.signInRequest(body, client: client.info, caller: caller)
+            let reply = try await countingAccountThrottle(.signIn) {
+                try await migrating(caller) { try await call(services.identity, IdentityAPI.signIn, signIn) }
+            }
             return Self.json(.ok, reply.json, noStore: true)
         }
     }

@@ -47,11 +47,13 @@ extension SessionTokens {
 }
 
 extension AuthResponse {
-    /// `{user, session}`: the answer to a sign-up or sign-in.
+    /// `{user, session}`: the answer to a sign-up or sign-in; `{user, session, migration}` when
+    /// the sign-in migrated an anonymous user.
     var json: [UInt8] {
         var w = JSONObjectWriter()
         w.raw("user", user.json)
         w.raw("session", tokens.json)
+        if let migration { w.raw("migration", migration.json) }
         return w.finish()
     }
 }

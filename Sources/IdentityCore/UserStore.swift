@@ -37,6 +37,18 @@ public protocol UserStore: Sendable {
 
     /// The number of users (for tests and metrics).
     func count() async throws -> Int
+
+    /// Deletes the user and its linked identities only while it is anonymous, in one step (a
+    /// user upgraded meanwhile is kept). Throws `userNotFound` when no anonymous user has this id.
+    func deleteAnonymous(id: UserID) async throws
+}
+
+extension UserStore {
+    /// Checks, then deletes: for stores that cannot do both in one step.
+    public func deleteAnonymous(id: UserID) async throws {
+        guard try await user(id: id)?.isAnonymous == true else { throw IdentityError.userNotFound }
+        try await delete(id: id)
+    }
 }
 
 /// A store whose point reads answer on the calling thread without suspending (SQLite through

@@ -22,6 +22,8 @@ public struct IdentityConfiguration: Sendable {
     /// Per-account throttling of failed password checks (held in memory by each identity
     /// instance): 5 failures in 15 minutes, then waits from 1 s doubling up to 5 minutes.
     public var attemptThrottle: PasswordAttemptThrottle.Settings
+    /// How long a `migration_required` resume handle works, in seconds (300 by default).
+    public var migrationResumeTTL: TimeInterval = ResumeHandles.defaultTTL
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

@@ -32,6 +32,8 @@ public struct IdentityHandlers: Sendable {
     /// Throttles password checks per account from all addresses together, at ten times the
     /// threshold: guesses spread over many addresses still wait (`PasswordAttemptThrottle.Settings.accountWide`).
     public let accountThrottle: PasswordAttemptThrottle
+    /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
+    public var resumeHandles = ResumeHandles()
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -62,6 +64,8 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.signUp) { request, context in try await signUp(request, deadline: context.deadline) }
         router.register(IdentityAPI.signIn) { request, context in try await signIn(request, deadline: context.deadline) }
         router.register(IdentityAPI.signInAnonymously) { request, context in try await signInAnonymously(request, deadline: context.deadline) }
+        router.register(IdentityAPI.upgradeAnonymous) { request, context in try await upgradeAnonymous(request, deadline: context.deadline) }
+        router.register(IdentityAPI.resumeSignIn) { request, context in try await resumeSignIn(request, deadline: context.deadline) }
         router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
@@ -150,6 +154,9 @@ public struct IdentityHandlers: Sendable {
         let hashDeadline = Self.hashDeadline(deadline)
         let email = try EmailAddress(request.email)
         try Self.checkClient(request.client)
+        if let caller = request.caller, let anonymous = try await anonymousCaller(caller) {
+            return try await signIn(request, email: email, from: anonymous, deadline: deadline)
+        }
         // The address's attempt counts only once the account-wide one is allowed; one refused
         // by the address's throttle is given back to the account-wide one.
         let (user, stored, password) = try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
@@ -175,15 +182,18 @@ public struct IdentityHandlers: Sendable {
     }
 
     /// The user whose email and password these are, its stored hash and the password as
-    /// normalized; `invalidCredentials` for an unknown email or a wrong password alike.
-    private func checkPassword(
-        _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?
+    /// normalized; `invalidCredentials` for an unknown email or a wrong password alike (after
+    /// `unknownEmail` is called for the first, at the same cost).
+    func checkPassword(
+        _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?, unknownEmail: () -> Void = {}
     ) async throws -> (UserRecord, String, String) {
         if typed.isEmpty || policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
         let password = PasswordPolicy.normalize(typed)
         guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
-        guard let user = try await store.user(normalizedEmail: email.normalized), let stored = user.passwordHash else {
+        let found = try await store.user(normalizedEmail: email.normalized)
+        guard let user = found, let stored = user.passwordHash else {
             _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
+            if found == nil { unknownEmail() }
             throw IdentityError.invalidCredentials
         }
         var matched = try await hasher.verify(password, against: stored, deadline: hashDeadline)
@@ -280,7 +290,7 @@ public struct IdentityHandlers: Sendable {
 
     /// Asks the token service for a session with what is left of the caller's `deadline` (the
     /// token client's default timeout without one).
-    private func issueSession(
+    func issueSession(
         for user: UserRecord, at: Date, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
     ) async throws -> SessionTokens {
         let request = IssueSessionRequest(
@@ -288,11 +298,11 @@ public struct IdentityHandlers: Sendable {
         return try await tokens.call(ServiceContracts.issueSession, request, deadline: deadline)
     }
 
-    private func publish(_ topic: String, _ user: UserRecord) async {
+    func publish(_ topic: String, _ user: UserRecord) async {
         await publish(topic, UserEvent(userID: user.id.rawValue, version: user.version, occurredAt: user.updatedAt))
     }
 
-    private func publish(_ topic: String, _ event: UserEvent) async {
+    func publish(_ topic: String, _ event: UserEvent) async {
         do {
             await events.publish(topic: topic, payload: try ProtobufEncoder().encode(event))
         } catch {

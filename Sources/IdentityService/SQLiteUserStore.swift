@@ -342,7 +342,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     // MARK: Access and error translation
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.write(body)
         } catch {

@@ -91,12 +91,33 @@ extension SignInAnonymouslyRequest {
 extension SignInRequest {
     /// Every field set.
     static let contractFixture = SignInRequest(
-        email: "ada@example.com", password: "correct horse battery", client: .contractFixture)
+        email: "ada@example.com", password: "correct horse battery", client: .contractFixture, caller: .contractFixture,
+        allowMigration: true)
 }
 
 extension AuthResponse {
     /// Every field set, nested messages populated.
-    static let contractFixture = AuthResponse(user: .contractFixture, tokens: .contractFixture)
+    static let contractFixture = AuthResponse(user: .contractFixture, tokens: .contractFixture, migration: .contractFixture)
+}
+
+extension MigrationOutcome {
+    /// Every field set.
+    static let contractFixture = MigrationOutcome(
+        oldUserID: "AAAAAAAAAAAAAAAAAAAAAA", newUserID: "BBBBBBBBBBBBBBBBBBBBBB", performMigration: true,
+        revokedSessionIDs: ["sess-1", "sess-2"])
+}
+
+extension UpgradeAnonymousRequest {
+    /// Every field set.
+    static let contractFixture = UpgradeAnonymousRequest(
+        caller: .contractFixture, email: "ada@example.com", password: "correct horse battery", displayName: "Ada",
+        client: .contractFixture)
+}
+
+extension ResumeSignInRequest {
+    /// Every field set.
+    static let contractFixture = ResumeSignInRequest(
+        caller: .contractFixture, resumeHandle: "aGFuZGxl", allowMigration: true, client: .contractFixture)
 }
 
 extension UserIDRequest {
