@@ -137,6 +137,9 @@ public enum ConfigTable {
     /// How many accounts the identity service tracks.
     public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
 
+    /// The settings document every new user starts with.
+    public static let defaultSettings = ConfigKey(env: "GATEHOUSE_DEFAULT_SETTINGS", defaultValue: "{}", secret: false, roles: "serve, identity", help: "Settings (a JSON object, at most 16 KiB) written for every new user, at sign-up and anonymous start, e.g. {\"theme\":\"dark\"}; checked at start-up.")
+
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
@@ -149,6 +152,7 @@ public enum ConfigTable {
         revocationHeartbeatMs,
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+        defaultSettings,
     ]
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
