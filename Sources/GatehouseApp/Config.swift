@@ -137,8 +137,10 @@ public enum ConfigTable {
     /// How many accounts the identity service tracks.
     public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
 
-    // Tests.
+    /// For end-to-end tests only: the file of the shared clock offset (`OffsetClockFile`).
     public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
+    /// The settings document every new user starts with.
+    public static let defaultSettings = ConfigKey(env: "GATEHOUSE_DEFAULT_SETTINGS", defaultValue: "{}", secret: false, roles: "serve, identity", help: "Settings (a JSON object, at most 16 KiB) written for every new user, at sign-up and anonymous start, e.g. {\"theme\":\"dark\"}; checked at start-up.")
 
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
@@ -153,6 +155,7 @@ public enum ConfigTable {
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
         testClockFile,
+        defaultSettings,
     ]
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.

@@ -164,6 +164,7 @@ import GatehouseSupport
         #expect(object["createdAt"] as? String == "2023-11-14T22:13:20Z")
         #expect(Set(object.keys) == [
             "id", "email", "emailVerified", "displayName", "photoURL", "isAnonymous", "createdAt", "lastSignInAt", "settings",
+            "providers",
         ])
     }
 
