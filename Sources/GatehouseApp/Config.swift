@@ -139,6 +139,11 @@ public enum ConfigTable {
     /// How long a migration resume handle works.
     public static let migrationResumeTTL = ConfigKey(env: "GATEHOUSE_MIGRATION_RESUME_TTL", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds a `migration_required` resume handle works (10–3600): an anonymous user who signed in to an existing account resumes with it (`POST /v1/sessions/resume`) once, from the same session. Handles live in the identity service's memory and do not survive its restart.")
 
+    /// For end-to-end tests only: the file of the shared clock offset (`OffsetClockFile`).
+    public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
+    /// The settings document every new user starts with.
+    public static let defaultSettings = ConfigKey(env: "GATEHOUSE_DEFAULT_SETTINGS", defaultValue: "{}", secret: false, roles: "serve, identity", help: "Settings (a JSON object, at most 16 KiB) written for every new user, at sign-up and anonymous start, e.g. {\"theme\":\"dark\"}; checked at start-up.")
+
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
@@ -151,6 +156,8 @@ public enum ConfigTable {
         revocationHeartbeatMs,
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+        testClockFile,
+        defaultSettings,
         migrationResumeTTL,
     ]
 

@@ -52,6 +52,7 @@ public struct IdentityRoleSettings: Sendable {
                 baseDelay: TimeInterval(try config.int(ConfigTable.accountThrottleBaseDelay, in: 1...3600)),
                 maxDelay: TimeInterval(try config.int(ConfigTable.accountThrottleMaxDelay, in: 1...86_400)),
                 capacity: try config.int(ConfigTable.accountThrottleMaxAccounts, in: 16...100_000_000)))
+        service.defaultSettingsJSON = try Self.defaultSettings(config)
         service.migrationResumeTTL = TimeInterval(try config.int(ConfigTable.migrationResumeTTL, in: 10...3600))
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
@@ -62,6 +63,15 @@ public struct IdentityRoleSettings: Sendable {
             .init(ConfigTable.identityEventsBind, self.eventsBind, binds: true),
             .init(ConfigTable.tokenURL, self.tokenURL, binds: false),
         ])
+    }
+
+    /// `GATEHOUSE_DEFAULT_SETTINGS`: a JSON object of at most 16 KiB, in compact form.
+    static func defaultSettings(_ config: Config) throws -> String {
+        let key = ConfigTable.defaultSettings
+        switch SettingsDocument.validDefault(config.string(key) ?? "{}") {
+        case .success(let json): return json
+        case .failure(let refused): throw ConfigError(message: "\(key.env) (\(key.flag)) \(refused.reason)")
+        }
     }
 }
 

@@ -162,21 +162,26 @@ public struct UpdateProfileRequest: Codable, Sendable, Hashable {
     public var settingsJSON: String?
     /// When set, the update applies only if the stored version is this one (`version_conflict` otherwise).
     public var expectedVersion: Int64?
+    /// A JSON merge patch (RFC 7396, a JSON object) applied to the stored settings in the
+    /// update's transaction; a result over 16 KiB is `invalid_argument` and nothing is written.
+    /// Not together with `settingsJSON`.
+    public var settingsPatchJSON: String?
 
     /// A change of `userID`'s profile; fields not given stay as they are.
     public init(
         userID: String, displayName: String? = nil, photoURL: String? = nil, settingsJSON: String? = nil,
-        expectedVersion: Int64? = nil
+        expectedVersion: Int64? = nil, settingsPatchJSON: String? = nil
     ) {
         self.userID = userID
         self.displayName = displayName
         self.photoURL = photoURL
         self.settingsJSON = settingsJSON
         self.expectedVersion = expectedVersion
+        self.settingsPatchJSON = settingsPatchJSON
     }
 
     enum CodingKeys: Int, CodingKey {
-        case userID = 1, displayName = 2, photoURL = 3, settingsJSON = 4, expectedVersion = 5
+        case userID = 1, displayName = 2, photoURL = 3, settingsJSON = 4, expectedVersion = 5, settingsPatchJSON = 6
     }
 }
 

@@ -205,18 +205,17 @@ struct GatewayRoutes: Sendable {
         if let url = body.photoURL, url.utf8.count > 2048 {
             throw GatewayError.invalidArgument("`photoURL` must be at most 2048 bytes.")
         }
-        var settingsJSON: String?
+        // `settings` is a JSON merge patch (RFC 7396), passed on as sent (the decoder has checked
+        // it is an object); the identity service applies it in the update's transaction.
+        var settingsPatch: String?
         if body.settings != nil {
-            // Re-serialize just the settings object (the decoder has checked it is an object).
-            guard let root = try? JSONSerialization.jsonObject(with: Data(raw.readableBytesView)) as? [String: Any],
-                let settings = root["settings"] as? [String: Any],
-                let data = try? JSONSerialization.data(withJSONObject: settings, options: [.sortedKeys, .withoutEscapingSlashes])
-            else {
+            guard let patch = RawJSONMember.value(named: "settings", in: raw.readableBytesView) else {
                 throw GatewayError.malformed("Wrong type for `settings`: expected an object.")
             }
-            settingsJSON = String(decoding: data, as: UTF8.self)
+            settingsPatch = String(decoding: patch, as: UTF8.self)
         }
-        let update = UpdateProfileRequest(userID: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsJSON: settingsJSON)
+        let update = UpdateProfileRequest(
+            userID: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsPatchJSON: settingsPatch)
         let user = try await call(services.identity, IdentityAPI.updateProfile, update)
         return Self.json(.ok, user.json, noStore: true)
     }

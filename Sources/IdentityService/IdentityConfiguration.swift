@@ -22,6 +22,9 @@ public struct IdentityConfiguration: Sendable {
     /// Per-account throttling of failed password checks (held in memory by each identity
     /// instance): 5 failures in 15 minutes, then waits from 1 s doubling up to 5 minutes.
     public var attemptThrottle: PasswordAttemptThrottle.Settings
+    /// The settings written for every new user (sign-up and anonymous): a JSON object of at most
+    /// 16 KiB (`GATEHOUSE_DEFAULT_SETTINGS`, checked at start-up by `SettingsDocument.validDefault`).
+    public var defaultSettingsJSON = "{}"
     /// How long a `migration_required` resume handle works, in seconds (300 by default).
     public var migrationResumeTTL: TimeInterval = ResumeHandles.defaultTTL
 

@@ -32,6 +32,9 @@ public struct IdentityHandlers: Sendable {
     /// Throttles password checks per account from all addresses together, at ten times the
     /// threshold: guesses spread over many addresses still wait (`PasswordAttemptThrottle.Settings.accountWide`).
     public let accountThrottle: PasswordAttemptThrottle
+    /// The settings every new user gets (sign-up and anonymous): a JSON object of at most 16 KiB
+    /// (`GATEHOUSE_DEFAULT_SETTINGS`, checked at start-up; `{}` by default).
+    public var defaultSettingsJSON = "{}"
     /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
     public var resumeHandles = ResumeHandles()
 
@@ -69,6 +72,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
+        router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -125,8 +129,8 @@ public struct IdentityHandlers: Sendable {
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = clock.now
         let user = UserRecord(
-            id: .random(), email: email, displayName: displayName, passwordHash: hash, createdAt: at,
-            lastSignInAt: at)
+            id: .random(), email: email, displayName: displayName, passwordHash: hash, settingsJSON: defaultSettingsJSON,
+            createdAt: at, lastSignInAt: at)
         try await store.insert(user)
         await publish(IdentityAPI.Topic.userCreated, user)
         let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
@@ -138,7 +142,8 @@ public struct IdentityHandlers: Sendable {
     public func signInAnonymously(_ request: SignInAnonymouslyRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         try Self.checkClient(request.client)
         let at = clock.now
-        let user = UserRecord(id: .random(), email: nil, isAnonymous: true, createdAt: at, lastSignInAt: at)
+        let user = UserRecord(
+            id: .random(), email: nil, isAnonymous: true, settingsJSON: defaultSettingsJSON, createdAt: at, lastSignInAt: at)
         try await store.insert(user)
         await publish(IdentityAPI.Topic.userCreated, user)
         let tokens = try await issueSession(for: user, at: at, client: request.client, amr: ["anon"], deadline: deadline)
@@ -213,13 +218,15 @@ public struct IdentityHandlers: Sendable {
     }
 
 
-    /// Changes display name, photo URL and settings; with `expectedVersion`, only if nobody else
-    /// changed the user since.
+    /// Changes display name, photo URL and settings (replaced by `settingsJSON`, or merged with
+    /// the RFC 7396 patch `settingsPatchJSON` inside the store's transaction); with
+    /// `expectedVersion`, only if nobody else changed the user since.
     public func updateProfile(_ request: UpdateProfileRequest) async throws -> User {
         let id = try Self.validID(request.userID)
         let displayName = try request.displayName.map { try Self.validDisplayName($0) }
         let photoURL = try request.photoURL.map { try Self.validPhotoURL($0) }
         let settings = try request.settingsJSON.map { try Self.validSettings($0) }
+        let patch = try Self.validSettingsPatch(request.settingsPatchJSON, replacing: settings)
         if let v = request.expectedVersion, v < 1 {
             throw IdentityError.invalidArgument(field: "expectedVersion", reason: "must be 1 or more")
         }
@@ -227,6 +234,7 @@ public struct IdentityHandlers: Sendable {
             if let displayName { user.displayName = displayName }
             if let photoURL { user.photoURL = photoURL }
             if let settings { user.settingsJSON = settings }
+            if let patch { user.settingsJSON = try SettingsDocument.merged(patch, into: user.settingsJSON) }
         }
         await publish(IdentityAPI.Topic.userUpdated, user)
         return User(user)

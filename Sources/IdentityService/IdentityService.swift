@@ -31,6 +31,7 @@ public struct IdentityService: Sendable {
         var handlers = IdentityHandlers(
             store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger,
             throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
+        handlers.defaultSettingsJSON = configuration.defaultSettingsJSON
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)
         return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
     }

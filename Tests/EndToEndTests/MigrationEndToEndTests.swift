@@ -123,6 +123,36 @@ struct MigrationEndToEndTests {
         #expect((signIn.json["user"] as? [String: Any])?["id"] as? String == b)
     }
 
+    @Test("a resume handle lasts GATEHOUSE_MIGRATION_RESUME_TTL on the identity's clock, and only for the session that got it")
+    func resumeHandleTTL() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        for role in ["identity", "token", "gateway"] { try stack.start(role, environment: ["GATEHOUSE_MIGRATION_RESUME_TTL": "30"]) }
+        try await stack.waitReady()
+        _ = try await signUp(stack, "bea@example.com")
+        let a = try await anonymous(stack)
+        let signIn: [String: Any] = ["email": "bea@example.com", "password": Self.password]
+        let first = try await stack.request("POST", "/v1/sessions", json: signIn, bearer: a.access)
+        #expect(first.status == 409)
+        #expect(first.json["resumeHandleExpiresIn"] as? Int == 30)
+        let expired = try #require(first.json["resumeHandle"] as? String)
+        stack.advanceClock(by: .seconds(31))
+        let late = try await stack.request("POST", "/v1/sessions/resume", json: ["resumeHandle": expired, "allowMigration": true], bearer: a.access)
+        #expect(late.status == 400 && late.json["code"] as? String == "invalid_resume_handle")
+        #expect(try await stack.request("GET", "/v1/me", bearer: a.access).json["id"] as? String == a.id)
+
+        let second = try await stack.request("POST", "/v1/sessions", json: signIn, bearer: a.access)
+        let handle = try #require(second.json["resumeHandle"] as? String)
+        // Another anonymous session cannot use it, and leaves it to its owner.
+        let other = try await anonymous(stack)
+        let stolen = try await stack.request("POST", "/v1/sessions/resume", json: ["resumeHandle": handle, "allowMigration": true], bearer: other.access)
+        #expect(stolen.status == 400 && stolen.json["code"] as? String == "invalid_resume_handle")
+        stack.advanceClock(by: .seconds(20))
+        let resumed = try await stack.request("POST", "/v1/sessions/resume", json: ["resumeHandle": handle, "allowMigration": true], bearer: a.access)
+        #expect(resumed.status == 200)
+        #expect((resumed.json["migration"] as? [String: Any])?["oldUserId"] as? String == a.id)
+    }
+
     @Test("A19 with two concurrent resumes of one handle (allowMigration false): exactly one succeeds, A is deleted, performMigration false")
     func concurrentResumes() async throws {
         let stack = Stack()

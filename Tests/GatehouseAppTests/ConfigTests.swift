@@ -118,4 +118,27 @@ struct ConfigTests {
             #expect(readme.contains("`\(key.flag)`"), "README lacks \(key.flag)")
         }
     }
+
+    @Test("GATEHOUSE_DEFAULT_SETTINGS: a JSON object of at most 16 KiB, else start-up stops naming the key")
+    func defaultSettings() throws {
+        let good = try IdentityRoleSettings(config: Config(environment: Self.plain.merging(["GATEHOUSE_DEFAULT_SETTINGS": #" {"theme": "dark"} "#]) { $1 }))
+        #expect(good.service.defaultSettingsJSON == #"{"theme":"dark"}"#)
+        #expect(try IdentityRoleSettings(config: Config(environment: Self.plain)).service.defaultSettingsJSON == "{}")
+        for bad in ["[1]", "{theme:dark}", #"{"a":"\#(String(repeating: "x", count: 16_384))"}"#] {
+            do {
+                _ = try IdentityRoleSettings(config: Config(environment: Self.plain.merging(["GATEHOUSE_DEFAULT_SETTINGS": bad]) { $1 }))
+                Issue.record("accepted \(bad.prefix(20))")
+            } catch let error as ConfigError {
+                #expect(error.message.contains("GATEHOUSE_DEFAULT_SETTINGS") && error.message.contains("--default-settings"), "\(error.message)")
+            }
+        }
+    }
+
+    @Test("gatehouse users: plain tcp needs GATEHOUSE_ALLOW_PLAINTEXT, as for the roles")
+    func adminClientLinks() async throws {
+        #expect(throws: ConfigError.self) { try AdminClient(config: Config(environment: [:])) }
+        let client = try AdminClient(config: Config(environment: Self.plain))
+        #expect(client.endpoint == "tcp://127.0.0.1:7001")
+        await client.close()
+    }
 }

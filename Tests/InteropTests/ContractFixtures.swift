@@ -129,12 +129,17 @@ extension UpdateProfileRequest {
     /// Every optional present.
     static let contractFixture = UpdateProfileRequest(
         userID: "user-7", displayName: "Ada L.", photoURL: "https://example.com/a.png",
-        settingsJSON: #"{"lang":"fr"}"#, expectedVersion: 3)
+        settingsJSON: #"{"lang":"fr"}"#, expectedVersion: 3, settingsPatchJSON: #"{"theme":null}"#)
 }
 
 extension SetDisabledRequest {
     /// Every field set.
     static let contractFixture = SetDisabledRequest(userID: "user-8", disabled: true)
+}
+
+extension SetCustomClaimsRequest {
+    /// Every field set.
+    static let contractFixture = SetCustomClaimsRequest(userID: "user-8", claimsJSON: #"{"role":"admin"}"#)
 }
 
 extension PasswordStrengthRequest {

@@ -59,6 +59,7 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.identity.v1.UserIdRequest", UserIDRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.UpdateProfileRequest", UpdateProfileRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SetDisabledRequest", SetDisabledRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.SetCustomClaimsRequest", SetCustomClaimsRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.PasswordStrengthRequest", PasswordStrengthRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.StrengthReason", StrengthReason.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.PasswordStrengthResponse", PasswordStrengthResponse.self, .contractFixture),
