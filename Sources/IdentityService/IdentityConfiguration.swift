@@ -22,6 +22,9 @@ public struct IdentityConfiguration: Sendable {
     /// Per-account throttling of failed password checks (held in memory by each identity
     /// instance): 5 failures in 15 minutes, then waits from 1 s doubling up to 5 minutes.
     public var attemptThrottle: PasswordAttemptThrottle.Settings
+    /// Seconds after a sign-in (`auth_time`) within which credential changes and self-deletion
+    /// need no re-authentication (`requires_recent_login` past it); 0 refuses them always.
+    public var recentLoginWindow: TimeInterval = 300
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

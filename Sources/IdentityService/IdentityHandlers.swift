@@ -32,6 +32,9 @@ public struct IdentityHandlers: Sendable {
     /// Throttles password checks per account from all addresses together, at ten times the
     /// threshold: guesses spread over many addresses still wait (`PasswordAttemptThrottle.Settings.accountWide`).
     public let accountThrottle: PasswordAttemptThrottle
+    /// How long after a sign-in (the session's `auth_time`) credential changes and self-deletion
+    /// are allowed without re-authenticating (`GATEHOUSE_RECENT_LOGIN_WINDOW`); 0: never.
+    public var recentLoginWindow: TimeInterval = 300
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -65,6 +68,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
+        registerAccountMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -176,7 +180,7 @@ public struct IdentityHandlers: Sendable {
 
     /// The user whose email and password these are, its stored hash and the password as
     /// normalized; `invalidCredentials` for an unknown email or a wrong password alike.
-    private func checkPassword(
+    func checkPassword(
         _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?
     ) async throws -> (UserRecord, String, String) {
         if typed.isEmpty || policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
@@ -254,7 +258,7 @@ public struct IdentityHandlers: Sendable {
     }
 
     /// Revokes every session of `id` in the token service (`token.revokeAllSessions`, idempotent).
-    private func revokeSessions(of id: UserID, reason: String) async throws {
+    func revokeSessions(of id: UserID, reason: String) async throws {
         _ = try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: reason))
     }
 
@@ -280,7 +284,7 @@ public struct IdentityHandlers: Sendable {
 
     /// Asks the token service for a session with what is left of the caller's `deadline` (the
     /// token client's default timeout without one).
-    private func issueSession(
+    func issueSession(
         for user: UserRecord, at: Date, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
     ) async throws -> SessionTokens {
         let request = IssueSessionRequest(
@@ -288,11 +292,11 @@ public struct IdentityHandlers: Sendable {
         return try await tokens.call(ServiceContracts.issueSession, request, deadline: deadline)
     }
 
-    private func publish(_ topic: String, _ user: UserRecord) async {
+    func publish(_ topic: String, _ user: UserRecord) async {
         await publish(topic, UserEvent(userID: user.id.rawValue, version: user.version, occurredAt: user.updatedAt))
     }
 
-    private func publish(_ topic: String, _ event: UserEvent) async {
+    func publish(_ topic: String, _ event: UserEvent) async {
         do {
             await events.publish(topic: topic, payload: try ProtobufEncoder().encode(event))
         } catch {

@@ -28,9 +28,10 @@ public struct IdentityService: Sendable {
         let pool = HashPool(workers: configuration.hashWorkers, queueLimit: configuration.hashQueueLimit)
         let hasher = PasswordHasher(parameters: configuration.argon2, limits: configuration.verifyLimits, pool: pool)
         let policy = PasswordPolicy(minLength: configuration.minPasswordLength, maxLength: configuration.maxPasswordLength)
-        let handlers = IdentityHandlers(
+        var handlers = IdentityHandlers(
             store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger,
             throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
+        handlers.recentLoginWindow = configuration.recentLoginWindow
         return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
     }
 
