@@ -139,6 +139,9 @@ public enum ConfigTable {
     /// How recent a sign-in must be for credential changes and self-deletion.
     public static let recentLoginWindow = ConfigKey(env: "GATEHOUSE_RECENT_LOGIN_WINDOW", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds after a sign-in or re-authentication (the token's `auth_time`) within which a user may change their password or email or delete their account; later they get 403 `requires_recent_login` and re-authenticate (`POST /v1/me/reauthenticate`). 0 to 604800; 0 refuses those changes always (an anonymous user may still delete itself).")
 
+    /// Tests only: the file of the clock offset end-to-end tests move (`Stack.advanceClock`).
+    public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
+
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
@@ -152,6 +155,7 @@ public enum ConfigTable {
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
         recentLoginWindow,
+        testClockFile,
     ]
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.

@@ -1,9 +1,6 @@
 import Foundation
 import GatehouseTestSupport
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
 
 /// Re-authentication, password and email changes and self-deletion over HTTP against the three
 /// roles as separate processes (scenarios A24, A28, A29, A31; A27 is in the gateway tests, which
@@ -32,37 +29,34 @@ struct AccountEndToEndTests {
         try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": token]).status
     }
 
-    @Test("A24: a stale login is requires_recent_login, another user's credentials user_mismatch; re-authenticated, the password change succeeds, the old password fails, the other sessions are revoked")
+    @Test("A24: past the window a password change is requires_recent_login, another user's credentials user_mismatch; re-authenticated, the password change succeeds, the old password fails, the other sessions are revoked")
     func recentLoginGate() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
-        // Until the tests control the three processes' clock, "past the window" is a window of 0:
-        // no login is recent enough, and re-authentication itself is not gated.
-        try stack.start("identity", environment: ["GATEHOUSE_RECENT_LOGIN_WINDOW": "0"])
-        try stack.start("token")
-        try stack.start("gateway")
-        try await stack.waitReady()
+        try await stack.startThreeRoles()
         let first = try await signUp(stack, "u@example.com")
         _ = try await signUp(stack, "v@example.com", Self.newPW)
         let other = session(try await signIn(stack, "u@example.com"))
+        // Past the recent-login window (300 s), within the access tokens' lifetime (900 s).
+        stack.advanceClock(by: .seconds(301))
 
         let stale = try await stack.request("PUT", "/v1/me/password", json: ["password": Self.newPW], bearer: first.access)
         #expect(stale.status == 403 && stale.json["code"] as? String == "requires_recent_login")
-        #expect(stale.json["maxAgeSeconds"] as? String == "0")
+        #expect(stale.json["maxAgeSeconds"] as? String == "300")
         let mismatch = try await stack.request(
             "POST", "/v1/me/reauthenticate", json: ["email": "v@example.com", "password": Self.newPW], bearer: first.access)
         #expect(mismatch.status == 403 && mismatch.json["code"] as? String == "user_mismatch")
         #expect(try await stack.request("GET", "/v1/me", bearer: first.access).status == 200)
 
-        // The identity role again with the default window (300 s).
-        await stack.kill("identity", signal: SIGTERM)
-        try stack.start("identity")
-        try await stack.waitReady()
         let reauth = try await stack.request("POST", "/v1/me/reauthenticate", json: ["password": Self.pw], bearer: first.access)
         #expect(reauth.status == 200)
         let current = session(reauth)
         #expect(jwtClaims(current.access)["amr"] as? [String] == ["pwd"])
+        let authTime = jwtClaims(current.access)["auth_time"] as? Double ?? 0
+        #expect(authTime > (jwtClaims(first.access)["auth_time"] as? Double ?? 0) + 300)
+        // The presented session is replaced: refused at once.
         #expect(try await stack.request("GET", "/v1/me", bearer: first.access).status == 401)
+        #expect(try await refreshStatus(stack, first.refresh) == 401)
         let changed = try await stack.request("PUT", "/v1/me/password", json: ["password": Self.newPW], bearer: current.access)
         #expect(changed.status == 200)
         #expect(changed.json["providers"] as? [String] == ["password"])
@@ -73,6 +67,23 @@ struct AccountEndToEndTests {
         #expect(try await refreshStatus(stack, other.refresh) == 401)
         #expect(try await stack.request("GET", "/v1/me", bearer: current.access).status == 200)
         #expect(try await refreshStatus(stack, current.refresh) == 200)
+    }
+
+    @Test("GATEHOUSE_RECENT_LOGIN_WINDOW=0: every gated change is refused, even right after re-authenticating; an anonymous user can still delete itself")
+    func windowZero() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("identity", environment: ["GATEHOUSE_RECENT_LOGIN_WINDOW": "0"])
+        try stack.start("token")
+        try stack.start("gateway")
+        try await stack.waitReady()
+        let first = try await signUp(stack, "zero@example.com")
+        let reauth = try await stack.request("POST", "/v1/me/reauthenticate", json: ["password": Self.pw], bearer: first.access)
+        #expect(reauth.status == 200)
+        let refused = try await stack.request("DELETE", "/v1/me", bearer: session(reauth).access)
+        #expect(refused.status == 403 && refused.json["maxAgeSeconds"] as? String == "0")
+        let anonymous = session(try await stack.request("POST", "/v1/accounts/anonymous"))
+        #expect(try await stack.request("DELETE", "/v1/me", bearer: anonymous.access).status == 204)
     }
 
     @Test("A28: changing the email to a taken address is email_exists; to a free one, /v1/me shows it and sign-in uses it")
