@@ -136,6 +136,8 @@ public enum ConfigTable {
     public static let accountThrottleMaxDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY", defaultValue: "300", secret: false, roles: "serve, identity", help: "Longest wait between two attempts on a throttled account, in seconds (there is never a permanent lock).")
     /// How many accounts the identity service tracks.
     public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
+    /// How recent a sign-in must be for credential changes and self-deletion.
+    public static let recentLoginWindow = ConfigKey(env: "GATEHOUSE_RECENT_LOGIN_WINDOW", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds after a sign-in or re-authentication (the token's `auth_time`) within which a user may change their password or email or delete their account; later they get 403 `requires_recent_login` and re-authenticate (`POST /v1/me/reauthenticate`). 0 to 604800; 0 refuses those changes always (an anonymous user may still delete itself).")
 
     /// For end-to-end tests only: the file of the shared clock offset (`OffsetClockFile`).
     public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
@@ -154,6 +156,7 @@ public enum ConfigTable {
         revocationHeartbeatMs,
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+        recentLoginWindow,
         testClockFile,
         defaultSettings,
     ]

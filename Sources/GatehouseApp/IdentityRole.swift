@@ -53,6 +53,7 @@ public struct IdentityRoleSettings: Sendable {
                 maxDelay: TimeInterval(try config.int(ConfigTable.accountThrottleMaxDelay, in: 1...86_400)),
                 capacity: try config.int(ConfigTable.accountThrottleMaxAccounts, in: 16...100_000_000)))
         service.defaultSettingsJSON = try Self.defaultSettings(config)
+        service.recentLoginWindow = TimeInterval(try config.int(ConfigTable.recentLoginWindow, in: 0...604_800))
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)

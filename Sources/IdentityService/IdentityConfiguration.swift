@@ -25,6 +25,9 @@ public struct IdentityConfiguration: Sendable {
     /// The settings written for every new user (sign-up and anonymous): a JSON object of at most
     /// 16 KiB (`GATEHOUSE_DEFAULT_SETTINGS`, checked at start-up by `SettingsDocument.validDefault`).
     public var defaultSettingsJSON = "{}"
+    /// Seconds after a sign-in (`auth_time`) within which credential changes and self-deletion
+    /// need no re-authentication (`requires_recent_login` past it); 0 refuses them always.
+    public var recentLoginWindow: TimeInterval = 300
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

@@ -35,6 +35,9 @@ public struct IdentityHandlers: Sendable {
     /// The settings every new user gets (sign-up and anonymous): a JSON object of at most 16 KiB
     /// (`GATEHOUSE_DEFAULT_SETTINGS`, checked at start-up; `{}` by default).
     public var defaultSettingsJSON = "{}"
+    /// How long after a sign-in (the session's `auth_time`) credential changes and self-deletion
+    /// are allowed without re-authenticating (`GATEHOUSE_RECENT_LOGIN_WINDOW`); 0: never.
+    public var recentLoginWindow: TimeInterval = 300
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -69,6 +72,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
         router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
+        registerAccountMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -181,7 +185,7 @@ public struct IdentityHandlers: Sendable {
 
     /// The user whose email and password these are, its stored hash and the password as
     /// normalized; `invalidCredentials` for an unknown email or a wrong password alike.
-    private func checkPassword(
+    func checkPassword(
         _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?
     ) async throws -> (UserRecord, String, String) {
         if typed.isEmpty || policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
@@ -262,7 +266,7 @@ public struct IdentityHandlers: Sendable {
     }
 
     /// Revokes every session of `id` in the token service (`token.revokeAllSessions`, idempotent).
-    private func revokeSessions(of id: UserID, reason: String) async throws {
+    func revokeSessions(of id: UserID, reason: String) async throws {
         _ = try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: reason))
     }
 
@@ -288,7 +292,7 @@ public struct IdentityHandlers: Sendable {
 
     /// Asks the token service for a session with what is left of the caller's `deadline` (the
     /// token client's default timeout without one).
-    private func issueSession(
+    func issueSession(
         for user: UserRecord, at: Date, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
     ) async throws -> SessionTokens {
         let request = IssueSessionRequest(
@@ -296,11 +300,11 @@ public struct IdentityHandlers: Sendable {
         return try await tokens.call(ServiceContracts.issueSession, request, deadline: deadline)
     }
 
-    private func publish(_ topic: String, _ user: UserRecord) async {
+    func publish(_ topic: String, _ user: UserRecord) async {
         await publish(topic, UserEvent(userID: user.id.rawValue, version: user.version, occurredAt: user.updatedAt))
     }
 
-    private func publish(_ topic: String, _ event: UserEvent) async {
+    func publish(_ topic: String, _ event: UserEvent) async {
         do {
             await events.publish(topic: topic, payload: try ProtobufEncoder().encode(event))
         } catch {

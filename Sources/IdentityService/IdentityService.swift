@@ -32,6 +32,7 @@ public struct IdentityService: Sendable {
             store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger,
             throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
         handlers.defaultSettingsJSON = configuration.defaultSettingsJSON
+        handlers.recentLoginWindow = configuration.recentLoginWindow
         return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
     }
 

@@ -77,6 +77,37 @@ extension AuthenticatedCaller {
     static let contractFixture = AuthenticatedCaller(userID: "AAAAAAAAAAAAAAAAAAAAAA", sessionID: "sess-1", authTime: instant(6))
 }
 
+extension ReauthenticateRequest {
+    /// Every field set, `email` present.
+    static let contractFixture = ReauthenticateRequest(
+        caller: .contractFixture, email: "me@example.com", password: "correct horse battery", client: .contractFixture)
+}
+
+extension ChangePasswordRequest {
+    /// Every field set.
+    static let contractFixture = ChangePasswordRequest(caller: .contractFixture, password: "new correct horse")
+}
+
+extension ChangeEmailRequest {
+    /// Every field set.
+    static let contractFixture = ChangeEmailRequest(caller: .contractFixture, email: "changed@example.com")
+}
+
+extension CredentialChangeResponse {
+    /// Every field set.
+    static let contractFixture = CredentialChangeResponse(user: .contractFixture, revokedSessionIDs: ["sess-2", "sess-3"])
+}
+
+extension DeleteAccountRequest {
+    /// Every field set, continuing anonymously.
+    static let contractFixture = DeleteAccountRequest(caller: .contractFixture, continueAnonymously: true, client: .contractFixture)
+}
+
+extension DeleteAccountResponse {
+    /// Every field set, the anonymous continuation present.
+    static let contractFixture = DeleteAccountResponse(revokedSessionIDs: ["sess-4", "sess-5"], anonymous: .contractFixture)
+}
+
 extension SignUpRequest {
     /// Every field set, `displayName` present.
     static let contractFixture = SignUpRequest(
@@ -165,7 +196,7 @@ extension RevokeSessionRequest {
 
 extension UserSessionsRequest {
     /// Every field set.
-    static let contractFixture = UserSessionsRequest(userID: "user-12", reason: "sign_out_everywhere")
+    static let contractFixture = UserSessionsRequest(userID: "user-12", reason: "password_changed", exceptSessionID: "session-12")
 }
 
 extension RevokedCount {
