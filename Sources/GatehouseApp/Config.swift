@@ -137,6 +137,11 @@ public enum ConfigTable {
     /// How many accounts the identity service tracks.
     public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
 
+    /// How long an anonymous user may be inactive before the identity service removes it.
+    public static let anonymousRetention = ConfigKey(env: "GATEHOUSE_ANONYMOUS_RETENTION", defaultValue: "2592000", secret: false, roles: "serve, identity", help: "Seconds an anonymous user may go without activity (its creation, its last sign-in, the last use of any of its sessions: a refresh counts) before the identity service's sweep removes it and revokes its sessions (30 days); 0 keeps anonymous users forever. Otherwise at least 3600.")
+    /// How often the identity service sweeps inactive anonymous users.
+    public static let anonymousSweepInterval = ConfigKey(env: "GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds between the identity service's sweeps of inactive anonymous users (the first a minute after start, or one interval if shorter); 0 turns the sweep off.")
+
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
@@ -149,6 +154,7 @@ public enum ConfigTable {
         revocationHeartbeatMs,
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+        anonymousRetention, anonymousSweepInterval,
     ]
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.

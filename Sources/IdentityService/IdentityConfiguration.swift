@@ -22,6 +22,9 @@ public struct IdentityConfiguration: Sendable {
     /// Per-account throttling of failed password checks (held in memory by each identity
     /// instance): 5 failures in 15 minutes, then waits from 1 s doubling up to 5 minutes.
     public var attemptThrottle: PasswordAttemptThrottle.Settings
+    /// Anonymous users inactive this long (seconds; 30 days) are removed with their sessions by
+    /// the `AnonymousSweep`; 0 turns that off. Not an `init` parameter: set it on the value.
+    public var anonymousRetention: TimeInterval = 30 * 86_400
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(
