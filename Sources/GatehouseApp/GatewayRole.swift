@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import GatehouseSupport
 import Gateway
 import Hummingbird
 import Logging
@@ -109,7 +110,7 @@ public struct GatewayRole: Sendable {
     public let tokens: RPCClient
 
     /// Connects the RPC clients and builds the HTTP application, which listens once run.
-    public static func start(_ settings: GatewayRoleSettings, logger: Logger) throws -> GatewayRole {
+    public static func start(_ settings: GatewayRoleSettings, clock: WallClock = .system, logger: Logger) throws -> GatewayRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let identity = try start.client(settings.identityURL) { $0.identityServerKey }
         let tokens = try start.client(settings.tokenURL) { $0.tokenServerKey }
@@ -124,7 +125,7 @@ public struct GatewayRole: Sendable {
             tokens: TimedCaller(tokens, service: "token", metrics: metrics),
             revocations: { RevocationSubscription.stream(endpoint: eventsURL, curve: eventsCurve, logger: logger) },
             enforcesDeadlines: true)
-        let application = buildGateway(configuration: settings.gateway, services: services, logger: logger, metrics: metrics)
+        let application = buildGateway(configuration: settings.gateway, services: services, logger: logger, metrics: metrics, clock: clock)
         logger.info("gateway on http://\(settings.gateway.host):\(settings.gateway.port) → identity \(settings.identityURL), token \(settings.tokenURL)")
         return GatewayRole(application: application, identity: identity, tokens: tokens)
     }

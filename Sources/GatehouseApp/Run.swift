@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GatehouseRPC
 import Logging
 import ServiceLifecycle
@@ -27,37 +28,50 @@ public enum GatehouseRoles {
         return Logger(label: "gatehouse")
     }
 
+    /// The wall clock of a role: the system's, or with `GATEHOUSE_TEST_CLOCK_FILE` the system's
+    /// plus the offset in that file (end-to-end tests; a warning says so).
+    public static func clock(_ config: Config, logger: Logger) throws -> WallClock {
+        guard let path = config.string(ConfigTable.testClockFile), !path.isEmpty else { return .system }
+        let file: OffsetClockFile
+        do { file = try OffsetClockFile(path: path) } catch {
+            throw ConfigError(message: "GATEHOUSE_TEST_CLOCK_FILE (--test-clock-file): \(error)")
+        }
+        logger.warning("TEST CLOCK: time is the system's plus the offset in \(path); never use this in production")
+        return file.clock
+    }
+
     /// `gatehouse identity`: the identity service alone, over tcp.
     public static func runIdentity(config: Config, logger: Logger) async throws {
-        let role = try await IdentityRole.start(IdentityRoleSettings(config: config), logger: logger)
+        let role = try await IdentityRole.start(IdentityRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         try await runGroup(
             [role.server, role.anonymousSweeper, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
     }
 
     /// `gatehouse token`: the token service alone, over tcp.
     public static func runToken(config: Config, logger: Logger) async throws {
-        let role = try await TokenRole.start(TokenRoleSettings(config: config), logger: logger)
+        let role = try await TokenRole.start(TokenRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         try await runGroup(
             [role.server, role.sweeper, role.heartbeat, ShutdownHook { await role.publisher.close(); await role.identityClient.close() }], logger: logger)
     }
 
     /// `gatehouse gateway`: the HTTP gateway alone, calling the services over tcp.
     public static func runGateway(config: Config, logger: Logger) async throws {
-        let role = try GatewayRole.start(GatewayRoleSettings(config: config), logger: logger)
+        let role = try GatewayRole.start(GatewayRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         try await runGroup([role.application, ShutdownHook { await role.identity.close(); await role.tokens.close() }], logger: logger)
     }
 
     /// `gatehouse serve`: all three roles in one process over `inproc://` sockets.
     public static func runServe(config: Config, logger: Logger) async throws {
+        let clock = try clock(config, logger: logger)
         let identity = try await IdentityRole.start(
             IdentityRoleSettings(config: config, rpcBind: "inproc://identity", eventsBind: "inproc://identity-events", tokenURL: "inproc://token"),
-            logger: logger)
+            clock: clock, logger: logger)
         let token = try await TokenRole.start(
             TokenRoleSettings(config: config, rpcBind: "inproc://token", eventsBind: "inproc://token-events", identityURL: "inproc://identity"),
-            logger: logger)
+            clock: clock, logger: logger)
         let gateway = try GatewayRole.start(
             GatewayRoleSettings(config: config, identityURL: "inproc://identity", tokenURL: "inproc://token", tokenEventsURL: "inproc://token-events"),
-            logger: logger)
+            clock: clock, logger: logger)
         let hook = ShutdownHook {
             await gateway.identity.close()
             await gateway.tokens.close()

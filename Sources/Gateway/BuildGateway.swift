@@ -1,4 +1,4 @@
-import GatehouseSupport
+public import GatehouseSupport
 import GatehouseContracts
 public import Hummingbird
 import NIOCore
@@ -14,13 +14,15 @@ public import Logging
 ///   - services: the identity and token services.
 ///   - logger: the access log and errors go here.
 ///   - metrics: the Prometheus registry served at `/metrics`; pass one to share it with the RPC adapters.
+///   - clock: the wall clock (token expiry, rate limits); `.system` but in end-to-end tests.
 public func buildGateway(
     configuration: GatewayConfiguration,
     services: GatewayServices,
     logger: Logger,
-    metrics: GatewayMetrics = GatewayMetrics()
+    metrics: GatewayMetrics = GatewayMetrics(),
+    clock: WallClock = .system
 ) -> some ApplicationProtocol {
-    makeGateway(configuration: configuration, services: services, logger: logger, metrics: metrics, clock: .system).application
+    makeGateway(configuration: configuration, services: services, logger: logger, metrics: metrics, clock: clock).application
 }
 
 /// The parts of a gateway, for tests.

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GatehouseTestSupport
 #if canImport(FoundationNetworking)
 import FoundationNetworking
@@ -21,6 +22,9 @@ final class Stack: @unchecked Sendable {
     let httpPort: Int
     let dataDir: URL
     var processes: [String: Process] = [:]
+    /// The clock every process of the stack reads (`GATEHOUSE_TEST_CLOCK_FILE`): the system time
+    /// plus an offset the test moves with `advanceClock(by:)`.
+    let clock: OffsetClockFile
 
     init() {
         // Unique per stack: stacks of suites running in parallel share no folder and no port.
@@ -32,6 +36,9 @@ final class Stack: @unchecked Sendable {
         env["GATEHOUSE_ARGON2_MEMORY_KIB"] = "1024"
         env["GATEHOUSE_ARGON2_ITERATIONS"] = "1"
         env["GATEHOUSE_LOG_LEVEL"] = "warning"
+        let clockPath = FileManager.default.temporaryDirectory.appendingPathComponent("gh-clock-\(UUID().uuidString)").path
+        clock = try! OffsetClockFile(path: clockPath)
+        env["GATEHOUSE_TEST_CLOCK_FILE"] = clockPath
         // Loopback tcp between the roles, without CURVE keys (tests that use keys set them per role).
         env["GATEHOUSE_ALLOW_PLAINTEXT"] = "true"
         // Every test talks from 127.0.0.1: the per-address limits stay on but out of reach
@@ -49,6 +56,9 @@ final class Stack: @unchecked Sendable {
     }
 
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
+
+    /// Moves the clock of every process of the stack forward by `duration` (no sleeping).
+    func advanceClock(by duration: Duration) { clock.advance(by: duration) }
 
     /// Starts `gatehouse ROLE`, with `extra` added to the shared environment (per-role keys),
     /// known as `name` (default: the role) to `kill` and `log(of:)`.
@@ -104,6 +114,7 @@ final class Stack: @unchecked Sendable {
         }
         processes = [:]
         try? FileManager.default.removeItem(at: dataDir)
+        try? FileManager.default.removeItem(atPath: clock.path)
     }
 
     /// Waits until `/readyz` answers 200 (on the gateway at `port`, default `httpPort`).
