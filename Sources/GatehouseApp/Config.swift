@@ -143,6 +143,7 @@ public enum ConfigTable {
     public static let anonymousSweepInterval = ConfigKey(env: "GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds between the identity service's sweeps of inactive anonymous users (the first a minute after start, or one interval if shorter); 0 turns the sweep off.")
 
     // Tests.
+    /// End-to-end tests only: a file whose offset every role adds to the system time.
     public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
 
     /// Every key above: the flags `Config` accepts, and
