@@ -139,6 +139,11 @@ public enum ConfigTable {
     /// How recent a sign-in must be for credential changes and self-deletion.
     public static let recentLoginWindow = ConfigKey(env: "GATEHOUSE_RECENT_LOGIN_WINDOW", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds after a sign-in or re-authentication (the token's `auth_time`) within which a user may change their password or email or delete their account; later they get 403 `requires_recent_login` and re-authenticate (`POST /v1/me/reauthenticate`). 0 to 604800; 0 refuses those changes always (an anonymous user may still delete itself).")
 
+    /// How long an anonymous user may be inactive before the identity service removes it.
+    public static let anonymousRetention = ConfigKey(env: "GATEHOUSE_ANONYMOUS_RETENTION", defaultValue: "2592000", secret: false, roles: "serve, identity", help: "Seconds an anonymous user may go without activity (its creation, its last sign-in, the last use of any of its sessions: a refresh counts) before the identity service's sweep removes it and revokes its sessions (30 days); 0 keeps anonymous users forever. Otherwise at least 3600.")
+    /// How often the identity service sweeps inactive anonymous users.
+    public static let anonymousSweepInterval = ConfigKey(env: "GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds between the identity service's sweeps of inactive anonymous users (the first a minute after start, or one interval if shorter); 0 turns the sweep off.")
+
     /// For end-to-end tests only: the file of the shared clock offset (`OffsetClockFile`).
     public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
     /// The settings document every new user starts with.
@@ -157,6 +162,7 @@ public enum ConfigTable {
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
         recentLoginWindow,
+        anonymousRetention, anonymousSweepInterval,
         testClockFile,
         defaultSettings,
     ]

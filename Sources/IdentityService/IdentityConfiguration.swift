@@ -28,6 +28,9 @@ public struct IdentityConfiguration: Sendable {
     /// Seconds after a sign-in (`auth_time`) within which credential changes and self-deletion
     /// need no re-authentication (`requires_recent_login` past it); 0 refuses them always.
     public var recentLoginWindow: TimeInterval = 300
+    /// Anonymous users inactive this long (seconds; 30 days) are removed with their sessions by
+    /// the `AnonymousSweep`; 0 turns that off. Not an `init` parameter: set it on the value.
+    public var anonymousRetention: TimeInterval = 30 * 86_400
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

@@ -282,10 +282,11 @@ public struct IdentityHandlers: Sendable {
         let inputs = [email, String(request.displayName.prefix(256))].compactMap { $0 }
         let estimate = PasswordStrength.estimate(request.password, userInputs: inputs, maxLength: policy.maxLength)
         let violations = policy.violations(of: request.password, email: email)
+        let score = violations.isEmpty ? estimate.score : min(estimate.score, 1)
         return PasswordStrengthResponse(
-            score: Int32(violations.isEmpty ? estimate.score : min(estimate.score, 1)),
-            reasons: estimate.reasons.map { StrengthReason(code: $0.code, message: $0.message) },
-            acceptable: violations.isEmpty, violations: violations.map(\.rawValue))
+            score: Int32(score), reasons: estimate.reasons.map { StrengthReason(code: $0.code, message: $0.message) },
+            acceptable: violations.isEmpty, violations: violations.map(\.rawValue),
+            level: PasswordStrength.Level(score: score, acceptable: violations.isEmpty).rawValue)
     }
 
     // MARK: Helpers

@@ -16,6 +16,9 @@ public struct IdentityService: Sendable {
     public let hashPool: HashPool
     /// The RPC methods.
     public let handlers: IdentityHandlers
+    /// Removes inactive anonymous users (`configuration.anonymousRetention`); a role runs its
+    /// passes on an interval.
+    public let anonymousSweep: AnonymousSweep
 
     /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,
     /// which read the time from `clock`.
@@ -33,7 +36,9 @@ public struct IdentityService: Sendable {
             throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
         handlers.defaultSettingsJSON = configuration.defaultSettingsJSON
         handlers.recentLoginWindow = configuration.recentLoginWindow
-        return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
+        let sweep = AnonymousSweep(
+            store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
+        return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers, anonymousSweep: sweep)
     }
 
     /// The router serving every identity method.

@@ -106,6 +106,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 ALTER TABLE users ADD COLUMN providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024);
                 """)
         }
+        registerAnonymousSweepMigration(&migrator)
         return migrator
     }
 
@@ -345,7 +346,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     // MARK: Access and error translation
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.write(body)
         } catch {
@@ -353,7 +354,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
         } catch {

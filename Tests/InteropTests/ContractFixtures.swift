@@ -167,7 +167,7 @@ extension PasswordStrengthResponse {
     /// Every field set, lists non-empty.
     static let contractFixture = PasswordStrengthResponse(
         score: 1, reasons: [.contractFixture, StrengthReason(code: "short", message: "Add more characters.")],
-        acceptable: true, violations: ["too_short", "common_password"])
+        acceptable: true, violations: ["too_short", "common_password"], level: "weak")
 }
 
 extension IdentityStats {
@@ -267,4 +267,22 @@ extension RevocationSnapshot {
     /// Every field set, two sessions.
     static let contractFixture = RevocationSnapshot(
         epoch: "epoch-31", seq: 31, sessions: [.contractFixture, RevokedSession(sessionID: "session-32", revokedAt: instant(32))])
+}
+
+// MARK: token.lastActivity (TokenAPI+Activity.swift)
+
+extension LastActivityRequest {
+    /// Every field set, two users.
+    static let contractFixture = LastActivityRequest(userIDs: ["user-activity-33", "user-activity-34"])
+}
+
+extension UserActivity {
+    /// Every field set.
+    static let contractFixture = UserActivity(userID: "user-activity-35", lastUsedAt: instant(35))
+}
+
+extension LastActivityResponse {
+    /// Every field set, two entries.
+    static let contractFixture = LastActivityResponse(
+        entries: [.contractFixture, UserActivity(userID: "user-activity-36", lastUsedAt: instant(36))])
 }

@@ -83,6 +83,9 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.token.v1.RevocationHeartbeat", RevocationHeartbeat.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevokedSession", RevokedSession.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevocationSnapshot", RevocationSnapshot.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.LastActivityRequest", LastActivityRequest.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.UserActivity", UserActivity.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.LastActivityResponse", LastActivityResponse.self, .contractFixture),
 ]
 
 /// What contracts.py check reads for one message.
