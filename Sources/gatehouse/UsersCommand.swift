@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GatehouseApp
 
-/// `gatehouse users disable|enable|set-claims`: administrative calls to the running identity
+/// `gatehouse users disable|enable|delete|set-claims`: administrative calls to the running identity
 /// service (`AdminClient`). One line on stdout and exit 0 on success; one line on stderr and
 /// exit 1 on an error.
 struct Users: AsyncParsableCommand {
@@ -14,7 +14,7 @@ struct Users: AsyncParsableCommand {
             keys, a tcp endpoint needs GATEHOUSE_ALLOW_PLAINTEXT=true. Not available under `gatehouse serve`, \
             whose services have no endpoint outside the process.
             """,
-        subcommands: [DisableUser.self, EnableUser.self, SetClaims.self]
+        subcommands: [DisableUser.self, EnableUser.self, DeleteUser.self, SetClaims.self]
     )
 }
 
@@ -78,6 +78,23 @@ struct EnableUser: AsyncParsableCommand {
         try await withAdminClient(options, userID: id) { client in
             let user = try await client.setDisabled(userID: id, disabled: false)
             return "user \(user.id) enabled"
+        }
+    }
+}
+
+struct DeleteUser: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete a user: its row and linked identities are removed and every session is revoked (refresh and access tokens refused); the email can register again.")
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "ID [FLAGS...]: the user's id (it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+    var words: [String] = []
+    func run() async throws {
+        let (id, options) = try userArguments(words, Self.self)
+        try await withAdminClient(options, userID: id) { client in
+            try await client.deleteUser(userID: id)
+            return "user \(id) deleted; its sessions are revoked"
         }
     }
 }
