@@ -62,6 +62,12 @@ public struct AdminClient: Sendable {
         try await client.call(IdentityAPI.setCustomClaims, SetCustomClaimsRequest(userID: userID, claimsJSON: claimsJSON), timeout: timeout)
     }
 
+    /// Deletes the user `userID` and its linked identities; its sessions are revoked (committed)
+    /// before the answer.
+    public func deleteUser(userID: String) async throws {
+        _ = try await client.call(IdentityAPI.deleteUser, UserIDRequest(userID: userID), timeout: timeout)
+    }
+
     /// Closes the connection.
     public func close() async { await client.close() }
 

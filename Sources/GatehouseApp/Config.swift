@@ -136,6 +136,13 @@ public enum ConfigTable {
     public static let accountThrottleMaxDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY", defaultValue: "300", secret: false, roles: "serve, identity", help: "Longest wait between two attempts on a throttled account, in seconds (there is never a permanent lock).")
     /// How many accounts the identity service tracks.
     public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
+    /// How recent a sign-in must be for credential changes and self-deletion.
+    public static let recentLoginWindow = ConfigKey(env: "GATEHOUSE_RECENT_LOGIN_WINDOW", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds after a sign-in or re-authentication (the token's `auth_time`) within which a user may change their password or email or delete their account; later they get 403 `requires_recent_login` and re-authenticate (`POST /v1/me/reauthenticate`). 0 to 604800; 0 refuses those changes always (an anonymous user may still delete itself).")
+
+    /// How long an anonymous user may be inactive before the identity service removes it.
+    public static let anonymousRetention = ConfigKey(env: "GATEHOUSE_ANONYMOUS_RETENTION", defaultValue: "2592000", secret: false, roles: "serve, identity", help: "Seconds an anonymous user may go without activity (its creation, its last sign-in, the last use of any of its sessions: a refresh counts) before the identity service's sweep removes it and revokes its sessions (30 days); 0 keeps anonymous users forever. Otherwise at least 3600.")
+    /// How often the identity service sweeps inactive anonymous users.
+    public static let anonymousSweepInterval = ConfigKey(env: "GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds between the identity service's sweeps of inactive anonymous users (the first a minute after start, or one interval if shorter); 0 turns the sweep off.")
     /// How long a migration resume handle works.
     public static let migrationResumeTTL = ConfigKey(env: "GATEHOUSE_MIGRATION_RESUME_TTL", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds a `migration_required` resume handle works (10–3600): an anonymous user who signed in to an existing account resumes with it (`POST /v1/sessions/resume`) once, from the same session. Handles live in the identity service's memory and do not survive its restart.")
 
@@ -156,6 +163,8 @@ public enum ConfigTable {
         revocationHeartbeatMs,
         rateLimitSignIn, rateLimitSignUp, rateLimitAnonymousSignUp, rateLimitPasswordStrength, rateLimitRefresh, rateLimitMaxClients,
         accountThrottleFailures, accountThrottleWindow, accountThrottleBaseDelay, accountThrottleMaxDelay, accountThrottleMaxAccounts,
+        recentLoginWindow,
+        anonymousRetention, anonymousSweepInterval,
         testClockFile,
         defaultSettings,
         migrationResumeTTL,

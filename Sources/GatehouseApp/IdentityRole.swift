@@ -30,6 +30,8 @@ public struct IdentityRoleSettings: Sendable {
     public var rpcTimeout: Duration
     /// CURVE keys or the plain-text policy of the role's links.
     public var links: LinkSecurity
+    /// Seconds between sweeps of inactive anonymous users (`GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL`; 0: never).
+    public var anonymousSweepInterval: Int
 
     /// Reads and checks the identity role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -53,6 +55,9 @@ public struct IdentityRoleSettings: Sendable {
                 maxDelay: TimeInterval(try config.int(ConfigTable.accountThrottleMaxDelay, in: 1...86_400)),
                 capacity: try config.int(ConfigTable.accountThrottleMaxAccounts, in: 16...100_000_000)))
         service.defaultSettingsJSON = try Self.defaultSettings(config)
+        service.recentLoginWindow = TimeInterval(try config.int(ConfigTable.recentLoginWindow, in: 0...604_800))
+        service.anonymousRetention = TimeInterval(try Self.anonymousRetention(config))
+        anonymousSweepInterval = try config.int(ConfigTable.anonymousSweepInterval, in: 0...86_400)
         service.migrationResumeTTL = TimeInterval(try config.int(ConfigTable.migrationResumeTTL, in: 10...3600))
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
@@ -75,6 +80,19 @@ public struct IdentityRoleSettings: Sendable {
     }
 }
 
+extension IdentityRoleSettings {
+    /// `GATEHOUSE_ANONYMOUS_RETENTION`: 0 (off), or at least an hour (longer than any access
+    /// token, so a user active with one is never inactive), at most ten years.
+    static func anonymousRetention(_ config: Config) throws -> Int {
+        let key = ConfigTable.anonymousRetention
+        let seconds = try config.int(key, in: 0...315_360_000)
+        guard seconds == 0 || seconds >= 3_600 else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) must be 0 (keep anonymous users) or at least 3600 seconds, not \(seconds)")
+        }
+        return seconds
+    }
+}
+
 /// The running identity role: its RPC server (a `Service`) and what it holds.
 public struct IdentityRole: Sendable {
     /// The RPC server, bound and serving; run it in the role's service group.
@@ -87,6 +105,8 @@ public struct IdentityRole: Sendable {
     public let tokenClient: RPCClient
     /// Endpoints actually bound (wildcard ports resolved).
     public let rpcEndpoint: String
+    /// Sweeps inactive anonymous users; run it in the role's service group.
+    public let anonymousSweeper: AnonymousSweeper
 
     /// Creates the data folder, opens and migrates the database, binds the sockets. The service
     /// reads the time from `clock`.
@@ -98,6 +118,9 @@ public struct IdentityRole: Sendable {
             configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), clock: clock,
             logger: logger)
         let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
-        return IdentityRole(server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound)
+        let interval: Duration? = settings.anonymousSweepInterval == 0 ? nil : .seconds(settings.anonymousSweepInterval)
+        return IdentityRole(
+            server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound,
+            anonymousSweeper: AnonymousSweeper(sweep: service.anonymousSweep, interval: interval, logger: logger))
     }
 }

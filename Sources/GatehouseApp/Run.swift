@@ -43,7 +43,8 @@ public enum GatehouseRoles {
     /// `gatehouse identity`: the identity service alone, over tcp.
     public static func runIdentity(config: Config, logger: Logger) async throws {
         let role = try await IdentityRole.start(IdentityRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
-        try await runGroup([role.server, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
+        try await runGroup(
+            [role.server, role.anonymousSweeper, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
     }
 
     /// `gatehouse token`: the token service alone, over tcp.
@@ -80,7 +81,8 @@ public enum GatehouseRoles {
             await token.identityClient.close()
         }
         // Shutdown runs in reverse: the gateway stops taking requests first, then the services drain.
-        try await runGroup([identity.server, token.server, token.sweeper, token.heartbeat, gateway.application, hook], logger: logger)
+        try await runGroup(
+            [identity.server, token.server, token.sweeper, token.heartbeat, identity.anonymousSweeper, gateway.application, hook], logger: logger)
     }
 
     static func runGroup(_ services: [any Service], logger: Logger) async throws {

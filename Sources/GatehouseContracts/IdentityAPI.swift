@@ -240,14 +240,18 @@ public struct PasswordStrengthResponse: Codable, Sendable, Hashable {
     public var acceptable: Bool
     /// The policy violations (`weak_password` reasons) when not acceptable.
     public var violations: [String]
+    /// `weak`, `medium` or `strong`, for a three-level meter: `weak` when not acceptable or
+    /// score 0–1, `medium` for 2–3, `strong` for 4.
+    public var level: String
     /// A strength reply.
-    public init(score: Int32, reasons: [StrengthReason], acceptable: Bool, violations: [String]) {
+    public init(score: Int32, reasons: [StrengthReason], acceptable: Bool, violations: [String], level: String = "") {
         self.score = score
         self.reasons = reasons
         self.acceptable = acceptable
         self.violations = violations
+        self.level = level
     }
-    enum CodingKeys: Int, CodingKey { case score = 1, reasons = 2, acceptable = 3, violations = 4 }
+    enum CodingKeys: Int, CodingKey { case score = 1, reasons = 2, acceptable = 3, violations = 4, level = 5 }
 }
 
 /// The payload of `user.created`, `user.updated`, `user.deleted` and `user.disabled` events.

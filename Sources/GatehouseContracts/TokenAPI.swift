@@ -46,14 +46,20 @@ public struct UserSessionsRequest: Codable, Sendable, Hashable {
     /// Why the sessions are revoked, stored with each
     /// (`token.revokeAllSessions` only; "": `sign_out_everywhere`).
     public var reason: String
-    /// A request about `userID`'s sessions; `reason` matters only to `token.revokeAllSessions`.
-    public init(userID: String, reason: String = "sign_out_everywhere") {
+    /// A session `token.revokeAllSessions` leaves alone (the caller's own, after a password
+    /// change); nil: none.
+    public var exceptSessionID: String?
+    /// A request about `userID`'s sessions; `reason` and `exceptSessionID` matter only to
+    /// `token.revokeAllSessions`.
+    public init(userID: String, reason: String = "sign_out_everywhere", exceptSessionID: String? = nil) {
         self.userID = userID
         self.reason = reason
+        self.exceptSessionID = exceptSessionID
     }
     enum CodingKeys: Int, CodingKey {
         case userID = 1
         case reason = 2
+        case exceptSessionID = 3
     }
 }
 
@@ -320,7 +326,7 @@ public enum TokenAPI {
     /// reuse of a superseded token revokes the session.
     public static let refresh = RPCMethod<RefreshRequest, SessionTokens>(name: "token.refresh", callers: [.gateway])
     /// Revokes one session (sign-out). Idempotent.
-    public static let revokeSession = RPCMethod<RevokeSessionRequest, RevokedCount>(name: "token.revokeSession", idempotent: true, callers: [.gateway])
+    public static let revokeSession = RPCMethod<RevokeSessionRequest, RevokedCount>(name: "token.revokeSession", idempotent: true, callers: [.gateway, .identity])
     /// Revokes every session of a user not revoked yet. Idempotent.
     public static let revokeAllSessions = RPCMethod<UserSessionsRequest, RevokedCount>(name: "token.revokeAllSessions", idempotent: true, callers: [.gateway, .identity])
     /// Lists a user's sessions. Idempotent.

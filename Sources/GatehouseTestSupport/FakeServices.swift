@@ -4,10 +4,12 @@ import Synchronization
 
 /// A stand-in token service for identity tests: answers `token.issueSession` with the access
 /// token `at-<userID>`, the refresh token `rt` and the session `sid-1`, and remembers each request;
-/// answers `token.revokeAllSessions` with nothing revoked, remembering the user ids.
+/// answers `token.revokeAllSessions` with nothing revoked, remembering the user ids, and
+/// `token.revokeSession` with the session revoked, remembering the request.
 public final class FakeTokenService: Sendable {
     private let stored = Mutex<[IssueSessionRequest]>([])
     private let storedRevocations = Mutex<[UserSessionsRequest]>([])
+    private let storedSessionRevocations = Mutex<[RevokeSessionRequest]>([])
     private let storedDeadlines = Mutex<[ContinuousClock.Instant]>([])
 
     /// A fake that has seen no request yet.
@@ -18,6 +20,9 @@ public final class FakeTokenService: Sendable {
 
     /// The `revokeAllSessions` requests so far, in order.
     public var revocations: [UserSessionsRequest] { storedRevocations.withLock { $0 } }
+
+    /// The `revokeSession` requests so far, in order.
+    public var sessionRevocations: [RevokeSessionRequest] { storedSessionRevocations.withLock { $0 } }
 
     /// The deadline each request was served with, in order.
     public var deadlines: [ContinuousClock.Instant] { storedDeadlines.withLock { $0 } }
@@ -33,6 +38,10 @@ public final class FakeTokenService: Sendable {
         router.register(TokenAPI.revokeAllSessions) { request, _ in
             self.storedRevocations.withLock { $0.append(request) }
             return RevokedCount(count: 0)
+        }
+        router.register(TokenAPI.revokeSession) { request, _ in
+            self.storedSessionRevocations.withLock { $0.append(request) }
+            return RevokedCount(count: 1, sessionIDs: [request.sessionID])
         }
         return router
     }

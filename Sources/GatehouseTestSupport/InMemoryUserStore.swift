@@ -8,6 +8,8 @@ public actor InMemoryUserStore: UserStore {
     private var users: [UserID: UserRecord] = [:]
     private var byEmail: [String: UserID] = [:]
     private var identities: [String: UserID] = [:]
+    /// The session activity the anonymous sweep recorded (`recordSessionActivity`).
+    private var sessionActivity: [UserID: Date] = [:]
 
     /// An empty store.
     public init() {}
@@ -123,5 +125,37 @@ public actor InMemoryUserStore: UserStore {
         }
         guard u.settingsJSON.utf8.count <= UserRecord.maxSettingsBytes, JSONObject.isObject(u.settingsJSON) else { throw violated }
         guard u.version >= 1 else { throw violated }
+    }
+}
+
+extension InMemoryUserStore: AnonymousSweepStore {
+    /// The latest of the user's creation, last sign-in and recorded session activity.
+    private func activity(of user: UserRecord) -> Date {
+        max(user.createdAt, user.lastSignInAt ?? .distantPast, sessionActivity[user.id] ?? .distantPast)
+    }
+
+    /// Anonymous users last active before `cutoff`, least recently active first, at most `limit`.
+    public func anonymousCandidates(inactiveBefore cutoff: Date, limit: Int) async throws -> [AnonymousCandidate] {
+        let cutoff = cutoff.roundedToMilliseconds
+        return users.values.filter { $0.isAnonymous }
+            .map { AnonymousCandidate(id: $0.id, lastActivity: activity(of: $0)) }
+            .filter { $0.lastActivity < cutoff }
+            .sorted { ($0.lastActivity, $0.id.rawValue) < ($1.lastActivity, $1.id.rawValue) }
+            .prefix(max(0, limit)).map { $0 }
+    }
+
+    /// Keeps the later of the recorded session activity and the one given, for known users.
+    public func recordSessionActivity(_ activity: [UserID: Date]) async throws {
+        for (id, at) in activity where users[id] != nil {
+            sessionActivity[id] = max(sessionActivity[id] ?? .distantPast, at.roundedToMilliseconds)
+        }
+    }
+
+    /// Deletes the user if it is still anonymous and inactive since before `cutoff`.
+    public func deleteAnonymous(id: UserID, inactiveBefore cutoff: Date) async throws -> Bool {
+        guard let user = users[id], user.isAnonymous, activity(of: user) < cutoff.roundedToMilliseconds else { return false }
+        try await delete(id: id)
+        sessionActivity[id] = nil
+        return true
     }
 }

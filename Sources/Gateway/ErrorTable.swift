@@ -140,7 +140,7 @@ public enum ErrorTable {
         .versionConflict: Entry(.conflict),
         .migrationRequired: Entry(
             .conflict, members: ["anonymousUserId", "existingUserId", "resumeHandle", "resumeHandleExpiresIn"]),
-        .requiresRecentLogin: Entry(.forbidden),
+        .requiresRecentLogin: Entry(.forbidden, members: ["maxAgeSeconds"]),
         .userMismatch: Entry(.forbidden, detail: "These credentials belong to another user; sign in again as the current user."),
         .credentialAlreadyInUse: Entry(.conflict),
         .providerAlreadyLinked: Entry(.conflict),

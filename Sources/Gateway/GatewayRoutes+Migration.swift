@@ -74,16 +74,11 @@ extension GatewayRoutes {
         return reply
     }
 
-    /// The identity service's view of the caller of `claims`.
-    fileprivate static func caller(_ claims: AccessTokenClaims) -> AuthenticatedCaller {
-        AuthenticatedCaller(userID: claims.sub, sessionID: claims.sid, authTime: claims.authTime ?? claims.iat)
-    }
-
     /// `SignInRequest` of a sign-in body, with the anonymous caller and its decision when there is one.
     static func signInRequest(_ body: SignInBody, client: ClientInfo, caller claims: AccessTokenClaims?) -> SignInRequest {
         guard let claims else { return SignInRequest(email: body.email, password: body.password, client: client) }
         return SignInRequest(
-            email: body.email, password: body.password, client: client, caller: caller(claims), allowMigration: body.allowMigration)
+            email: body.email, password: body.password, client: client, caller: Self.caller(claims), allowMigration: body.allowMigration)
     }
 }
 

@@ -59,10 +59,12 @@ extension AuthResponse {
 }
 
 extension PasswordStrengthResponse {
-    /// `{score, feedback}`: the score 0…4 and the reasons' messages, for a strength meter.
+    /// `{score, level, feedback}`: the score 0…4, its level (`weak`, `medium`, `strong`) and
+    /// the reasons' messages, for a strength meter.
     var json: [UInt8] {
         var w = JSONObjectWriter()
         w.int("score", Int(score))
+        w.string("level", level)
         w.strings("feedback", reasons.map(\.message))
         return w.finish()
     }

@@ -25,6 +25,12 @@ public struct IdentityConfiguration: Sendable {
     /// The settings written for every new user (sign-up and anonymous): a JSON object of at most
     /// 16 KiB (`GATEHOUSE_DEFAULT_SETTINGS`, checked at start-up by `SettingsDocument.validDefault`).
     public var defaultSettingsJSON = "{}"
+    /// Seconds after a sign-in (`auth_time`) within which credential changes and self-deletion
+    /// need no re-authentication (`requires_recent_login` past it); 0 refuses them always.
+    public var recentLoginWindow: TimeInterval = 300
+    /// Anonymous users inactive this long (seconds; 30 days) are removed with their sessions by
+    /// the `AnonymousSweep`; 0 turns that off. Not an `init` parameter: set it on the value.
+    public var anonymousRetention: TimeInterval = 30 * 86_400
     /// How long a `migration_required` resume handle works, in seconds (300 by default).
     public var migrationResumeTTL: TimeInterval = ResumeHandles.defaultTTL
 

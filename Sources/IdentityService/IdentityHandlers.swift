@@ -35,6 +35,9 @@ public struct IdentityHandlers: Sendable {
     /// The settings every new user gets (sign-up and anonymous): a JSON object of at most 16 KiB
     /// (`GATEHOUSE_DEFAULT_SETTINGS`, checked at start-up; `{}` by default).
     public var defaultSettingsJSON = "{}"
+    /// How long after a sign-in (the session's `auth_time`) credential changes and self-deletion
+    /// are allowed without re-authenticating (`GATEHOUSE_RECENT_LOGIN_WINDOW`); 0: never.
+    public var recentLoginWindow: TimeInterval = 300
     /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
     public var resumeHandles = ResumeHandles()
 
@@ -73,6 +76,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
         router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
+        registerAccountMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -272,7 +276,7 @@ public struct IdentityHandlers: Sendable {
     }
 
     /// Revokes every session of `id` in the token service (`token.revokeAllSessions`, idempotent).
-    private func revokeSessions(of id: UserID, reason: String) async throws {
+    func revokeSessions(of id: UserID, reason: String) async throws {
         _ = try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: reason))
     }
 
@@ -288,10 +292,11 @@ public struct IdentityHandlers: Sendable {
         let inputs = [email, String(request.displayName.prefix(256))].compactMap { $0 }
         let estimate = PasswordStrength.estimate(request.password, userInputs: inputs, maxLength: policy.maxLength)
         let violations = policy.violations(of: request.password, email: email)
+        let score = violations.isEmpty ? estimate.score : min(estimate.score, 1)
         return PasswordStrengthResponse(
-            score: Int32(violations.isEmpty ? estimate.score : min(estimate.score, 1)),
-            reasons: estimate.reasons.map { StrengthReason(code: $0.code, message: $0.message) },
-            acceptable: violations.isEmpty, violations: violations.map(\.rawValue))
+            score: Int32(score), reasons: estimate.reasons.map { StrengthReason(code: $0.code, message: $0.message) },
+            acceptable: violations.isEmpty, violations: violations.map(\.rawValue),
+            level: PasswordStrength.Level(score: score, acceptable: violations.isEmpty).rawValue)
     }
 
     // MARK: Helpers

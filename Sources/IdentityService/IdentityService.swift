@@ -16,6 +16,9 @@ public struct IdentityService: Sendable {
     public let hashPool: HashPool
     /// The RPC methods.
     public let handlers: IdentityHandlers
+    /// Removes inactive anonymous users (`configuration.anonymousRetention`); a role runs its
+    /// passes on an interval.
+    public let anonymousSweep: AnonymousSweep
 
     /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,
     /// which read the time from `clock`.
@@ -32,8 +35,11 @@ public struct IdentityService: Sendable {
             store: store, hasher: hasher, policy: policy, tokens: tokens, events: events, clock: clock, logger: logger,
             throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
         handlers.defaultSettingsJSON = configuration.defaultSettingsJSON
+        handlers.recentLoginWindow = configuration.recentLoginWindow
+        let sweep = AnonymousSweep(
+            store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)
-        return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers)
+        return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers, anonymousSweep: sweep)
     }
 
     /// The router serving every identity method.

@@ -106,6 +106,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 ALTER TABLE users ADD COLUMN providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024);
                 """)
         }
+        registerAnonymousSweepMigration(&migrator)
         return migrator
     }
 
@@ -205,9 +206,12 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
-    /// Deletes the user and its linked identities; `userNotFound` when there is none.
+    /// Deletes the user and its linked identities; `userNotFound` when there is none. The freed
+    /// bytes are overwritten in the file (`secure_delete`), not only unlinked.
     public func delete(id: UserID) async throws {
         try await run { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             let statement = try db.cachedStatement(sql: "DELETE FROM users WHERE id = ?")
             try statement.execute(arguments: [id.rawValue])
             guard db.changesCount == 1 else { throw IdentityError.userNotFound }
@@ -350,7 +354,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
-    private func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
         do {
             return try await pool.read(body)
         } catch {

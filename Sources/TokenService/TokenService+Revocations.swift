@@ -25,14 +25,25 @@ extension TokenService {
         return RevokedCount(count: 1, sessionIDs: [revoked.id])
     }
 
-    /// Revokes every live session of a user (`token.revokeAllSessions`). The reply names them,
+    /// The `revokeAllSessions` reasons that mean the user is gone: the client user agent and IP
+    /// address of every session of the user are blanked with the revocation.
+    public static let deletionReasons: Set<String> = ["user_deleted", "anonymous_expired"]
+
+    /// Revokes every live session of a user (`token.revokeAllSessions`), but
+    /// `exceptSessionID` when given. The reply names them,
     /// and the user's sessions revoked before whose access tokens may still be valid: a call
     /// retried after its first attempt committed (its reply lost) still names every session.
+    /// For a deletion reason (`deletionReasons`), the user's sessions lose their client details.
     public func revokeAllSessions(_ request: UserSessionsRequest) async throws -> RevokedCount {
         guard !request.userID.isEmpty, request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be 1 to 128 bytes") }
         let reason = request.reason.isEmpty ? "sign_out_everywhere" : String(request.reason.prefix(64))
+        if let except = request.exceptSessionID, except.isEmpty || except.utf8.count > 64 {
+            throw TokenError.invalidArgument("exceptSessionID must be 1 to 64 bytes")
+        }
         let now = clock.now
-        let revoked = try await store.revokeAll(userID: request.userID, reason: reason, at: now)
+        let revoked = try await store.revokeAll(
+            userID: request.userID, reason: reason, at: now, except: request.exceptSessionID,
+            scrubClient: Self.deletionReasons.contains(reason))
         revoked.forEach(announce)
         // The ids of every session of the user whose tokens may still be valid: those just
         // revoked (committed, so the read sees them) and those revoked earlier (a retry).

@@ -340,6 +340,7 @@ public final class TokenService: Sendable {
         router.register(TokenAPI.jwks) { _, _ in JWKSDocument(json: self.keys.jwksJSON(at: self.clock.now)) }
         router.register(TokenAPI.rotateKeys) { _, _ in try await self.rotateKeys() }
         router.register(TokenAPI.listRevocations) { _, _ in try await self.listRevocations() }
+        router.register(TokenAPI.lastActivity) { request, _ in try await self.lastActivity(request) }
         return router
     }
 }

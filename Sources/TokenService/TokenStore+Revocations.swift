@@ -13,6 +13,36 @@ extension TokenStore {
         }
     }
 
+    /// Revokes every active session of a user but `except` (when given), in one transaction;
+    /// returns those revoked. With `scrubClient` (the user was deleted), the client user agent and
+    /// IP address of every session of the user, revoked before or now, are blanked in the same
+    /// transaction: what is left is ids, timestamps, the user id and the reasons.
+    public func revokeAll(
+        userID: String, reason: String, at now: Date, except: String? = nil, scrubClient: Bool = false
+    ) async throws -> [SessionRow] {
+        try await write { db in
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT * FROM session WHERE userId = ? AND revokedAt IS NULL AND id IS NOT ?", arguments: [userID, except])
+            try db.execute(
+                sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE userId = ? AND revokedAt IS NULL AND id IS NOT ?",
+                arguments: [Self.ms(now), reason, userID, except])
+            if scrubClient {
+                // The old values are overwritten in the file, not only unlinked.
+                try db.execute(sql: "PRAGMA secure_delete = ON")
+                defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+                try db.execute(
+                    sql: "UPDATE session SET userAgent = '', ip = '' WHERE userId = ? AND (userAgent != '' OR ip != '')", arguments: [userID])
+            }
+            return rows.map { row in
+                var s = Self.session(row)
+                s.revokedAt = now
+                s.revokeReason = reason
+                if scrubClient { s.client = ClientInfo() }
+                return s
+            }
+        }
+    }
+
     /// The sessions revoked after `since`, oldest first.
     public func revokedSessions(since: Date) async throws -> [RevokedSession] {
         try await read { db in

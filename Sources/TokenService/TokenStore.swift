@@ -351,22 +351,6 @@ public final class TokenStore: Sendable {
         }
     }
 
-    /// Revokes every active session of a user; returns those revoked.
-    public func revokeAll(userID: String, reason: String, at now: Date) async throws -> [SessionRow] {
-        try await write { db in
-            let rows = try Row.fetchAll(db, sql: "SELECT * FROM session WHERE userId = ? AND revokedAt IS NULL", arguments: [userID])
-            try db.execute(
-                sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE userId = ? AND revokedAt IS NULL",
-                arguments: [Self.ms(now), reason, userID])
-            return rows.map { row in
-                var s = Self.session(row)
-                s.revokedAt = now
-                s.revokeReason = reason
-                return s
-            }
-        }
-    }
-
     /// Whether a session is revoked (or unknown).
     public func isRevoked(sessionID: String) async throws -> Bool {
         try await read { db in

@@ -2,7 +2,7 @@ import ArgumentParser
 import Foundation
 import GatehouseApp
 
-/// `gatehouse users disable|enable|set-claims`: administrative calls to the running identity
+/// `gatehouse users disable|enable|delete|set-claims`: administrative calls to the running identity
 /// service (`AdminClient`). One line on stdout and exit 0 on success; one line on stderr and
 /// exit 1 on an error.
 struct Users: AsyncParsableCommand {
@@ -14,7 +14,7 @@ struct Users: AsyncParsableCommand {
             keys, a tcp endpoint needs GATEHOUSE_ALLOW_PLAINTEXT=true. Not available under `gatehouse serve`, \
             whose services have no endpoint outside the process.
             """,
-        subcommands: [DisableUser.self, EnableUser.self, SetClaims.self]
+        subcommands: [DisableUser.self, EnableUser.self, DeleteUser.self, SetClaims.self]
     )
 }
 
@@ -39,13 +39,26 @@ func withAdminClient(_ options: [String], userID: String, _ body: (AdminClient) 
     }
 }
 
+/// The user id (the first word, whatever it starts with: base64url ids may start with '-') and
+/// the configuration flags after it. `--help`/`-h` first asks for `command`'s help.
+func userArguments<C: ParsableCommand>(_ words: [String], _ command: C.Type) throws -> (id: String, rest: [String]) {
+    var words = words
+    if words.first == "--" { words.removeFirst() }
+    guard let id = words.first else { throw ValidationError("Missing the user's id (the `id` of /v1/me).") }
+    if id == "--help" || id == "-h" { throw CleanExit.helpRequest(command) }
+    return (id, Array(words.dropFirst()))
+}
+
 struct DisableUser: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "disable",
         abstract: "Disable a user: sign-in answers user_disabled, and every session is revoked (refresh and access tokens refused).")
-    @Argument(help: "The user's id (the `id` of /v1/me, the `sub` of its tokens).") var id: String
-    @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.") var options: [String] = []
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "ID [FLAGS...]: the user's id (the `id` of /v1/me, the `sub` of its tokens; it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+    var words: [String] = []
     func run() async throws {
+        let (id, options) = try userArguments(words, Self.self)
         try await withAdminClient(options, userID: id) { client in
             let user = try await client.setDisabled(userID: id, disabled: true)
             return "user \(user.id) disabled; its sessions are revoked"
@@ -56,12 +69,32 @@ struct DisableUser: AsyncParsableCommand {
 struct EnableUser: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "enable", abstract: "Enable a disabled user again (it signs in anew; revoked sessions stay revoked).")
-    @Argument(help: "The user's id.") var id: String
-    @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.") var options: [String] = []
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "ID [FLAGS...]: the user's id (it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+    var words: [String] = []
     func run() async throws {
+        let (id, options) = try userArguments(words, Self.self)
         try await withAdminClient(options, userID: id) { client in
             let user = try await client.setDisabled(userID: id, disabled: false)
             return "user \(user.id) enabled"
+        }
+    }
+}
+
+struct DeleteUser: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "delete",
+        abstract: "Delete a user: its row and linked identities are removed and every session is revoked (refresh and access tokens refused); the email can register again.")
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "ID [FLAGS...]: the user's id (it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+    var words: [String] = []
+    func run() async throws {
+        let (id, options) = try userArguments(words, Self.self)
+        try await withAdminClient(options, userID: id) { client in
+            try await client.deleteUser(userID: id)
+            return "user \(id) deleted; its sessions are revoked"
         }
     }
 }
@@ -75,10 +108,14 @@ struct SetClaims: AsyncParsableCommand {
             Reserved names are refused: iss sub aud exp nbf iat jti sid auth_time amr email email_verified \
             is_anonymous azp acr nonce at_hash c_hash cnf scope typ client_id, and any name starting with gatehouse.
             """)
-    @Argument(help: "The user's id.") var id: String
-    @Argument(help: "The claims: a JSON object.") var json: String
-    @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.") var options: [String] = []
+    @Argument(
+        parsing: .captureForPassthrough,
+        help: "ID JSON [FLAGS...]: the user's id (it may start with '-'), the claims (a JSON object), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+    var words: [String] = []
     func run() async throws {
+        let (id, rest) = try userArguments(words, Self.self)
+        guard let json = rest.first else { throw ValidationError("Missing the claims: a JSON object, e.g. '{\"role\":\"admin\"}' ('{}' clears them).") }
+        let options = Array(rest.dropFirst())
         try await withAdminClient(options, userID: id) { client in
             let user = try await client.setCustomClaims(userID: id, claimsJSON: json)
             let cleared = json.trimmingCharacters(in: .whitespacesAndNewlines)

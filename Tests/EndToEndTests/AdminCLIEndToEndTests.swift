@@ -57,6 +57,10 @@ struct AdminCLIEndToEndTests {
         #expect(unknown.status == 1)
         #expect(unknown.stderr.contains("no user with id AAAAAAAAAAAAAAAAAAAAAA"), "\(unknown.stderr)")
         #expect(unknown.stdout.isEmpty)
+        // Ids are base64url: one in 64 starts with '-', and is still an id, not a flag.
+        let dashed = try await runUsersCommand(stack, ["disable", "-AAAAAAAAAAAAAAAAAAAAA"])
+        #expect(dashed.status == 1)
+        #expect(dashed.stderr.contains("no user with id -AAAAAAAAAAAAAAAAAAAAA"), "\(dashed.stderr)")
     }
 
     @Test("set-claims: the claims are in the next refreshed token; reserved names, oversize and bad JSON are refused clearly")

@@ -4,9 +4,9 @@ import IdentityCore
 import IdentityService
 import Testing
 
-/// Scenarios A1–A3, A5 and A31 of SEEDS.md (seeds 000, 001, 003), each over HTTP against three
+/// Scenarios A1–A3, A5, A6 and A31 of SEEDS.md (seeds 000, 001, 003), each over HTTP against three
 /// separate processes whose clock the test moves (`Stack.advanceClock`).
-@Suite("Seed scenarios: core (A1–A3, A5, A31)")
+@Suite("Seed scenarios: core (A1–A3, A5, A6, A31)")
 struct CoreScenarioTests {
     static let password = "correct horse battery"
 
@@ -105,6 +105,29 @@ struct CoreScenarioTests {
         #expect(missing.status == 400)
         let garbage = try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": "garbage"])
         #expect(garbage.status == 401 && garbage.json["code"] as? String == "invalid_refresh_token")
+    }
+
+    @Test("A6: deleted out of band (gatehouse users delete), the user's unexpired access token and its refresh token answer 401")
+    func meAfterDeletion() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try await stack.startThreeRoles()
+        let user = try await signUpUser(stack, "fay@example.com", password: Self.password)
+        #expect(try await stack.request("GET", "/v1/me", bearer: user.access).status == 200)
+        let deleted = try await runUsersCommand(stack, ["delete", user.id])
+        #expect(deleted.status == 0, "\(deleted.stderr)")
+        #expect(deleted.stdout == "user \(user.id) deleted; its sessions are revoked\n")
+        // The refresh token at once (the revocation is committed before the command returns).
+        let refresh = try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": user.refresh])
+        #expect(refresh.status == 401)
+        // The access token, still unexpired, once the revocation feed reaches the gateway.
+        try await waitUntil("the deleted user's access token refused", timeout: .seconds(5), interval: .milliseconds(20)) {
+            try await stack.request("GET", "/v1/me", bearer: user.access).status == 401
+        }
+        // The email is free again; deleting twice is a clear error, not a crash.
+        #expect(try await stack.request("POST", "/v1/accounts", json: ["email": "fay@example.com", "password": Self.password]).status == 201)
+        let again = try await runUsersCommand(stack, ["delete", user.id])
+        #expect(again.status == 1 && again.stderr.contains("no user with id \(user.id)"))
     }
 
     @Test("A31: signing out twice with the same token never answers 5xx")

@@ -163,8 +163,7 @@ import GatehouseSupport
         #expect(object["lastSignInAt"] is NSNull)
         #expect(object["createdAt"] as? String == "2023-11-14T22:13:20Z")
         #expect(Set(object.keys) == [
-            "id", "email", "emailVerified", "displayName", "photoURL", "isAnonymous", "createdAt", "lastSignInAt", "settings",
-            "providers",
+            "id", "email", "emailVerified", "displayName", "photoURL", "isAnonymous", "providers", "createdAt", "lastSignInAt", "settings",
         ])
     }
 

@@ -96,13 +96,25 @@ import GatehouseTestSupport
         try await Harness.run { h in
             let r = try await h.request(.post, "/v1/password-strength", json: #"{"password":"abcdefgh"}"#)
             #expect(r.status == .ok)
-            // The identity service's answer, as {score, feedback}.
+            // The identity service's answer, as {score, level, feedback}.
             let expected = h.services.identityHandlers.passwordStrength(PasswordStrengthRequest(password: "abcdefgh"))
             #expect(!expected.reasons.isEmpty)
             let body = try r.object()
             #expect(body["score"] as? Int == Int(expected.score))
+            #expect(body["level"] as? String == "weak")
             #expect(body["feedback"] as? [String] == expected.reasons.map(\.message))
-            #expect(body.count == 2)
+            #expect(body.count == 3)
+        }
+    }
+
+    @Test("A9: the level beside the score, for a three-bar meter")
+    func passwordStrengthLevel() async throws {
+        try await Harness.run { h in
+            for (password, level) in [("password", "weak"), ("Password1", "weak"), ("quixotic pelican marmalade zeppelin fjord", "strong")] {
+                let r = try await h.request(.post, "/v1/password-strength", json: #"{"password":"\#(password)"}"#)
+                #expect(r.status == .ok)
+                #expect(try r.object()["level"] as? String == level, "\(password)")
+            }
         }
     }
 

@@ -77,6 +77,37 @@ extension AuthenticatedCaller {
     static let contractFixture = AuthenticatedCaller(userID: "AAAAAAAAAAAAAAAAAAAAAA", sessionID: "sess-1", authTime: instant(6))
 }
 
+extension ReauthenticateRequest {
+    /// Every field set, `email` present.
+    static let contractFixture = ReauthenticateRequest(
+        caller: .contractFixture, email: "me@example.com", password: "correct horse battery", client: .contractFixture)
+}
+
+extension ChangePasswordRequest {
+    /// Every field set.
+    static let contractFixture = ChangePasswordRequest(caller: .contractFixture, password: "new correct horse")
+}
+
+extension ChangeEmailRequest {
+    /// Every field set.
+    static let contractFixture = ChangeEmailRequest(caller: .contractFixture, email: "changed@example.com")
+}
+
+extension CredentialChangeResponse {
+    /// Every field set.
+    static let contractFixture = CredentialChangeResponse(user: .contractFixture, revokedSessionIDs: ["sess-2", "sess-3"])
+}
+
+extension DeleteAccountRequest {
+    /// Every field set, continuing anonymously.
+    static let contractFixture = DeleteAccountRequest(caller: .contractFixture, continueAnonymously: true, client: .contractFixture)
+}
+
+extension DeleteAccountResponse {
+    /// Every field set, the anonymous continuation present.
+    static let contractFixture = DeleteAccountResponse(revokedSessionIDs: ["sess-4", "sess-5"], anonymous: .contractFixture)
+}
+
 extension SignUpRequest {
     /// Every field set, `displayName` present.
     static let contractFixture = SignUpRequest(
@@ -157,7 +188,7 @@ extension PasswordStrengthResponse {
     /// Every field set, lists non-empty.
     static let contractFixture = PasswordStrengthResponse(
         score: 1, reasons: [.contractFixture, StrengthReason(code: "short", message: "Add more characters.")],
-        acceptable: true, violations: ["too_short", "common_password"])
+        acceptable: true, violations: ["too_short", "common_password"], level: "weak")
 }
 
 extension IdentityStats {
@@ -186,7 +217,7 @@ extension RevokeSessionRequest {
 
 extension UserSessionsRequest {
     /// Every field set.
-    static let contractFixture = UserSessionsRequest(userID: "user-12", reason: "sign_out_everywhere")
+    static let contractFixture = UserSessionsRequest(userID: "user-12", reason: "password_changed", exceptSessionID: "session-12")
 }
 
 extension RevokedCount {
@@ -257,4 +288,22 @@ extension RevocationSnapshot {
     /// Every field set, two sessions.
     static let contractFixture = RevocationSnapshot(
         epoch: "epoch-31", seq: 31, sessions: [.contractFixture, RevokedSession(sessionID: "session-32", revokedAt: instant(32))])
+}
+
+// MARK: token.lastActivity (TokenAPI+Activity.swift)
+
+extension LastActivityRequest {
+    /// Every field set, two users.
+    static let contractFixture = LastActivityRequest(userIDs: ["user-activity-33", "user-activity-34"])
+}
+
+extension UserActivity {
+    /// Every field set.
+    static let contractFixture = UserActivity(userID: "user-activity-35", lastUsedAt: instant(35))
+}
+
+extension LastActivityResponse {
+    /// Every field set, two entries.
+    static let contractFixture = LastActivityResponse(
+        entries: [.contractFixture, UserActivity(userID: "user-activity-36", lastUsedAt: instant(36))])
 }

@@ -65,6 +65,12 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.identity.v1.PasswordStrengthResponse", PasswordStrengthResponse.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.IdentityStats", IdentityStats.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.UserEvent", UserEvent.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.ReauthenticateRequest", ReauthenticateRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.ChangePasswordRequest", ChangePasswordRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.ChangeEmailRequest", ChangeEmailRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.CredentialChangeResponse", CredentialChangeResponse.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.DeleteAccountRequest", DeleteAccountRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.DeleteAccountResponse", DeleteAccountResponse.self, .contractFixture),
     // token.proto
     ContractCase("gatehouse.token.v1.RefreshRequest", RefreshRequest.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevokeSessionRequest", RevokeSessionRequest.self, .contractFixture),
@@ -80,6 +86,9 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.token.v1.RevocationHeartbeat", RevocationHeartbeat.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevokedSession", RevokedSession.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevocationSnapshot", RevocationSnapshot.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.LastActivityRequest", LastActivityRequest.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.UserActivity", UserActivity.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.LastActivityResponse", LastActivityResponse.self, .contractFixture),
 ]
 
 /// What contracts.py check reads for one message.

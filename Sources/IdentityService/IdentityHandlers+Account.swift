@@ -1,0 +1,155 @@
+import Foundation
+import GatehouseContracts
+import IdentityCore
+import RPCRouting
+
+/// The self-service account methods (issue 18 §4–§6): re-authentication, password and email
+/// changes, and deleting one's own account. Each acts on the `AuthenticatedCaller` the gateway
+/// verified from the access token, never on a user id the client chose.
+extension IdentityHandlers {
+    /// Registers `identity.reauthenticate`, `changePassword`, `changeEmail` and `deleteAccount`.
+    func registerAccountMethods(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.reauthenticate) { request, context in try await reauthenticate(request, deadline: context.deadline) }
+        router.register(IdentityAPI.changePassword) { request, context in try await changePassword(request, deadline: context.deadline) }
+        router.register(IdentityAPI.changeEmail) { request, _ in try await changeEmail(request) }
+        router.register(IdentityAPI.deleteAccount) { request, context in try await deleteAccount(request, deadline: context.deadline) }
+    }
+
+    /// The recent-login gate: `requires_recent_login` unless the caller authenticated (its
+    /// session's `auth_time`) at most `recentLoginWindow` seconds ago. A window of 0 refuses always.
+    public func requireRecentLogin(_ caller: AuthenticatedCaller) throws {
+        let age = clock.now.timeIntervalSince(caller.authTime)
+        guard recentLoginWindow > 0, age <= recentLoginWindow else {
+            throw IdentityError.requiresRecentLogin(windowSeconds: Int(recentLoginWindow.rounded(.up)))
+        }
+    }
+
+    /// Checks the caller's password again (the caller's own email unless another is given) and
+    /// replaces the caller's session with a new one (`amr: ["pwd"]`, fresh `auth_time`): the new
+    /// session is issued, then the presented one revoked (reason `reauthenticated`, committed in
+    /// the token service) before this returns. Throttled like sign-in, on the same keys.
+    /// Another user's valid credentials: `userMismatch`, nothing changes. A caller without a
+    /// password (anonymous or provider-only): `invalidCredentials`.
+    public func reauthenticate(_ request: ReauthenticateRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        let hashDeadline = Self.hashDeadline(deadline)
+        try Self.checkClient(request.client)
+        let current = try await callerUser(request.caller)
+        guard !current.isAnonymous, let own = current.email else { throw IdentityError.invalidCredentials }
+        let email = try EmailAddress(request.email ?? own)
+        let (user, stored, password) = try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
+            try await throttle.guarding(throttle.key(normalizedEmail: email.normalized, client: request.client.ip)) {
+                try await checkPassword(request.password, email: email, deadline: hashDeadline)
+            }
+        }
+        guard user.id == current.id else { throw IdentityError.userMismatch }
+        guard !user.disabled else { throw IdentityError.userDisabled }
+        let at = clock.now
+        var upgraded: String?
+        if hasher.needsRehash(stored) {
+            upgraded = try? await hasher.hash(password, deadline: hashDeadline)  // else at a later sign-in
+        }
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded)
+        var signedIn = user
+        signedIn.lastSignInAt = at.roundedToMilliseconds
+        let tokens = try await issueSession(for: signedIn, at: at, client: request.client, deadline: deadline)
+        let replaced = RevokeSessionRequest(sessionID: request.caller.sessionID, reason: "reauthenticated")
+        _ = try await self.tokens.call(TokenAPI.revokeSession, replaced)
+        return AuthResponse(user: User(signedIn), tokens: tokens)
+    }
+
+    /// Sets the caller's password (recent login required): the policy applies (`weakPassword`
+    /// with its reasons); a provider-only user gains the provider `password`. Every other session
+    /// of the user is then revoked (committed in the token service); the caller's continues.
+    /// An anonymous caller (no email): `invalidArgument`, pointing at the upgrade.
+    public func changePassword(
+        _ request: ChangePasswordRequest, deadline: ContinuousClock.Instant? = nil
+    ) async throws -> CredentialChangeResponse {
+        let current = try await callerUser(request.caller)
+        guard !current.isAnonymous, let email = current.emailNormalized else {
+            throw IdentityError.invalidArgument(
+                field: "password", reason: "an anonymous user has no email: register an email and password with POST /v1/me/upgrade")
+        }
+        try requireRecentLogin(request.caller)
+        let password = try policy.validate(request.password, email: email)
+        let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
+        let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
+        let revoked = try await revokeSessionIDs(of: user.id, reason: "password_changed", except: request.caller.sessionID)
+        await publish(IdentityAPI.Topic.userUpdated, user)
+        return CredentialChangeResponse(user: User(user), revokedSessionIDs: revoked)
+    }
+
+    /// Sets the caller's email address (recent login required); `emailVerified` becomes false
+    /// when the address changes, and `user.email_changed` is published (the seam for a
+    /// confirmation mail). `invalidEmail`, `emailExists`; an anonymous caller: `invalidArgument`.
+    public func changeEmail(_ request: ChangeEmailRequest) async throws -> CredentialChangeResponse {
+        let current = try await callerUser(request.caller)
+        guard !current.isAnonymous, current.email != nil else {
+            throw IdentityError.invalidArgument(
+                field: "email", reason: "an anonymous user has no email: register an email and password with POST /v1/me/upgrade")
+        }
+        try requireRecentLogin(request.caller)
+        let email = try EmailAddress(request.email)
+        if email.typed == current.email { return CredentialChangeResponse(user: User(current)) }
+        let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { user in
+            if user.emailNormalized != email.normalized { user.emailVerified = false }
+            user.email = email.typed
+            user.emailNormalized = email.normalized
+        }
+        await publish(IdentityAPI.Topic.userEmailChanged, user)
+        return CredentialChangeResponse(user: User(user))
+    }
+
+    /// Deletes the caller's user (its identities cascade), then revokes every session of it
+    /// (reason `user_deleted`: the token service also blanks their client details), committed
+    /// before this returns, and publishes `user.deleted`. A recent login is required unless the
+    /// caller is anonymous. A caller whose user is already gone (a retry after a lost reply)
+    /// gets its sessions revoked again and the same answer. With `continueAnonymously`, a new
+    /// anonymous user and session follow.
+    public func deleteAccount(
+        _ request: DeleteAccountRequest, deadline: ContinuousClock.Instant? = nil
+    ) async throws -> DeleteAccountResponse {
+        let id = try Self.validCaller(request.caller)
+        try Self.checkClient(request.client)
+        var deleted = false
+        if let current = try await store.user(id: id) {
+            if !current.isAnonymous { try requireRecentLogin(request.caller) }
+            do {
+                try await store.delete(id: id)
+                deleted = true
+            } catch IdentityError.userNotFound {}  // deleted meanwhile: revoke all the same
+        }
+        let revoked = try await revokeSessionIDs(of: id, reason: "user_deleted", except: nil)
+        if deleted { await publish(IdentityAPI.Topic.userDeleted, UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now)) }
+        var anonymous: AuthResponse?
+        if request.continueAnonymously {
+            anonymous = try await signInAnonymously(SignInAnonymouslyRequest(client: request.client), deadline: deadline)
+        }
+        return DeleteAccountResponse(revokedSessionIDs: revoked, anonymous: anonymous)
+    }
+
+    // MARK: Helpers
+
+    /// The caller's user id, checked for shape (and its session id).
+    static func validCaller(_ caller: AuthenticatedCaller) throws -> UserID {
+        guard UserID.isWellFormed(caller.userID) else {
+            throw IdentityError.invalidArgument(field: "caller.userID", reason: "not a user id")
+        }
+        guard !caller.sessionID.isEmpty, caller.sessionID.utf8.count <= 64 else {
+            throw IdentityError.invalidArgument(field: "caller.sessionID", reason: "must be 1 to 64 bytes")
+        }
+        return UserID(caller.userID)
+    }
+
+    /// The caller's stored user; `userNotFound` when it is gone.
+    func callerUser(_ caller: AuthenticatedCaller) async throws -> UserRecord {
+        guard let user = try await store.user(id: try Self.validCaller(caller)) else { throw IdentityError.userNotFound }
+        return user
+    }
+
+    /// Revokes every session of `id` but `except` in the token service (committed before the
+    /// reply); the ids of the sessions whose access tokens the gateway must refuse.
+    func revokeSessionIDs(of id: UserID, reason: String, except: String?) async throws -> [String] {
+        let request = UserSessionsRequest(userID: id.rawValue, reason: reason, exceptSessionID: except)
+        return try await tokens.call(TokenAPI.revokeAllSessions, request).sessionIDs
+    }
+}
