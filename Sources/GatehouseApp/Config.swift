@@ -88,7 +88,7 @@ public enum ConfigTable {
     /// A session's absolute lifetime, whatever its refreshes.
     public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
     /// How long a session may go without a refresh before it ends.
-    public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, token", help: "Session idle timeout in seconds (30 days).")
+    public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, identity, token", help: "Session idle timeout in seconds (30 days). The identity role reads it too: `GATEHOUSE_ANONYMOUS_RETENTION` may not be shorter.")
     /// How long an ended session (and a superseded refresh
     /// token) is kept before the sweep deletes it.
     public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")

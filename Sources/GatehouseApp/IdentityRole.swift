@@ -89,6 +89,13 @@ extension IdentityRoleSettings {
         guard seconds == 0 || seconds >= 3_600 else {
             throw ConfigError(message: "\(key.env) (\(key.flag)) must be 0 (keep anonymous users) or at least 3600 seconds, not \(seconds)")
         }
+        // A session idle for the whole retention must already be unusable (idle-expired), or a
+        // user could refresh between the sweep's look at its activity and its deletion.
+        let idle = ConfigTable.sessionIdleTTL
+        let idleSeconds = try config.int(idle, in: 300...31_536_000)
+        guard seconds == 0 || seconds >= idleSeconds else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) must be 0 or at least \(idle.env) (\(idleSeconds) s), not \(seconds): with a shorter retention the sweep could remove an anonymous user whose idle session still works")
+        }
         return seconds
     }
 }

@@ -11,9 +11,14 @@ public final class FakeTokenService: Sendable {
     private let storedRevocations = Mutex<[UserSessionsRequest]>([])
     private let storedSessionRevocations = Mutex<[RevokeSessionRequest]>([])
     private let storedDeadlines = Mutex<[ContinuousClock.Instant]>([])
+    private let issueHook = Mutex<(@Sendable (IssueSessionRequest) async -> Void)?>(nil)
 
     /// A fake that has seen no request yet.
     public init() {}
+
+    /// Runs `hook` inside each later `issueSession`, before it answers (nil: none): a test makes
+    /// something happen while a sign-in waits for its session.
+    public func onIssue(_ hook: (@Sendable (IssueSessionRequest) async -> Void)?) { issueHook.withLock { $0 = hook } }
 
     /// The `issueSession` requests so far, in order.
     public var requests: [IssueSessionRequest] { stored.withLock { $0 } }
@@ -33,6 +38,7 @@ public final class FakeTokenService: Sendable {
         router.register(ServiceContracts.issueSession) { request, context in
             self.stored.withLock { $0.append(request) }
             self.storedDeadlines.withLock { $0.append(context.deadline) }
+            if let hook = self.issueHook.withLock({ $0 }) { await hook(request) }
             return SessionTokens(accessToken: "at-\(request.userID)", refreshToken: "rt", expiresIn: 900, sessionID: "sid-1")
         }
         router.register(TokenAPI.revokeAllSessions) { request, _ in

@@ -53,11 +53,12 @@ public actor InMemoryUserStore: UserStore {
         return user
     }
 
-    /// Records a sign-in at `at`, replacing the password hash when `newPasswordHash` is set.
-    public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
+    /// Records a sign-in at `at`, replacing the password hash when `newPasswordHash` is set and
+    /// the stored one is still `replacing`.
+    public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?, replacing: String?) async throws {
         guard var user = users[id] else { throw IdentityError.userNotFound }
         user.lastSignInAt = at.roundedToMilliseconds
-        if let newPasswordHash { user.passwordHash = newPasswordHash }
+        if let newPasswordHash, user.passwordHash == replacing { user.passwordHash = newPasswordHash }
         users[id] = user
     }
 

@@ -71,9 +71,11 @@ extension GatewayRoutes {
     }
 
     /// `PUT /v1/me/email`: sets the email address (recent login required); `emailVerified`
-    /// becomes false.
+    /// becomes false. Limited per address like sign-up: its `email_exists` tells whether an
+    /// address has an account, as sign-up's does, so it gets the same budget.
     @Sendable func changeEmail(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
+        try admit(.signUp, identifyClient(request, context).address)
         var request = request
         let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)

@@ -21,9 +21,11 @@ public protocol UserStore: Sendable {
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord
 
-    /// Records a successful sign-in (`lastSignInAt`), and replaces the password hash when
-    /// `newPasswordHash` is given (an upgrade). Does not change `version`. Throws `userNotFound`.
-    func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws
+    /// Records a successful sign-in (`lastSignInAt`), and replaces the password hash by
+    /// `newPasswordHash` (an upgrade of the same password) only while the stored hash is still
+    /// `replacing`, the one the sign-in verified: a password changed meanwhile is never
+    /// overwritten by the old password's rehash. Does not change `version`. Throws `userNotFound`.
+    func recordSignIn(id: UserID, at: Date, newPasswordHash: String?, replacing: String?) async throws
 
     /// Deletes the user and its linked identities. Throws `userNotFound`.
     func delete(id: UserID) async throws

@@ -48,10 +48,11 @@ extension IdentityHandlers {
         if hasher.needsRehash(stored) {
             upgraded = try? await hasher.hash(password, deadline: hashDeadline)  // else at a later sign-in
         }
-        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded)
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded, replacing: stored)
         var signedIn = user
         signedIn.lastSignInAt = at.roundedToMilliseconds
-        let tokens = try await issueSession(for: signedIn, at: at, client: request.client, deadline: deadline)
+        let tokens = try await issueConfirmedSession(
+            for: signedIn, at: at, client: request.client, verified: stored, upgraded: upgraded, deadline: deadline)
         let replaced = RevokeSessionRequest(sessionID: request.caller.sessionID, reason: "reauthenticated")
         _ = try await self.tokens.call(TokenAPI.revokeSession, replaced)
         return AuthResponse(user: User(signedIn), tokens: tokens)
@@ -59,7 +60,10 @@ extension IdentityHandlers {
 
     /// Sets the caller's password (recent login required): the policy applies (`weakPassword`
     /// with its reasons); a provider-only user gains the provider `password`. Every other session
-    /// of the user is then revoked (committed in the token service); the caller's continues.
+    /// of the user is revoked (committed in the token service) before the new hash is written and
+    /// again after it: a failure before the write changes nothing but revokes, and a sign-in with
+    /// the old password racing the change sees the new hash (`issueConfirmedSession`) or is caught
+    /// by the second revocation. The caller's session continues.
     /// An anonymous caller (no email): `invalidArgument`, pointing at the upgrade.
     public func changePassword(
         _ request: ChangePasswordRequest, deadline: ContinuousClock.Instant? = nil
@@ -72,6 +76,7 @@ extension IdentityHandlers {
         try requireRecentLogin(request.caller)
         let password = try policy.validate(request.password, email: email)
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
+        _ = try await revokeSessionIDs(of: current.id, reason: "password_changed", except: request.caller.sessionID)
         let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
         let revoked = try await revokeSessionIDs(of: user.id, reason: "password_changed", except: request.caller.sessionID)
         await publish(IdentityAPI.Topic.userUpdated, user)
@@ -99,9 +104,10 @@ extension IdentityHandlers {
         return CredentialChangeResponse(user: User(user))
     }
 
-    /// Deletes the caller's user (its identities cascade), then revokes every session of it
-    /// (reason `user_deleted`: the token service also blanks their client details), committed
-    /// before this returns, and publishes `user.deleted`. A recent login is required unless the
+    /// Revokes every session of the caller's user (reason `user_deleted`: the token service also
+    /// blanks their client details), deletes the user (its identities cascade), revokes again
+    /// (a session a racing sign-in made in between), all committed before this returns, and
+    /// publishes `user.deleted`. A failure before the delete leaves the user, its sessions ended. A recent login is required unless the
     /// caller is anonymous. A caller whose user is already gone (a retry after a lost reply)
     /// gets its sessions revoked again and the same answer. With `continueAnonymously`, a new
     /// anonymous user and session follow.
@@ -110,16 +116,14 @@ extension IdentityHandlers {
     ) async throws -> DeleteAccountResponse {
         let id = try Self.validCaller(request.caller)
         try Self.checkClient(request.client)
-        var deleted = false
         if let current = try await store.user(id: id) {
             if !current.isAnonymous { try requireRecentLogin(request.caller) }
-            do {
-                try await store.delete(id: id)
-                deleted = true
-            } catch IdentityError.userNotFound {}  // deleted meanwhile: revoke all the same
+            _ = try await revokeSessionIDs(of: id, reason: "user_deleted", except: nil)
+            do { try await store.delete(id: id) } catch IdentityError.userNotFound {}  // deleted meanwhile: revoke all the same
         }
         let revoked = try await revokeSessionIDs(of: id, reason: "user_deleted", except: nil)
-        if deleted { await publish(IdentityAPI.Topic.userDeleted, UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now)) }
+        // Also on a retry (the user already gone): events are at least once.
+        await publish(IdentityAPI.Topic.userDeleted, UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now))
         var anonymous: AuthResponse?
         if request.continueAnonymously {
             anonymous = try await signInAnonymously(SignInAnonymouslyRequest(client: request.client), deadline: deadline)

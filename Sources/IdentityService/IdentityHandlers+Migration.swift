@@ -137,9 +137,10 @@ extension IdentityHandlers {
     /// Records a sign-in of `target`, whose credentials were verified, and issues its session (`amr: ["pwd"]`).
     private func signInVerified(_ target: UserRecord, client: ClientInfo, deadline: ContinuousClock.Instant?) async throws -> (User, SessionTokens) {
         let at = clock.now
-        try await store.recordSignIn(id: target.id, at: at, newPasswordHash: nil)
+        try await store.recordSignIn(id: target.id, at: at, newPasswordHash: nil, replacing: nil)
         var signedIn = target
         signedIn.lastSignInAt = at.roundedToMilliseconds
-        return (User(signedIn), try await issueSession(for: signedIn, at: at, client: client, deadline: deadline))
+        let tokens = try await issueConfirmedSession(for: signedIn, at: at, client: client, verified: target.passwordHash, deadline: deadline)
+        return (User(signedIn), tokens)
     }
 }

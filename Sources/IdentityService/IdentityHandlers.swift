@@ -183,10 +183,11 @@ public struct IdentityHandlers: Sendable {
                 upgraded = nil  // upgrade at a later sign-in
             }
         }
-        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded)
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded, replacing: stored)
         var signedIn = user
         signedIn.lastSignInAt = at.roundedToMilliseconds
-        let tokens = try await issueSession(for: signedIn, at: at, client: request.client, deadline: deadline)
+        let tokens = try await issueConfirmedSession(
+            for: signedIn, at: at, client: request.client, verified: stored, upgraded: upgraded, deadline: deadline)
         return AuthResponse(user: User(signedIn), tokens: tokens)
     }
 
@@ -244,11 +245,13 @@ public struct IdentityHandlers: Sendable {
         return User(user)
     }
 
-    /// Deletes the user and its linked identities, revokes its sessions in the token service
-    /// (committed there before this returns), then publishes `user.deleted` (`identity.deleteUser`).
-    /// A retry after a failed revocation answers `userNotFound`, and revokes them all the same.
+    /// Revokes the user's sessions in the token service, deletes the user and its linked
+    /// identities, revokes again (a racing sign-in's session), all committed before this returns,
+    /// then publishes `user.deleted` (`identity.deleteUser`). A retry after a failed revocation
+    /// answers `userNotFound`, and revokes them all the same.
     public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
         let id = try Self.validID(request.userID)
+        if try await store.user(id: id) != nil { try await revokeSessions(of: id, reason: "user_deleted") }
         do { try await store.delete(id: id) } catch IdentityError.userNotFound {
             try await revokeSessions(of: id, reason: "user_deleted")
             throw IdentityError.userNotFound

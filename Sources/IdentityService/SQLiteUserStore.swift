@@ -192,12 +192,15 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
-    /// Stamps a successful sign-in, storing an upgraded password hash when one is given.
-    public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
+    /// Stamps a sign-in; stores an upgraded hash only while the stored one is still `replacing`.
+    public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?, replacing: String?) async throws {
         try await run { db in
             if let newPasswordHash {
-                let statement = try db.cachedStatement(sql: "UPDATE users SET lastSignInAt = ?, passwordHash = ? WHERE id = ?")
-                try statement.execute(arguments: [at.millisecondsSince1970, newPasswordHash, id.rawValue])
+                let statement = try db.cachedStatement(sql: """
+                    UPDATE users SET lastSignInAt = ?, passwordHash = CASE WHEN passwordHash IS ? THEN ? ELSE passwordHash END
+                    WHERE id = ?
+                    """)
+                try statement.execute(arguments: [at.millisecondsSince1970, replacing, newPasswordHash, id.rawValue])
             } else {
                 let statement = try db.cachedStatement(sql: "UPDATE users SET lastSignInAt = ? WHERE id = ?")
                 try statement.execute(arguments: [at.millisecondsSince1970, id.rawValue])

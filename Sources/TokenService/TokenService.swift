@@ -254,8 +254,15 @@ public final class TokenService: Sendable {
         if session.revokedAt != nil { throw TokenError.sessionRevoked }
         let claims = try await identity.call(
             ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID), deadline: deadline)
-        if !claims.exists || claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {
-            let reason = !claims.exists ? "user_deleted" : claims.disabled ? "user_disabled" : "tokens_invalidated"
+        if !claims.exists {
+            // The user is gone (a deletion whose own revocation did not complete): every session
+            // of it ends here, and loses its client details as a deletion's do.
+            try await store.revokeAll(userID: session.userID, reason: "user_deleted", at: clock.now, scrubClient: true).forEach(announce)
+            revoked(session.id)
+            throw TokenError.sessionRevoked
+        }
+        if claims.disabled || (claims.tokensValidAfter.map { session.authTime < $0 } ?? false) {
+            let reason = claims.disabled ? "user_disabled" : "tokens_invalidated"
             if let ended = try await store.revoke(sessionID: session.id, reason: reason, at: clock.now) { announce(ended) }
             revoked(session.id)
             throw TokenError.sessionRevoked

@@ -315,12 +315,14 @@ struct AnonymousSweepTests {
         #expect(set.service.anonymousRetention == 0)
         #expect(set.anonymousSweepInterval == 0)
         let flags = try IdentityRoleSettings(config: Config(
-            environment: plain, arguments: ["--anonymous-retention", "86400", "--anonymous-sweep-interval=60"]))
+            environment: plain, arguments: ["--anonymous-retention", "86400", "--anonymous-sweep-interval=60", "--session-idle-ttl", "86400"]))
         #expect(flags.service.anonymousRetention == day)
         #expect(flags.anonymousSweepInterval == 60)
         for (key, value) in [
             ("GATEHOUSE_ANONYMOUS_RETENTION", "60"), ("GATEHOUSE_ANONYMOUS_RETENTION", "30 days"), ("GATEHOUSE_ANONYMOUS_RETENTION", "-1"),
             ("GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", "-1"), ("GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", "86401"),
+            // Shorter than the session idle timeout (30 days by default).
+            ("GATEHOUSE_ANONYMOUS_RETENTION", "86400"),
         ] {
             do {
                 _ = try IdentityRoleSettings(config: Config(environment: plain.merging([key: value]) { $1 }))

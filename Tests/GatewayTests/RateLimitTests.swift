@@ -57,6 +57,26 @@ import Testing
         }
     }
 
+    /// Account changes that hash a password or answer `email_exists` share sign-up's budget;
+    /// re-authentication shares sign-in's.
+    @Test func accountChangesShareTheSignUpAndSignInBudgets() async throws {
+        try await Harness.run(.live, configure: { $0.rateLimits = Self.limits() }) { h in
+            let (_, session) = try await h.signUp("amy@example.com")  // the address's one sign-up
+            let bearer = try #require(session["accessToken"] as? String)
+            let email = try await h.request(.put, "/v1/me/email", json: #"{"email":"amy2@example.com"}"#, token: bearer)
+            try email.expectProblem(.tooManyRequests, "rate_limited")
+            let password = try await h.request(.put, "/v1/me/password", json: #"{"password":"another long password"}"#, token: bearer)
+            try password.expectProblem(.tooManyRequests, "rate_limited")
+            #expect(h.services.calls(to: IdentityAPI.changeEmail) == 0 && h.services.calls(to: IdentityAPI.changePassword) == 0)
+            for _ in 0..<2 {
+                let again = #"{"password":"wrong password"}"#
+                try await h.request(.post, "/v1/me/reauthenticate", json: again, token: bearer).expectProblem(.unauthorized, "invalid_credentials")
+            }
+            try await h.request(.post, "/v1/me/reauthenticate", json: #"{"password":"wrong password"}"#, token: bearer)
+                .expectProblem(.tooManyRequests, "rate_limited")
+        }
+    }
+
     @Test func getMeAndAnUnlimitedClassAreNeverLimited() async throws {
         try await Harness.run(.live, configure: { $0.rateLimits = Self.limits { $0.limits[.signIn] = nil } }) { h in
             let (_, session) = try await h.signUp()

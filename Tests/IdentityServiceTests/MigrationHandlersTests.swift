@@ -324,8 +324,8 @@ struct UpgradingBeforeDeleteStore: UserStore {
     func update(
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord { try await inner.update(id: id, expectedVersion: expectedVersion, now: now, change) }
-    func recordSignIn(id: UserID, at: Date, newPasswordHash: String?) async throws {
-        try await inner.recordSignIn(id: id, at: at, newPasswordHash: newPasswordHash)
+    func recordSignIn(id: UserID, at: Date, newPasswordHash: String?, replacing: String?) async throws {
+        try await inner.recordSignIn(id: id, at: at, newPasswordHash: newPasswordHash, replacing: replacing)
     }
     func delete(id: UserID) async throws { try await inner.delete(id: id) }
     func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {

@@ -102,15 +102,18 @@ import Testing
         let user = try makeUser("gina@example.com")
         try await store.insert(user)
         let at = t0.addingTimeInterval(3600)
-        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: nil)
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: nil, replacing: nil)
         var stored = try #require(try await store.user(id: user.id))
         #expect(stored.lastSignInAt == at)
         #expect(stored.passwordHash == user.passwordHash)
         #expect(stored.version == 1)
-        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: "$argon2id$v=19$m=1024,t=1,p=1$bmV3$aGFzaA")
+        // An upgrade replacing another hash than the stored one (the password changed meanwhile) writes none.
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: "$argon2id$v=19$m=1024,t=1,p=1$b2xk$aGFzaA", replacing: "$other")
+        #expect(try await store.user(id: user.id)?.passwordHash == stored.passwordHash)
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: "$argon2id$v=19$m=1024,t=1,p=1$bmV3$aGFzaA", replacing: stored.passwordHash)
         stored = try #require(try await store.user(id: user.id))
         #expect(stored.passwordHash == "$argon2id$v=19$m=1024,t=1,p=1$bmV3$aGFzaA")
-        await expectCode(.userNotFound) { try await store.recordSignIn(id: .random(), at: at, newPasswordHash: nil) }
+        await expectCode(.userNotFound) { try await store.recordSignIn(id: .random(), at: at, newPasswordHash: nil, replacing: nil) }
     }
 
     @Test(arguments: StoreKind.allCases)

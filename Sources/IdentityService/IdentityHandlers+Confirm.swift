@@ -1,0 +1,36 @@
+import Foundation
+import GatehouseContracts
+import IdentityCore
+
+// A sign-in races the changes that end access. A password change (or a disable, or a deletion)
+// writes the user and then revokes the user's sessions; a sign-in that verified the old
+// password just before may ask for its session just after that revocation, and the session
+// would outlive the change. So every sign-in by password re-reads the user once its session
+// exists: a change that raced it is then visible (it was written before its revocation ran),
+// and the new session is revoked again before anyone sees it.
+
+extension IdentityHandlers {
+    /// Issues a session for `user`, signed in on the strength of the password hash `verified`
+    /// (`upgraded`: the rehash this sign-in stored, if any), then re-reads the user. When the
+    /// user is gone, disabled, or has another password hash by then, the session is revoked
+    /// (committed; reason `credentials_changed`) and the sign-in answers `invalidCredentials` or
+    /// `userDisabled` as if it had come after the change.
+    func issueConfirmedSession(
+        for user: UserRecord, at: Date, client: ClientInfo, verified: String?, upgraded: String? = nil,
+        deadline: ContinuousClock.Instant?
+    ) async throws -> SessionTokens {
+        let tokens = try await issueSession(for: user, at: at, client: client, deadline: deadline)
+        let now = try await store.user(id: user.id)
+        let refusal: IdentityError?
+        switch now {
+        case nil: refusal = .invalidCredentials
+        case let now? where now.disabled: refusal = .userDisabled
+        case let now? where now.passwordHash != verified && (upgraded == nil || now.passwordHash != upgraded): refusal = .invalidCredentials
+        default: refusal = nil
+        }
+        guard let refusal else { return tokens }
+        // Without the caller's deadline: this revocation must not be cut short.
+        _ = try await self.tokens.call(TokenAPI.revokeSession, RevokeSessionRequest(sessionID: tokens.sessionID, reason: "credentials_changed"))
+        throw refusal
+    }
+}
