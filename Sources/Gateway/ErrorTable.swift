@@ -96,8 +96,9 @@ public enum ErrorTable {
         public var detail: String?
         /// The code clients see instead of this one; nil: the code itself.
         public var publicCode: ErrorCode?
-        /// The service error's `details` keys copied into the problem body as string members
-        /// (e.g. `migration_required`'s user ids and resume handle); every other key stays inside.
+        /// The service error's `details` keys copied into the problem body as members (e.g.
+        /// `migration_required`'s user ids and resume handle): durations (`…ExpiresIn`,
+        /// `…Seconds`) as numbers, the others as strings; every other key stays inside.
         public var members: [String]
 
         init(

@@ -20,7 +20,8 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
     public var headers: HTTPFields
     /// Reasons behind `weak_password`.
     public var reasons: [String]?
-    /// Extra string members of the body (`ErrorTable.Entry.members`), in order.
+    /// Extra members of the body (`ErrorTable.Entry.members`), in order: durations
+    /// (`…ExpiresIn`, `…Seconds`) written as numbers, the others as strings.
     public var members: [(String, String)] = []
 
     /// An error answered with `status` and a problem body with `code` and `detail`.
@@ -45,11 +46,14 @@ public struct GatewayError: Error, HTTPResponseError, Sendable {
         w.string("detail", detail)
         if let reasons { w.strings("reasons", reasons) }
         for (name, value) in members {
-            // Durations (`…ExpiresIn`) are numbers; everything else is text.
-            if name.hasSuffix("ExpiresIn"), let seconds = Int(value) { w.int(name, seconds) } else { w.string(name, value) }
+            // Durations (`…ExpiresIn`, `…Seconds`) are numbers of seconds; everything else is text.
+            if Self.isDuration(name), let seconds = Int(value) { w.int(name, seconds) } else { w.string(name, value) }
         }
         return w.finish()
     }
+
+    /// Whether the problem member `name` is a duration in seconds, written as a JSON number.
+    static func isDuration(_ name: String) -> Bool { name.hasSuffix("ExpiresIn") || name.hasSuffix("Seconds") }
 
     /// Hummingbird's hook: the problem response (see `makeResponse()`).
     public func response(from request: Request, context: some RequestContext) throws -> Response {

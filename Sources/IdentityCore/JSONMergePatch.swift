@@ -3,22 +3,43 @@ import Foundation
 /// JSON Merge Patch (RFC 7396), the semantics of `PATCH /v1/me`'s `settings`: a member set to
 /// `null` is removed, an object merges into the target's member recursively, any other value
 /// (arrays included) replaces it. Members the patch does not name keep their value and place.
+///
+/// Linear in the size of target and patch: each object level builds one index from member name
+/// to position. Names compare as Swift `String`s do (canonical equivalence), as in `JSONTree`'s
+/// reader. Repeated names, which `JSONTree(parsing:)` never produces but a tree built in code
+/// may hold, are read the way that reader reads them: in the target, the last value wins, at
+/// the place of the first occurrence (the later ones are dropped); in the patch, the changes
+/// apply in order, so the last one wins as well. The result never repeats a name.
 public enum JSONMergePatch {
     /// `patch` applied to `target` (RFC 7396 §2, `MergePatch(Target, Patch)`).
     public static func apply(_ patch: JSONTree, to target: JSONTree) -> JSONTree {
         guard case .object(let changes) = patch else { return patch }
-        var members = target.members ?? []
-        for change in changes {
-            let at = members.firstIndex { $0.name == change.name }
-            if change.value == .null {
-                if let at { members.remove(at: at) }
-            } else if let at {
-                members[at].value = apply(change.value, to: members[at].value)
+        // Slots of the result in order; a removed member leaves nil, compacted at the end.
+        var slots: [JSONMember?] = []
+        var positions: [String: Int] = [:]
+        for member in target.members ?? [] {
+            if let at = positions[member.name] {
+                slots[at]?.value = member.value
             } else {
-                members.append(JSONMember(name: change.name, value: apply(change.value, to: .null)))
+                positions[member.name] = slots.count
+                slots.append(member)
             }
         }
-        return .object(members)
+        for change in changes {
+            let at = positions[change.name]
+            if change.value == .null {
+                if let at {
+                    slots[at] = nil
+                    positions[change.name] = nil
+                }
+            } else if let at, let current = slots[at] {
+                slots[at] = JSONMember(name: current.name, value: apply(change.value, to: current.value))
+            } else {
+                positions[change.name] = slots.count
+                slots.append(JSONMember(name: change.name, value: apply(change.value, to: .null)))
+            }
+        }
+        return .object(slots.compactMap { $0 })
     }
 
     /// The JSON text of `patch` applied to the JSON text `target`; throws when either is not JSON.

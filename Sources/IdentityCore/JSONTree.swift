@@ -47,7 +47,9 @@ public indirect enum JSONTree: Sendable, Hashable {
         self = value
     }
 
-    /// The compact JSON text of the value (no whitespace; strings escaped as RFC 8259 requires).
+    /// The compact JSON text of the value (no whitespace; strings escaped as RFC 8259 requires,
+    /// with the two-character escapes where it has one, `\u00XX` for other control characters),
+    /// so never longer than text the reader read it from.
     public var text: String {
         var out: [UInt8] = []
         write(to: &out)
@@ -89,6 +91,8 @@ public indirect enum JSONTree: Sendable, Hashable {
             case 0x0A: out += [UInt8(ascii: "\\"), UInt8(ascii: "n")]
             case 0x0D: out += [UInt8(ascii: "\\"), UInt8(ascii: "r")]
             case 0x09: out += [UInt8(ascii: "\\"), UInt8(ascii: "t")]
+            case 0x08: out += [UInt8(ascii: "\\"), UInt8(ascii: "b")]
+            case 0x0C: out += [UInt8(ascii: "\\"), UInt8(ascii: "f")]
             case 0..<0x20: out += Array("\\u00".utf8) + [hex[Int(byte >> 4)], hex[Int(byte & 0xF)]]
             default: out.append(byte)
             }

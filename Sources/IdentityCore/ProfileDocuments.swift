@@ -19,7 +19,7 @@ public enum CustomClaims {
 
     /// The custom claims to store for `json`: "" (none) for "" or `{}`, else the object in
     /// compact form. `invalidArgument` (field `claimsJSON`) for more than
-    /// `UserRecord.maxCustomClaimsBytes` bytes, text that is not a JSON object, or a reserved
+    /// `UserRecord.maxCustomClaimsBytes` bytes (as given, or as stored in compact form), text that is not a JSON object, or a reserved
     /// name (named in the reason).
     public static func validated(_ json: String) throws(IdentityError) -> String {
         let field = "claimsJSON"
@@ -39,7 +39,13 @@ public enum CustomClaims {
             throw .invalidArgument(
                 field: field, reason: "`\(reserved.name)` is a reserved claim name (JWT, OpenID Connect and gatehouse* names are)")
         }
-        return members.isEmpty ? "" : tree.text
+        if members.isEmpty { return "" }
+        // What is stored is the compact form: its size is the one the store's limit applies to.
+        let stored = tree.text
+        guard stored.utf8.count <= UserRecord.maxCustomClaimsBytes else {
+            throw .invalidArgument(field: field, reason: "larger than \(UserRecord.maxCustomClaimsBytes) bytes once written compactly (\(stored.utf8.count))")
+        }
+        return stored
     }
 }
 
@@ -64,11 +70,39 @@ public enum SettingsDocument {
         return tree
     }
 
+    /// A whole settings document (`UpdateProfileRequest.settingsJSON`), checked by the rules a
+    /// merge reads stored settings with: at most `UserRecord.maxSettingsBytes` bytes, a JSON
+    /// object `JSONTree` reads (so nested at most `JSONTree.maxDepth` deep); returned as given.
+    /// Else `invalidArgument` naming `field` and the reason.
+    public static func validated(_ text: String, field: String = "settingsJSON") throws(IdentityError) -> String {
+        guard text.utf8.count <= UserRecord.maxSettingsBytes else {
+            throw .invalidArgument(field: field, reason: "larger than 16 KiB (\(UserRecord.maxSettingsBytes) bytes)")
+        }
+        let tree: JSONTree
+        do { tree = try JSONTree(parsing: text) } catch {
+            throw .invalidArgument(field: field, reason: "must be a JSON object, nested at most \(JSONTree.maxDepth) deep (\(error))")
+        }
+        guard tree.members != nil else {
+            throw .invalidArgument(field: field, reason: "must be a JSON object, e.g. {\"theme\":\"dark\"}")
+        }
+        return text
+    }
+
     /// `patch` (a JSON merge patch) applied to the stored `settings`; `invalidArgument` naming
     /// `settings` and the limit when the result is larger than `UserRecord.maxSettingsBytes`.
+    /// Stored settings that `JSONTree` cannot read as an object (written before `validated`
+    /// applied its rules, e.g. nested deeper than `JSONTree.maxDepth`) are never dropped:
+    /// `invalidArgument` (field `settings`) says so, and the stored document stays as it is.
     public static func merged(_ patch: JSONTree, into settings: String) throws(IdentityError) -> String {
-        // The stored document is an object (a CHECK of the store); an unreadable one is replaced.
-        let current = (try? JSONTree(parsing: settings.isEmpty ? "{}" : settings)) ?? .object([])
+        let current: JSONTree
+        do { current = try JSONTree(parsing: settings.isEmpty ? "{}" : settings) } catch {
+            throw .invalidArgument(
+                field: "settings",
+                reason: "the stored settings cannot be merged (\(error)); replace them whole with a JSON object nested at most \(JSONTree.maxDepth) deep")
+        }
+        guard current.members != nil else {
+            throw .invalidArgument(field: "settings", reason: "the stored settings are not a JSON object and cannot be merged; replace them whole")
+        }
         let result = JSONMergePatch.apply(patch, to: current).text
         try checkSize(result)
         return result
@@ -92,10 +126,13 @@ public enum SettingsDocument {
         guard text.utf8.count <= UserRecord.maxSettingsBytes else {
             return .failure(DefaultRefused(reason: "is \(text.utf8.count) bytes, more than \(UserRecord.maxSettingsBytes) (16 KiB)"))
         }
-        guard let tree = try? JSONTree(parsing: text), tree.members != nil else {
-            return .failure(DefaultRefused(reason: "must be a JSON object, e.g. {\"theme\":\"dark\"}"))
+        do {
+            let tree = try JSONTree(parsing: text)
+            guard tree.members != nil else { return .failure(DefaultRefused(reason: "must be a JSON object, e.g. {\"theme\":\"dark\"}")) }
+            return .success(tree.text)
+        } catch {
+            return .failure(DefaultRefused(reason: "must be a JSON object nested at most \(JSONTree.maxDepth) deep, e.g. {\"theme\":\"dark\"} (\(error))"))
         }
-        return .success(tree.text)
     }
 
     /// Why a default settings document was refused.

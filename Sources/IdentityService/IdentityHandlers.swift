@@ -370,13 +370,9 @@ public struct IdentityHandlers: Sendable {
         return text
     }
 
+    /// A replacing settings document, checked by the rules a later merge patch reads it with
+    /// (`SettingsDocument.validated`: `JSONTree`'s grammar and nesting limit, 16 KiB).
     static func validSettings(_ text: String) throws -> String {
-        guard text.utf8.count <= UserRecord.maxSettingsBytes else {
-            throw IdentityError.invalidArgument(field: "settingsJSON", reason: "larger than 16 KiB")
-        }
-        guard JSONObject.isObject(text) else {
-            throw IdentityError.invalidArgument(field: "settingsJSON", reason: "must be a JSON object")
-        }
-        return text
+        try SettingsDocument.validated(text, field: "settingsJSON")
     }
 }

@@ -42,7 +42,7 @@ struct AccountEndToEndTests {
 
         let stale = try await stack.request("PUT", "/v1/me/password", json: ["password": Self.newPW], bearer: first.access)
         #expect(stale.status == 403 && stale.json["code"] as? String == "requires_recent_login")
-        #expect(stale.json["maxAgeSeconds"] as? String == "300")
+        #expect(stale.json["maxAgeSeconds"] as? Int == 300)
         let mismatch = try await stack.request(
             "POST", "/v1/me/reauthenticate", json: ["email": "v@example.com", "password": Self.newPW], bearer: first.access)
         #expect(mismatch.status == 403 && mismatch.json["code"] as? String == "user_mismatch")
@@ -81,7 +81,7 @@ struct AccountEndToEndTests {
         let reauth = try await stack.request("POST", "/v1/me/reauthenticate", json: ["password": Self.pw], bearer: first.access)
         #expect(reauth.status == 200)
         let refused = try await stack.request("DELETE", "/v1/me", bearer: session(reauth).access)
-        #expect(refused.status == 403 && refused.json["maxAgeSeconds"] as? String == "0")
+        #expect(refused.status == 403 && refused.json["maxAgeSeconds"] as? Int == 0)
         let anonymous = session(try await stack.request("POST", "/v1/accounts/anonymous"))
         #expect(try await stack.request("DELETE", "/v1/me", bearer: anonymous.access).status == 204)
     }

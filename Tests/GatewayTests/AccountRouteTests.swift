@@ -36,7 +36,7 @@ struct AccountRouteTests {
 
             let stale = try await h.request(.put, "/v1/me/password", json: #"{"password":"\#(Self.newPW)"}"#, token: access(first))
             let problem = try stale.expectProblem(.forbidden, "requires_recent_login")
-            #expect(problem["maxAgeSeconds"] as? String == "300")
+            #expect(problem["maxAgeSeconds"] as? Int == 300)
 
             let mismatch = try await h.request(
                 .post, "/v1/me/reauthenticate", json: #"{"email":"v@example.com","password":"\#(Self.newPW)"}"#, token: access(first))

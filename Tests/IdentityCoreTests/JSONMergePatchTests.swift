@@ -57,6 +57,44 @@ import Testing
     func repeatedMember() throws {
         #expect(try JSONTree(parsing: #"{"a":1,"b":2,"a":3}"#).text == #"{"a":3,"b":2}"#)
     }
+
+    @Test("9,000 new members into a 9,000-member document (with removals and changes): every member, in order")
+    func largePatch() throws {
+        let n = 9_000
+        let target = "{" + (0..<n).map { #""t\#($0)":\#($0)"# }.joined(separator: ",") + "}"
+        let patch = "{" + (0..<n).map { #""p\#($0)":\#($0)"# }.joined(separator: ",") + #","t5":null,"t7":{"x":1},"p3":null,"t5":"back"}"#
+        // The reader keeps the last `t5` at the place of its first: the patch sets it, after "t4".
+        var expected = (0..<n).map { i in i == 7 ? #""t7":{"x":1}"# : i == 5 ? #""t5":"back""# : #""t\#(i)":\#(i)"# }
+        expected += (0..<n).filter { $0 != 3 }.map { #""p\#($0)":\#($0)"# }
+        #expect(try JSONMergePatch.apply(patch, to: target) == "{" + expected.joined(separator: ",") + "}")
+    }
+
+    @Test("repeated names read as the reader reads them: in the target the last value at the first place, in the patch in order")
+    func repeatedNamesInTrees() {
+        let one = JSONTree.number("1"), two = JSONTree.number("2"), three = JSONTree.number("3")
+        let target = JSONTree.object([JSONMember(name: "a", value: one), JSONMember(name: "b", value: two), JSONMember(name: "a", value: three)])
+        let addC = JSONTree.object([JSONMember(name: "c", value: one)])
+        #expect(JSONMergePatch.apply(addC, to: target).text == #"{"a":3,"b":2,"c":1}"#)
+        #expect(JSONMergePatch.apply(.object([JSONMember(name: "a", value: .null)]), to: target).text == #"{"b":2}"#)
+        #expect(JSONMergePatch.apply(.object([JSONMember(name: "a", value: two)]), to: target).text == #"{"a":2,"b":2}"#)
+        // The patch's changes apply one after the other: set, remove, add again (at the end).
+        let patch = JSONTree.object([
+            JSONMember(name: "a", value: two), JSONMember(name: "a", value: .null), JSONMember(name: "a", value: .object([JSONMember(name: "x", value: one)])),
+        ])
+        #expect(JSONMergePatch.apply(patch, to: target).text == #"{"b":2,"a":{"x":1}}"#)
+    }
+
+    @Test("a PATCH text repeating a name: its last value, at the place of the first (deterministic)")
+    func repeatedNamesInPatchText() throws {
+        #expect(try JSONMergePatch.apply(#"{"a":{"x":1},"b":1,"a":null}"#, to: #"{"a":{"y":2},"c":3}"#) == #"{"c":3,"b":1}"#)
+        #expect(try JSONMergePatch.apply(#"{"a":null,"b":1,"a":{"x":1}}"#, to: #"{"a":{"y":2},"c":3}"#) == #"{"a":{"y":2,"x":1},"c":3,"b":1}"#)
+    }
+
+    @Test("the writer uses the two-character escapes, so compact text is never longer than what was read")
+    func shortEscapes() throws {
+        let text = #"{"k":"\b\f\n\r\t\u0001\"\\"}"#
+        #expect(try JSONTree(parsing: text).text == text)
+    }
 }
 
 @Suite struct ProfileDocumentTests {
@@ -74,6 +112,35 @@ import Testing
         // A patch that removes a member of a full document is fine.
         let full = #"{"blob":"\#(String(repeating: "y", count: UserRecord.maxSettingsBytes - 20))"}"#
         #expect(try SettingsDocument.merged(SettingsDocument.patch(#"{"blob":null}"#), into: full) == "{}")
+    }
+
+    @Test("settings read by one set of rules: 65 levels deep is refused whole, and a stored document that deep is never replaced by {}")
+    func settingsDepth() throws {
+        func nested(_ depth: Int) -> String {
+            String(repeating: #"{"a":"#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)
+        }
+        #expect(throws: IdentityError.self) { try SettingsDocument.validated(nested(JSONTree.maxDepth + 1)) }
+        #expect(try SettingsDocument.validated(nested(JSONTree.maxDepth)) == nested(JSONTree.maxDepth))
+        #expect(throws: SettingsDocument.DefaultRefused.self) { try SettingsDocument.validDefault(nested(JSONTree.maxDepth + 1)).get() }
+        let patch = try SettingsDocument.patch(#"{"theme":"dark"}"#)
+        do {
+            let result = try SettingsDocument.merged(patch, into: nested(JSONTree.maxDepth + 1))
+            Issue.record("merged into an unreadable document: \(result)")
+        } catch {
+            guard case .invalidArgument(let field, let reason) = error else { throw error }
+            #expect(field == "settings")
+            #expect(reason.contains("stored settings"), "\(reason)")
+        }
+        #expect(throws: IdentityError.self) { try SettingsDocument.merged(patch, into: "[1]") }
+    }
+
+    @Test("custom claims full of \\b: 999 bytes in, the same 999 bytes stored; the stored form is what is measured")
+    func customClaimsWithControlEscapes() throws {
+        let claims = #"{"k":""# + String(repeating: #"\b"#, count: 495) + #"x"}"#
+        #expect(claims.utf8.count == 999)
+        let stored = try CustomClaims.validated(claims)
+        #expect(stored == claims)
+        #expect(stored.utf8.count <= UserRecord.maxCustomClaimsBytes)
     }
 
     @Test(arguments: ["[1]", "\"x\"", "null", "{", "1"])

@@ -132,4 +132,64 @@ import Testing
         #expect(after == before)  // neither the settings nor the display name, nor the version
         #expect(after.displayName == "")
     }
+
+    /// Settings nested `depth` objects deep: `{"a":{"a":...{}...}}`.
+    static func nested(_ depth: Int) -> String {
+        String(repeating: #"{"a":"#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)
+    }
+
+    @Test("the replace path reads settings by the merge's rules: 65 levels deep is refused, 64 accepted", arguments: StoreKind.allCases)
+    func replacedSettingsFollowTheMergeRules(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
+        defer { h.cleanup() }
+        let created = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "hal@example.com", password: strong))
+        let id = created.user.id
+        do {
+            _ = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, settingsJSON: Self.nested(JSONTree.maxDepth + 1)))
+            Issue.record("settings 65 deep were accepted")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.hasPrefix("settingsJSON:") && error.message.contains("64"), "\(error.message)")
+        }
+        #expect(try await h.caller.call(IdentityAPI.getUser, UserIDRequest(userID: id)).version == created.user.version)
+        let fine = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, settingsJSON: Self.nested(JSONTree.maxDepth)))
+        #expect(fine.settingsJSON == Self.nested(JSONTree.maxDepth))
+        // ... and a patch merges into it.
+        let merged = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, settingsPatchJSON: #"{"b":1}"#))
+        #expect(merged.settingsJSON == String(Self.nested(JSONTree.maxDepth).dropLast()) + #","b":1}"#)
+    }
+
+    @Test("stored settings a merge cannot read are refused, never replaced by {}", arguments: StoreKind.allCases)
+    func unreadableStoredSettingsAreKept(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
+        defer { h.cleanup() }
+        let created = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "ida@example.com", password: strong))
+        let id = try #require(UserID(rawValue: created.user.id))
+        // Written before the replace path had the merge's rules (the store accepts it).
+        let deep = Self.nested(JSONTree.maxDepth + 1)
+        _ = try await h.store.update(id: id, expectedVersion: nil, now: t0) { $0.settingsJSON = deep }
+        let before = try await h.caller.call(IdentityAPI.getUser, UserIDRequest(userID: id.rawValue))
+        do {
+            _ = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id.rawValue, settingsPatchJSON: #"{"theme":"dark"}"#))
+            Issue.record("the patch was merged into {}")
+        } catch let error as RPCError {
+            #expect(error.code == .invalidArgument)
+            #expect(error.message.hasPrefix("settings:") && error.message.contains("stored settings"), "\(error.message)")
+        }
+        let after = try await h.caller.call(IdentityAPI.getUser, UserIDRequest(userID: id.rawValue))
+        #expect(after == before)
+        #expect(after.settingsJSON == deep)
+    }
+
+    @Test("claims full of \\b fit the store: the stored compact form is what is measured", arguments: StoreKind.allCases)
+    func claimsWithShortEscapesFitTheStore(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
+        defer { h.cleanup() }
+        let created = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "jon@example.com", password: strong))
+        let claims = #"{"k":""# + String(repeating: #"\b"#, count: 495) + #"x"}"#
+        #expect(claims.utf8.count == 999)
+        let user = try await h.caller.call(IdentityAPI.setCustomClaims, SetCustomClaimsRequest(userID: created.user.id, claimsJSON: claims))
+        #expect(user.version == created.user.version + 1)
+        #expect(try await h.caller.call(IdentityAPI.claimsForSession, ClaimsForSessionRequest(userID: created.user.id)).customClaimsJSON == claims)
+    }
 }
