@@ -296,7 +296,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Starts the built `gatehouse` binary as processes and drives it over HTTP.
-        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService"], swiftSettings: swiftSettings),
+        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
