@@ -49,53 +49,54 @@ func userArguments<C: ParsableCommand>(_ words: [String], _ command: C.Type) thr
     return (id, Array(words.dropFirst()))
 }
 
-struct DisableUser: AsyncParsableCommand {
+/// A `gatehouse users ACTION ID [FLAGS...]` command: `words` holds the id and the flags, and
+/// `act` makes the one call and says what it did.
+protocol UserCommand: AsyncParsableCommand {
+    var words: [String] { get }
+    /// Calls the identity service about the user `id`; the line printed on success.
+    func act(_ client: AdminClient, _ id: String) async throws -> String
+}
+
+extension UserCommand {
+    func run() async throws {
+        let (id, options) = try userArguments(words, Self.self)
+        try await withAdminClient(options, userID: id) { client in try await act(client, id) }
+    }
+}
+
+/// The help of the words of a `UserCommand`.
+let userWordsHelp = ArgumentHelp(
+    "ID [FLAGS...]: the user's id (the `id` of /v1/me, the `sub` of its tokens; it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+
+struct DisableUser: UserCommand {
     static let configuration = CommandConfiguration(
         commandName: "disable",
         abstract: "Disable a user: sign-in answers user_disabled, and every session is revoked (refresh and access tokens refused).")
-    @Argument(
-        parsing: .captureForPassthrough,
-        help: "ID [FLAGS...]: the user's id (the `id` of /v1/me, the `sub` of its tokens; it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
-    var words: [String] = []
-    func run() async throws {
-        let (id, options) = try userArguments(words, Self.self)
-        try await withAdminClient(options, userID: id) { client in
-            let user = try await client.setDisabled(userID: id, disabled: true)
-            return "user \(user.id) disabled; its sessions are revoked"
-        }
+    @Argument(parsing: .captureForPassthrough, help: userWordsHelp) var words: [String] = []
+    func act(_ client: AdminClient, _ id: String) async throws -> String {
+        let user = try await client.setDisabled(userID: id, disabled: true)
+        return "user \(user.id) disabled; its sessions are revoked"
     }
 }
 
-struct EnableUser: AsyncParsableCommand {
+struct EnableUser: UserCommand {
     static let configuration = CommandConfiguration(
         commandName: "enable", abstract: "Enable a disabled user again (it signs in anew; revoked sessions stay revoked).")
-    @Argument(
-        parsing: .captureForPassthrough,
-        help: "ID [FLAGS...]: the user's id (it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
-    var words: [String] = []
-    func run() async throws {
-        let (id, options) = try userArguments(words, Self.self)
-        try await withAdminClient(options, userID: id) { client in
-            let user = try await client.setDisabled(userID: id, disabled: false)
-            return "user \(user.id) enabled"
-        }
+    @Argument(parsing: .captureForPassthrough, help: userWordsHelp) var words: [String] = []
+    func act(_ client: AdminClient, _ id: String) async throws -> String {
+        let user = try await client.setDisabled(userID: id, disabled: false)
+        return "user \(user.id) enabled"
     }
 }
 
-struct DeleteUser: AsyncParsableCommand {
+struct DeleteUser: UserCommand {
     static let configuration = CommandConfiguration(
         commandName: "delete",
         abstract: "Delete a user: its row and linked identities are removed and every session is revoked (refresh and access tokens refused); the email can register again.")
-    @Argument(
-        parsing: .captureForPassthrough,
-        help: "ID [FLAGS...]: the user's id (it may start with '-'), then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
-    var words: [String] = []
-    func run() async throws {
-        let (id, options) = try userArguments(words, Self.self)
-        try await withAdminClient(options, userID: id) { client in
-            try await client.deleteUser(userID: id)
-            return "user \(id) deleted; its sessions are revoked"
-        }
+    @Argument(parsing: .captureForPassthrough, help: userWordsHelp) var words: [String] = []
+    func act(_ client: AdminClient, _ id: String) async throws -> String {
+        try await client.deleteUser(userID: id)
+        return "user \(id) deleted; its sessions are revoked"
     }
 }
 

@@ -107,22 +107,8 @@ struct EndToEndTests {
     func threeProcessesOverCurve() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
-        let keys = stack.dataDir.appendingPathComponent("keys")
-        let generate = try await runProcess(try gatehouseBinary(), ["keys", "generate", "--out", keys.path])
-        #expect(generate.status == 0, "\(generate.stderr)")
-        let key = { (name: String) in keys.appendingPathComponent(name).path }
-        try stack.start("identity", environment: [
-            "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": key("identity.allow"),
-            "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": key("token.pub"),
-        ])
-        try stack.start("token", environment: [
-            "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("token.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": key("token.allow"),
-            "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE": key("identity.pub"), "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE": key("key-encryption.key"),
-        ])
-        try stack.start("gateway", environment: [
-            "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("gateway.key"),
-            "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE": key("identity.pub"), "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": key("token.pub"),
-        ])
+        let keys = try await stack.curveKeyEnvironments()
+        for role in ["identity", "token", "gateway"] { try stack.start(role, environment: keys[role] ?? [:]) }
         try await stack.waitReady()
         // Sign-up crosses gateway → identity → token; sign-out everywhere needs the token → gateway event feed.
         try await exerciseAPI(stack)

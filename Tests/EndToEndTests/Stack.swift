@@ -57,6 +57,29 @@ final class Stack: @unchecked Sendable {
 
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
 
+    /// A CURVE key set from `gatehouse keys generate` in the stack's folder, as each role's
+    /// environment (`identity`, `token`, `gateway`).
+    func curveKeyEnvironments() async throws -> [String: [String: String]] {
+        let keys = dataDir.appendingPathComponent("keys")
+        let generate = try await runProcess(try gatehouseBinary(), ["keys", "generate", "--out", keys.path])
+        guard generate.status == 0 else { throw StackError("gatehouse keys generate failed: \(generate.stderr)") }
+        let key = { (name: String) in keys.appendingPathComponent(name).path }
+        return [
+            "identity": [
+                "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("identity.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": key("identity.allow"),
+                "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": key("token.pub"),
+            ],
+            "token": [
+                "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("token.key"), "GATEHOUSE_CURVE_ALLOWED_KEYS_FILE": key("token.allow"),
+                "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE": key("identity.pub"), "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE": key("key-encryption.key"),
+            ],
+            "gateway": [
+                "GATEHOUSE_CURVE_SECRET_KEY_FILE": key("gateway.key"),
+                "GATEHOUSE_IDENTITY_PUBLIC_KEY_FILE": key("identity.pub"), "GATEHOUSE_TOKEN_PUBLIC_KEY_FILE": key("token.pub"),
+            ],
+        ]
+    }
+
     /// Moves the clock of every process of the stack forward by `duration` (no sleeping).
     func advanceClock(by duration: Duration) { clock.advance(by: duration) }
 
