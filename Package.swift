@@ -49,6 +49,8 @@ let package = Package(
         // Small pure helpers shared by every layer: JSON writer, base64url, thread names, truncation,
         // W3C trace parents and the task's current trace.
         .target(name: "GatehouseSupport", swiftSettings: swiftSettings),
+        // Mail as Gatehouse sends it: the message, its MIME text, the transport interface.
+        .target(name: "Mail", swiftSettings: swiftSettings),
         // Typed handlers behind method names, and the caller abstraction (no sockets).
         .target(
             name: "RPCRouting",
@@ -153,7 +155,7 @@ let package = Package(
             name: "IdentityService",
             dependencies: [
                 "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "CArgon2", "CLegacyHashes",
-                "SQLiteSupport",
+                "SQLiteSupport", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -276,6 +278,7 @@ let package = Package(
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
         .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),
+        .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: swiftSettings),
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
