@@ -40,6 +40,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras.git", from: "1.35.2"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // The SMTP client's TLS (STARTTLS and implicit TLS).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
     ],
     targets: [
         // MARK: Foundation: codec, ZeroMQ, RPC
@@ -51,6 +53,18 @@ let package = Package(
         .target(name: "GatehouseSupport", swiftSettings: swiftSettings),
         // Mail as Gatehouse sends it: the message, its MIME text, the transport interface.
         .target(name: "Mail", swiftSettings: swiftSettings),
+        // A small SMTP client on SwiftNIO (+ NIOSSL): the `MailTransport` that hands mail to a relay.
+        .target(
+            name: "SMTPClient",
+            dependencies: [
+                "Mail",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Typed handlers behind method names, and the caller abstraction (no sockets).
         .target(
             name: "RPCRouting",
@@ -279,6 +293,12 @@ let package = Package(
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
         .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: swiftSettings),
+        // Delivers through SMTPTransport to a real SMTP server (aiosmtpd, Tests/Interop/smtp_server.py).
+        .testTarget(
+            name: "SMTPClientTests",
+            dependencies: ["SMTPClient", "Mail", "GatehouseTestSupport", .product(name: "Logging", package: "swift-log")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
