@@ -28,7 +28,7 @@ public struct SMTPConfiguration: Sendable, Equatable {
     public var password: String?
     /// The name this client gives in `EHLO`.
     public var heloName: String
-    /// How long connecting (and the implicit TLS handshake's first reply) may take.
+    /// How long opening the TCP connection may take (each reply after it, the greeting included, has `commandTimeout`).
     public var connectTimeout: Duration
     /// How long the relay may take to answer one command.
     public var commandTimeout: Duration

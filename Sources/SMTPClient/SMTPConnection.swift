@@ -107,7 +107,8 @@ final class SMTPReplyHandler: ChannelInboundHandler, @unchecked Sendable {
 
     /// Ends the conversation with `error`: the reply being awaited, and every later one, fails with it.
     func fail(_ error: any Error) {
-        eventLoop.execute {
+        // At once when on the event loop (the timer), so it is the failure even if closing follows.
+        eventLoop.execute(now: true) {
             if self.failure == nil { self.failure = error }
             self.handOver()
         }
@@ -164,5 +165,12 @@ final class SMTPReplyHandler: ChannelInboundHandler, @unchecked Sendable {
             self.waiter = nil
             waiter.fail(failure)
         }
+    }
+}
+
+extension EventLoop {
+    /// Runs `body` at once when called on this loop (`now`), else as a task on it.
+    fileprivate func execute(now: Bool, _ body: @escaping @Sendable () -> Void) {
+        if now, inEventLoop { body() } else { execute(body) }
     }
 }

@@ -96,7 +96,8 @@ class Handler:
             "mail_from": envelope.mail_from,
             "rcpt_tos": envelope.rcpt_tos,
             "data": envelope.content.decode("utf-8", errors="replace"),
-            "tls": session.ssl is not None,
+            # session.ssl is set by STARTTLS only; the transport knows about implicit TLS.
+            "tls": session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None,
             "auth_mechanism": getattr(session, "gatehouse_mechanism", None),
         }
         path = os.path.join(self.folder, "messages", "%d.json" % self.count)
@@ -126,7 +127,9 @@ def serve(args):
         kwargs.update(tls_context=context, require_starttls=True)
     if args.auth:
         user, password = args.auth.split(":", 1)
-        kwargs.update(authenticator=authenticator_for(user, password), auth_required=True, auth_require_tls=True)
+        # aiosmtpd counts only STARTTLS as TLS for auth_require_tls: under implicit TLS it would never offer AUTH.
+        kwargs.update(authenticator=authenticator_for(user, password), auth_required=True,
+                      auth_require_tls=args.tls != "implicit")
         if args.mechanisms:
             offered = set(args.mechanisms.upper().split(","))
             kwargs["auth_exclude_mechanism"] = [m for m in ("PLAIN", "LOGIN") if m not in offered]

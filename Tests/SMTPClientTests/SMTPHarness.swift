@@ -1,0 +1,101 @@
+import Foundation
+import GatehouseTestSupport
+
+/// A real SMTP server (aiosmtpd, `Tests/Interop/smtp_server.py`) on a free loopback port with a
+/// temporary folder of its own, and the messages it accepted. Needs python3 with aiosmtpd and
+/// cryptography (`scripts/setup`).
+final class SMTPHarness {
+    /// One message the server accepted: the envelope and the data as received (dots unstuffed).
+    struct Received: Decodable, Sendable {
+        let mail_from: String
+        let rcpt_tos: [String]
+        let data: String
+        let tls: Bool
+        let auth_mechanism: String?
+
+        /// The `Message-ID` header's value.
+        var messageID: String? {
+            header("Message-ID")
+        }
+
+        /// The value of the header `name` (unfolded lines are enough for these tests).
+        func header(_ name: String) -> String? {
+            let head = data.components(separatedBy: "\r\n\r\n").first ?? ""
+            return head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ": ") }
+                .map { String($0.dropFirst(name.count + 2)) }
+        }
+
+        /// The single-part body, base64-decoded.
+        var decodedText: String? {
+            guard let range = data.range(of: "\r\n\r\n") else { return nil }
+            let base64 = data[range.upperBound...].components(separatedBy: "\r\n").joined()
+            return Data(base64Encoded: base64).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    static let script = BuiltProducts.packageRoot.appendingPathComponent("Tests/Interop/smtp_server.py").path
+
+    let folder: TemporaryDirectory
+    let port: Int
+    let process: Process
+
+    /// The test CA's certificate (PEM), when the server speaks TLS.
+    var caFile: String { folder.path("certs/ca.pem") }
+
+    private init(folder: TemporaryDirectory, port: Int, process: Process) {
+        self.folder = folder
+        self.port = port
+        self.process = process
+    }
+
+    /// Starts a server (`tls`: none, starttls or implicit) and waits until it listens. `certificateNames`
+    /// are the names the server's certificate is for; `auth` is `user:password`.
+    static func start(
+        tls: String = "none", certificateNames: [String] = ["localhost", "127.0.0.1"], auth: String? = nil, mechanisms: String? = nil,
+        slow: Double? = nil
+    ) async throws -> SMTPHarness {
+        let folder = try TemporaryDirectory(prefix: "gh-smtp")
+        var arguments = [script, "serve", "--dir", folder.path, "--tls", tls, "--lifetime", "120"]
+        if tls != "none" {
+            let made = try await runProcess(
+                URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, "certs", folder.path("certs")] + certificateNames)
+            guard made.status == 0 else { throw ProcessFailure("making the test certificates failed: \(made.stderr)") }
+            arguments += ["--certs", folder.path("certs")]
+        }
+        if let auth { arguments += ["--auth", auth] }
+        if let mechanisms { arguments += ["--mechanisms", mechanisms] }
+        if let slow { arguments += ["--slow", String(slow)] }
+        let port = freeLoopbackPort()
+        arguments += ["--port", String(port)]
+        let log = folder.file("server.log")
+        let process = try launchProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, log: log)
+        let harness = SMTPHarness(folder: folder, port: port, process: process)
+        do {
+            try await waitUntil("the SMTP server to listen on \(port)") {
+                guard process.isRunning else {
+                    throw ProcessFailure("the SMTP server exited: \((try? String(contentsOf: log, encoding: .utf8)) ?? "")")
+                }
+                return FileManager.default.fileExists(atPath: folder.path("ready"))
+            }
+        } catch {
+            harness.stop()
+            throw error
+        }
+        return harness
+    }
+
+    /// Every message accepted so far, in the order received.
+    func messages() throws -> [Received] {
+        let dir = folder.file("messages")
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return try names.filter { $0.hasSuffix(".json") }
+            .sorted { Int($0.dropLast(5)) ?? 0 < Int($1.dropLast(5)) ?? 0 }
+            .map { try JSONDecoder().decode(Received.self, from: Data(contentsOf: dir.appendingPathComponent($0))) }
+    }
+
+    /// Kills the server and removes its folder (synchronous, for a `defer`).
+    func stop() {
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        folder.remove()
+    }
+}
