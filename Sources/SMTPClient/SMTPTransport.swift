@@ -137,8 +137,10 @@ private final class Conversation {
         try await connection.command(nil, expect: 220...220)
         stage = "EHLO"
         var hello = try await connection.command("EHLO \(configuration.heloName)")
-        if configuration.tls == .startTLS, let tls {
+        if configuration.tls == .startTLS {
             stage = "STARTTLS"
+            // Never a silent downgrade to plain text.
+            guard let tls else { throw MailDeliveryError.transient("STARTTLS is configured but no TLS context was made") }
             guard hello.extensions.contains("STARTTLS") else {
                 throw MailDeliveryError.transient("\(configuration.host):\(configuration.port) does not offer STARTTLS (required by the configuration)")
             }

@@ -1,6 +1,8 @@
 import Foundation
 import GatehouseTestSupport
+import Logging
 import Mail
+import Synchronization
 import Testing
 
 @testable import SMTPClient
@@ -235,5 +237,50 @@ struct SMTPReplyTests {
         #expect(String(decoding: SMTPData.stuffed(".a\r\nb\n.\rc"), as: UTF8.self) == "..a\r\nb\r\n..\r\nc\r\n.\r\n")
         #expect(String(decoding: SMTPData.stuffed("x\r\n"), as: UTF8.self) == "x\r\n.\r\n")
         #expect(String(decoding: SMTPData.stuffed(""), as: UTF8.self) == ".\r\n")
+    }
+}
+
+/// Keeps every log line (message and metadata) at every level.
+final class RecordedLog: LogHandler, @unchecked Sendable {
+    private let lines = Mutex<[String]>([])
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let line = "\(event.level) \(event.message) \(event.metadata ?? [:])"
+        lines.withLock { $0.append(line) }
+    }
+
+    var all: [String] { lines.withLock { $0 } }
+}
+
+@Suite("SMTP transport logs", .timeLimit(.minutes(1)))
+struct SMTPTransportLogTests {
+    @Test("at trace level, neither the password (plain or base64) nor the mail's content is logged, delivered or refused")
+    func noSecretsInLogs() async throws {
+        let harness = try await SMTPHarness.start(tls: "starttls", auth: "mailer:\(SMTPTransportTests.password)")
+        defer { harness.stop() }
+        let log = RecordedLog()
+        for password in [SMTPTransportTests.password, "wrong-\(SMTPTransportTests.password)"] {
+            let transport = SMTPTransport(
+                configuration: SMTPConfiguration(
+                    host: "localhost", port: harness.port, tls: .startTLS, caFile: harness.caFile, username: "mailer", password: password),
+                logger: Logger(label: "test") { _ in log })
+            _ = try? await transport.deliver(SMTPTransportTests.mail())
+        }
+        #expect(try harness.messages().count == 1)
+        #expect(!log.all.isEmpty)
+        let secrets = [
+            SMTPTransportTests.password, Data(SMTPTransportTests.password.utf8).base64EncodedString(),
+            Data(([0] + Array("mailer".utf8) + [0] + Array(SMTPTransportTests.password.utf8))).base64EncodedString(), "123456",
+        ]
+        for line in log.all {
+            #expect(!secrets.contains { line.contains($0) }, "\(line)")
+        }
     }
 }
