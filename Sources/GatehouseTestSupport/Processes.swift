@@ -54,6 +54,17 @@ public struct ProcessResult: Sendable {
     }
 }
 
+/// One process started at a time: Foundation's `Process.run()` on Linux has crashed (SIGSEGV in a
+/// memcpy of its launch) when parallel tests started processes at the same moment.
+private let launchLock = NSLock()
+
+/// Starts `process` under the launch lock (every test that starts a process goes through here).
+public func start(_ process: Process) throws {
+    launchLock.lock()
+    defer { launchLock.unlock() }
+    try process.run()
+}
+
 /// Runs `executable` (in `directory`, if given) to completion without holding a thread of the cooperative pool while it
 /// runs (parallel suites share two of them). Output goes through temporary files, so a chatty
 /// child cannot fill a pipe and block.
@@ -75,7 +86,7 @@ public func runProcess(
     process.standardError = errHandle
     let input = Pipe()
     process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-    try process.run()
+    try start(process)
     if let stdin {
         input.fileHandleForWriting.write(stdin)
         try input.fileHandleForWriting.close()
@@ -108,7 +119,7 @@ public func launchProcess(
         process.standardError = FileHandle.nullDevice
     }
     process.standardInput = FileHandle.nullDevice
-    try process.run()
+    try start(process)
     return process
 }
 
@@ -122,7 +133,7 @@ public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], coun
     process.arguments = arguments
     let output = Pipe()
     process.standardOutput = output
-    try process.run()
+    try start(process)
     // The reads block: they run on a dispatch thread, not on the cooperative pool.
     let lines: [String] = await withCheckedContinuation { continuation in
         DispatchQueue.global().async {

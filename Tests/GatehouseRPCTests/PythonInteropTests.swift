@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseRPC
 import Testing
+import GatehouseTestSupport
 import RPCRouting
 
 /// The repository root, found from this file's path.
@@ -15,7 +16,7 @@ func run(_ arguments: [String]) throws -> (status: Int32, output: String, error:
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
-    try process.run()
+    try start(process)
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
