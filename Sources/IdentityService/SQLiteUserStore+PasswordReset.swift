@@ -104,3 +104,13 @@ extension SQLiteUserStore {
         }
     }
 }
+
+extension SQLiteUserStore {
+    /// The password reset mails in the outbox, oldest first (for tests).
+    public func passwordResetMails() async throws -> [MailMessage] {
+        let rows = try await read { db in
+            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [PasswordResetMail.kind])
+        }
+        return try rows.map { try JSONDecoder().decode(MailMessage.self, from: Data($0.utf8)) }
+    }
+}
