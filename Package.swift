@@ -303,7 +303,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Starts the built `gatehouse` binary as processes and drives it over HTTP.
-        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts",
+                // Reads the identity database's outbox read-only (password reset, until mail delivery lands).
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
