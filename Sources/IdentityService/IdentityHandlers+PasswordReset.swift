@@ -4,11 +4,18 @@ import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
 import RPCRouting
+import Synchronization
 
 /// Password reset (issue 19 §2, scenario A30). The request answers at once, the same whether or
 /// not the address has an account, and the work (look-up, code, mail) happens after the answer.
 /// A code is 32 random bytes (base64url); only its SHA-256 is stored; it is never logged.
 extension IdentityHandlers {
+    /// Reset requests whose work (after the answer) is still running, in this process.
+    static let pendingResets = Mutex<Int>(0)
+    /// Past this many pending, a request is answered the same but its work is dropped (logged at
+    /// warning): a flood from many addresses cannot pile up unbounded work.
+    static let maxPendingResets = 1024
+
     /// Registers `identity.requestPasswordReset` and `identity.confirmPasswordReset`.
     func registerPasswordResetMethods(_ router: inout RPCRouter) {
         router.register(IdentityAPI.requestPasswordReset) { request, _ in try requestPasswordReset(request) }
@@ -27,7 +34,19 @@ extension IdentityHandlers {
             throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes")
         }
         let locale = PasswordResetMail.locale(request.locale)
-        Task.detached(priority: .utility) { _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale) }
+        let admitted = Self.pendingResets.withLock { pending in
+            guard pending < Self.maxPendingResets else { return false }
+            pending += 1
+            return true
+        }
+        guard admitted else {
+            logger.warning("password reset dropped: \(Self.maxPendingResets) requests are still being prepared")
+            return Empty()
+        }
+        Task.detached(priority: .utility) {
+            _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale)
+            Self.pendingResets.withLock { $0 -= 1 }
+        }
         return Empty()
     }
 
