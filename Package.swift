@@ -42,6 +42,8 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
         // The SMTP client's TLS (STARTTLS and implicit TLS).
         .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        // Mail templates (password reset, issue 19).
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         // MARK: Foundation: codec, ZeroMQ, RPC
@@ -172,6 +174,8 @@ let package = Package(
                 "SQLiteSupport", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Mustache", package: "swift-mustache"),
+                .product(name: "Crypto", package: "swift-crypto"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -319,7 +323,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Starts the built `gatehouse` binary as processes and drives it over HTTP.
-        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: [
+                "gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts",
+                // Reads the identity database's outbox read-only (password reset, until mail delivery lands).
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [

@@ -168,7 +168,7 @@ public enum ConfigTable {
         testClockFile,
         defaultSettings,
         migrationResumeTTL,
-    ]
+    ] + passwordResetKeys
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
     static let removed: [String: String] = [

@@ -77,6 +77,7 @@ public struct GatewayRoleSettings: Sendable {
             (.signIn, ConfigTable.rateLimitSignIn), (.signUp, ConfigTable.rateLimitSignUp),
             (.anonymousSignUp, ConfigTable.rateLimitAnonymousSignUp),
             (.passwordStrength, ConfigTable.rateLimitPasswordStrength), (.refresh, ConfigTable.rateLimitRefresh),
+            (.passwordReset, ConfigTable.rateLimitPasswordReset),
         ]
         for (kind, key) in keys {
             do {

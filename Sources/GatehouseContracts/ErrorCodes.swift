@@ -59,6 +59,9 @@ extension ErrorCode {
     public static let providerAlreadyLinked: ErrorCode = "provider_already_linked"
     /// The migration resume handle is unknown, expired, already used, or not this session's.
     public static let invalidResumeHandle: ErrorCode = "invalid_resume_handle"
+    /// The password reset code is unknown, expired or already used (a newer request also voids
+    /// older codes): ask for a new mail.
+    public static let invalidResetCode: ErrorCode = "invalid_reset_code"
 
     // Token service (proto/token.proto).
     /// The refresh token is unknown, malformed or of an ended session.
@@ -80,7 +83,7 @@ extension ErrorCode {
         .malformedRequest, .invalidArgument, .rateLimited, .permissionDenied,
         .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
         .tooManyAttempts, .migrationRequired, .requiresRecentLogin, .userMismatch, .credentialAlreadyInUse,
-        .providerAlreadyLinked, .invalidResumeHandle,
+        .providerAlreadyLinked, .invalidResumeHandle, .invalidResetCode,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
     ]
 }

@@ -44,7 +44,7 @@ extension ErrorCode {
 /// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
 /// | `unauthenticated`, `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"` |
 /// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
-/// | `invalid_resume_handle` | 400 |
+/// | `invalid_resume_handle`, `invalid_reset_code` | 400 |
 /// | `user_disabled`, `origin_not_allowed`, `requires_recent_login`, `user_mismatch` | 403 |
 /// | `user_not_found`, `not_found` | 404 |
 /// | `method_not_allowed` | 405, `Allow` |
@@ -146,6 +146,7 @@ public enum ErrorTable {
         .credentialAlreadyInUse: Entry(.conflict),
         .providerAlreadyLinked: Entry(.conflict),
         .invalidResumeHandle: Entry(.badRequest),
+        .invalidResetCode: Entry(.badRequest, detail: "The reset code is unknown, expired or already used: ask for a new password reset mail."),
         .payloadTooLarge: Entry(.contentTooLarge),
         .unsupportedMediaType: Entry(.unsupportedMediaType),
         .rateLimited: Entry(.tooManyRequests, .retryAfter),

@@ -98,6 +98,8 @@ struct GatewayRoutes: Sendable {
             (.put, "/v1/me/email", changeEmail),
             (.post, "/v1/me/upgrade", upgradeAnonymous),
             (.post, "/v1/password-strength", passwordStrength),
+            (.post, "/v1/password-reset", requestPasswordReset),
+            (.post, "/v1/password-reset/confirm", confirmPasswordReset),
             (.get, "/.well-known/jwks.json", jwksDocument),
             (.get, "/.well-known/openid-configuration", openIDConfiguration),
             (.get, "/healthz", healthz),

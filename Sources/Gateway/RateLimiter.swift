@@ -14,8 +14,11 @@ public enum RateLimitClass: Int, CaseIterable, Sendable {
     case refresh
     /// Anonymous sign-up (no route yet; ready for it).
     case anonymousSignUp
+    /// `POST /v1/password-reset`.
+    case passwordReset
 
-    /// The metric label: `sign_up`, `sign_in`, `password_strength`, `refresh`, `anonymous_sign_up`.
+    /// The metric label: `sign_up`, `sign_in`, `password_strength`, `refresh`, `anonymous_sign_up`,
+    /// `password_reset`.
     public var label: String {
         switch self {
         case .signUp: "sign_up"
@@ -23,6 +26,7 @@ public enum RateLimitClass: Int, CaseIterable, Sendable {
         case .passwordStrength: "password_strength"
         case .refresh: "refresh"
         case .anonymousSignUp: "anonymous_sign_up"
+        case .passwordReset: "password_reset"
         }
     }
 }
@@ -87,7 +91,8 @@ public struct RateLimits: Sendable, Equatable {
     public var maxClients: Int
 
     /// The defaults: sign-in 60/min burst 20, sign-up 20/min burst 10, password strength
-    /// 120/min burst 30, refresh 600/min burst 120, anonymous sign-up 20/min burst 10; 100 000 buckets.
+    /// 120/min burst 30, refresh 600/min burst 120, anonymous sign-up 20/min burst 10, password
+    /// reset 10/h burst 5; 100 000 buckets.
     public static let defaults = RateLimits(
         limits: [
             .signIn: RateLimit(perSecond: 1, burst: 20),
@@ -95,6 +100,7 @@ public struct RateLimits: Sendable, Equatable {
             .passwordStrength: RateLimit(perSecond: 2, burst: 30),
             .refresh: RateLimit(perSecond: 10, burst: 120),
             .anonymousSignUp: RateLimit(perSecond: 20.0 / 60, burst: 10),
+            .passwordReset: RateLimit(perSecond: 10.0 / 3600, burst: 5),
         ],
         maxClients: 100_000)
 

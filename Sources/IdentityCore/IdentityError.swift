@@ -30,6 +30,8 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     case providerAlreadyLinked
     /// The resume handle is unknown, expired, used, or bound to another session.
     case invalidResumeHandle
+    /// The password reset code is unknown, expired or already used.
+    case invalidResetCode
     /// The database is busy or unreachable.
     case unavailable(cause: String)
     /// The database failed in a way the caller cannot fix (the cause is only logged).
@@ -56,6 +58,7 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .credentialAlreadyInUse: return "credential already in use"
         case .providerAlreadyLinked: return "provider already linked"
         case .invalidResumeHandle: return "invalid resume handle"
+        case .invalidResetCode: return "invalid reset code"
         }
     }
 }

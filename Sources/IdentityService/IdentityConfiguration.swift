@@ -33,6 +33,8 @@ public struct IdentityConfiguration: Sendable {
     public var anonymousRetention: TimeInterval = 30 * 86_400
     /// How long a `migration_required` resume handle works, in seconds (300 by default).
     public var migrationResumeTTL: TimeInterval = ResumeHandles.defaultTTL
+    /// Password reset: code lifetime, per-address mail limits, sender, app name and link base.
+    public var passwordReset = PasswordResetSettings()
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

@@ -56,6 +56,9 @@ extension IdentityError: RPCErrorConvertible {
         case .invalidResumeHandle:
             return RPCError(
                 .invalidResumeHandle, "the resume handle is unknown, expired or already used: sign in again")
+        case .invalidResetCode:
+            return RPCError(
+                .invalidResetCode, "the reset code is unknown, expired or already used: ask for a new password reset mail")
         case .unavailable:
             return RPCError(.unavailable, "the user database is busy; retry later")
         case .storage:

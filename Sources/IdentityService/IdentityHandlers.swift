@@ -40,6 +40,8 @@ public struct IdentityHandlers: Sendable {
     public var recentLoginWindow: TimeInterval = 300
     /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
     public var resumeHandles = ResumeHandles()
+    /// Password reset: code lifetime, per-address mail limits, the mail's sender, app name, link.
+    public var passwordReset = PasswordResetSettings()
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -77,6 +79,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
         router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
         registerAccountMethods(&router)
+        registerPasswordResetMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

@@ -36,6 +36,7 @@ public struct IdentityService: Sendable {
             throttle: PasswordAttemptThrottle(settings: configuration.attemptThrottle, clock: clock))
         handlers.defaultSettingsJSON = configuration.defaultSettingsJSON
         handlers.recentLoginWindow = configuration.recentLoginWindow
+        handlers.passwordReset = configuration.passwordReset
         let sweep = AnonymousSweep(
             store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)

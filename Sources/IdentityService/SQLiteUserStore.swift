@@ -106,7 +106,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 ALTER TABLE users ADD COLUMN providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024);
                 """)
         }
-        for register in [registerAnonymousSweepMigration, registerOutboxMigration] { register(&migrator) }
+        for register in [registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration] { register(&migrator) }
         return migrator
     }
 

@@ -43,7 +43,7 @@ final class Stack: @unchecked Sendable {
         env["GATEHOUSE_ALLOW_PLAINTEXT"] = "true"
         // Every test talks from 127.0.0.1: the per-address limits stay on but out of reach
         // (tests of the limits set their own).
-        for key in ["SIGN_IN", "SIGN_UP", "ANONYMOUS_SIGN_UP", "PASSWORD_STRENGTH", "REFRESH"] { env["GATEHOUSE_RATE_LIMIT_\(key)"] = "100000/s" }
+        for key in ["SIGN_IN", "SIGN_UP", "ANONYMOUS_SIGN_UP", "PASSWORD_STRENGTH", "REFRESH", "PASSWORD_RESET"] { env["GATEHOUSE_RATE_LIMIT_\(key)"] = "100000/s" }
         let identity = freeLoopbackPort(), identityEvents = freeLoopbackPort(), token = freeLoopbackPort(), tokenEvents = freeLoopbackPort()
         env["GATEHOUSE_IDENTITY_BIND"] = "tcp://127.0.0.1:\(identity)"
         env["GATEHOUSE_IDENTITY_URL"] = "tcp://127.0.0.1:\(identity)"

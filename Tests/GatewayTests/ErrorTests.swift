@@ -41,6 +41,7 @@ import GatehouseContracts
         ("credential_already_in_use", .conflict, "credential_already_in_use"),
         ("provider_already_linked", .conflict, "provider_already_linked"),
         ("invalid_resume_handle", .badRequest, "invalid_resume_handle"),
+        ("invalid_reset_code", .badRequest, "invalid_reset_code"),
         ("rate_limited", .tooManyRequests, "rate_limited"),
         ("overloaded", .serviceUnavailable, "overloaded"),
         ("unavailable", .serviceUnavailable, "service_unavailable"),

@@ -34,12 +34,14 @@ struct Harness {
         reusing: Harness? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         logs: LogRecorder? = nil,
+        sqliteUsers: Bool = false,
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
         let clock = reusing?.clock ?? ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
         let services: InProcessServices
         if let reusing { services = reusing.services } else {
-            services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
+            services = try await InProcessServices(
+                clock: clock, issuer: "https://auth.test", audience: "gatehouse-test", sqliteUsers: sqliteUsers)
             await services.signer.addSigningKey(kid: "test-key-1", publish: true)
         }
         let metrics = GatewayMetrics()

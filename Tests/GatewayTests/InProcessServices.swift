@@ -33,7 +33,9 @@ final class InProcessServices: Sendable {
     private let traces = Mutex<[String: TraceParent]>([:])
     private let feeds: Feeds
 
-    init(clock: ManualClock, issuer: String, audience: String) async throws {
+    /// With `sqliteUsers`, the identity handlers run on a real `SQLiteUserStore` in the folder
+    /// (`identity.sqlite`: the outbox and password reset need it) instead of the in-memory store.
+    init(clock: ManualClock, issuer: String, audience: String, sqliteUsers: Bool = false) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         signer = await TestSigner(issuer: issuer, audience: audience, now: { clock.now })
@@ -57,8 +59,16 @@ final class InProcessServices: Sendable {
             },
             clock: clock.wallClock)
         let pool = HashPool(workers: 2, queueLimit: 64)
+        let users: any UserStore
+        if sqliteUsers {
+            let store = try await SQLiteUserStore.open(path: directory.appendingPathComponent("identity.sqlite").path)
+            try await store.migrate()
+            users = store
+        } else {
+            users = InMemoryUserStore()
+        }
         identityHandlers = IdentityHandlers(
-            store: InMemoryUserStore(), hasher: PasswordHasher(parameters: .testing, pool: pool), policy: PasswordPolicy(),
+            store: users, hasher: PasswordHasher(parameters: .testing, pool: pool), policy: PasswordPolicy(),
             tokens: LocalCaller(router: token.router()), clock: clock.wallClock)
         identityBox.caller.withLock { $0 = LocalCaller(router: identityHandlers.router()) }
     }

@@ -307,3 +307,19 @@ extension LastActivityResponse {
     static let contractFixture = LastActivityResponse(
         entries: [.contractFixture, UserActivity(userID: "user-activity-36", lastUsedAt: instant(36))])
 }
+
+extension PasswordResetRequest {
+    /// Every field set, in Japanese.
+    static let contractFixture = PasswordResetRequest(email: "reset@example.com", locale: "ja", client: .contractFixture)
+}
+
+extension ConfirmPasswordResetRequest {
+    /// Every field set.
+    static let contractFixture = ConfirmPasswordResetRequest(
+        code: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", password: "a new long passphrase", client: .contractFixture)
+}
+
+extension ConfirmPasswordResetResponse {
+    /// Every field set.
+    static let contractFixture = ConfirmPasswordResetResponse(revokedSessionIDs: ["sess-6", "sess-7"])
+}

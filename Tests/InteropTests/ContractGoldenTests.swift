@@ -71,6 +71,9 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.identity.v1.CredentialChangeResponse", CredentialChangeResponse.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.DeleteAccountRequest", DeleteAccountRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.DeleteAccountResponse", DeleteAccountResponse.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.PasswordResetRequest", PasswordResetRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.ConfirmPasswordResetRequest", ConfirmPasswordResetRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.ConfirmPasswordResetResponse", ConfirmPasswordResetResponse.self, .contractFixture),
     // token.proto
     ContractCase("gatehouse.token.v1.RefreshRequest", RefreshRequest.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevokeSessionRequest", RevokeSessionRequest.self, .contractFixture),

@@ -1,0 +1,74 @@
+import Foundation
+import GatehouseContracts
+import HTTPTypes
+import Hummingbird
+
+/// Password reset (issue 19 §2, scenario A30): `POST /v1/password-reset` answers 202 whether or
+/// not the address has an account (the identity service does the work after answering), and
+/// `POST /v1/password-reset/confirm` sets the new password with the mailed code, every session of
+/// the user refused here before the 204.
+extension GatewayRoutes {
+    /// `{code, password}`.
+    struct ConfirmResetBody: FlatJSONDecodable {
+        var code: String
+        var password: String
+
+        init?(flat members: [String: String?]) {
+            guard let code = members["code"] ?? nil, let password = members["password"] ?? nil else { return nil }
+            (self.code, self.password) = (code, password)
+        }
+    }
+
+    /// `POST /v1/password-reset` `{email}`: 202, nothing else to tell. The mail's language comes
+    /// from `Accept-Language` (`ja` or `en`). Limited per client address (`passwordReset`).
+    @Sendable func requestPasswordReset(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let client = identifyClient(request, context)
+        try admit(.passwordReset, client.address)
+        var request = request
+        let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
+        try Self.validateEmail(body.email)
+        let locale = Self.mailLocale(request.headers[.acceptLanguage])
+        _ = try await call(services.identity, IdentityAPI.requestPasswordReset, PasswordResetRequest(email: body.email, locale: locale, client: client.info))
+        var headers = HTTPFields()
+        headers[.cacheControl] = "no-store"
+        return Response(status: .accepted, headers: headers)
+    }
+
+    /// `POST /v1/password-reset/confirm` `{code, password}`: 204; every session of the user is
+    /// revoked. Limited per client address like sign-in (a code is a credential).
+    @Sendable func confirmPasswordReset(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let client = identifyClient(request, context)
+        try admit(.signIn, client.address)
+        var request = request
+        let (body, _) = try await request.decodeJSON(ConfirmResetBody.self, limit: configuration.maxBodySize)
+        guard !body.code.isEmpty, body.code.utf8.count <= 128 else {
+            throw GatewayError(.invalidResetCode, detail: "The reset code is unknown, expired or already used: ask for a new password reset mail.")
+        }
+        try Self.validatePassword(body.password)
+        return try await withPasswordPlace {
+            let confirm = ConfirmPasswordResetRequest(code: body.code, password: body.password, client: client.info)
+            let reply = try await call(services.identity, IdentityAPI.confirmPasswordReset, confirm)
+            revocations.insert(reply.revokedSessionIDs, now: clock.now)
+            return Response(status: .noContent)
+        }
+    }
+
+    /// `ja` when `Accept-Language` prefers Japanese to English (by q-value, then order), else `en`.
+    static func mailLocale(_ header: String?) -> String {
+        guard let header else { return "en" }
+        var best: (locale: String, q: Double)?
+        for item in header.split(separator: ",").prefix(32) {
+            let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let tag = parts.first?.lowercased() else { continue }
+            let primary = String(tag.split(separator: "-").first ?? "")
+            guard primary == "ja" || primary == "en" else { continue }
+            var q = 1.0
+            for parameter in parts.dropFirst() where parameter.lowercased().hasPrefix("q=") {
+                q = Double(parameter.dropFirst(2)) ?? 0
+            }
+            guard q > 0 else { continue }
+            if best == nil || q > best!.q { best = (primary, q) }
+        }
+        return best?.locale ?? "en"
+    }
+}

@@ -1,0 +1,131 @@
+import Crypto
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import IdentityCore
+import RPCRouting
+import Synchronization
+
+/// Password reset (issue 19 §2, scenario A30). The request answers at once, the same whether or
+/// not the address has an account, and the work (look-up, code, mail) happens after the answer.
+/// A code is 32 random bytes (base64url); only its SHA-256 is stored; it is never logged.
+extension IdentityHandlers {
+    /// Reset requests whose work (after the answer) is still running, in this process.
+    static let pendingResets = Mutex<Int>(0)
+    /// Past this many pending, a request is answered the same but its work is dropped (logged at
+    /// warning): a flood from many addresses cannot pile up unbounded work.
+    static let maxPendingResets = 1024
+
+    /// Registers `identity.requestPasswordReset` and `identity.confirmPasswordReset`.
+    func registerPasswordResetMethods(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.requestPasswordReset) { request, _ in try requestPasswordReset(request) }
+        router.register(IdentityAPI.confirmPasswordReset) { request, context in
+            try await confirmPasswordReset(request, deadline: context.deadline)
+        }
+    }
+
+    /// Checks the email's form (`invalidEmail`) and the client, then answers; the mail is
+    /// prepared off the request path (`sendPasswordReset`), so neither the answer nor its timing
+    /// says whether the address has an account.
+    public func requestPasswordReset(_ request: PasswordResetRequest) throws -> Empty {
+        let email = try EmailAddress(request.email)
+        try Self.checkClient(request.client)
+        guard request.locale.utf8.count <= 64 else {
+            throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes")
+        }
+        let locale = PasswordResetMail.locale(request.locale)
+        let admitted = Self.pendingResets.withLock { pending in
+            guard pending < Self.maxPendingResets else { return false }
+            pending += 1
+            return true
+        }
+        guard admitted else {
+            logger.warning("password reset dropped: \(Self.maxPendingResets) requests are still being prepared")
+            return Empty()
+        }
+        Task.detached(priority: .utility) {
+            _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale)
+            Self.pendingResets.withLock { $0 -= 1 }
+        }
+        return Empty()
+    }
+
+    /// The work behind a reset request: for an enabled account with this normalized email, a new
+    /// code, its mail in `locale`, the older codes voided, all in one transaction (unless the
+    /// address is past its mail limits). nil when it failed (logged, without the code).
+    @discardableResult
+    public func sendPasswordReset(normalizedEmail: String, locale: String) async -> SQLiteUserStore.PasswordResetOutcome? {
+        guard let store = store as? SQLiteUserStore else {
+            logger.error("password reset needs the SQLite user store; no mail sent")
+            return nil
+        }
+        do {
+            guard let user = try await store.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
+                let recipient = user.email
+            else { return .noAccount }
+            let code = Self.newResetCode()
+            let now = clock.now
+            let mail = PasswordResetMail.builtIn.message(to: recipient, code: code, locale: locale, settings: passwordReset, date: now)
+            let outcome = try await store.storePasswordReset(
+                userID: user.id, email: normalizedEmail, codeHash: Self.resetCodeHash(code), expiresAt: now.addingTimeInterval(passwordReset.ttl),
+                mail: mail, now: now, perMinute: passwordReset.perMinute, perHour: passwordReset.perHour)
+            switch outcome {
+            case .queued: logger.info("password reset mail queued", metadata: ["user": "\(user.id.rawValue)", "messageId": "\(mail.messageID)"])
+            case .limited: logger.notice("password reset not sent: the address had one too recently", metadata: ["user": "\(user.id.rawValue)"])
+            case .noAccount: break
+            }
+            return outcome
+        } catch {
+            logger.warning("password reset request failed: \(error)")
+            return nil
+        }
+    }
+
+    /// Sets a new password with a reset code: `invalidResetCode` for an unknown, expired or used
+    /// code (or one voided by a newer request); the policy applies (`weakPassword`, the code stays
+    /// usable). Every session of the user is revoked (reason `password_reset`, committed in the
+    /// token service) before the new hash is written and again after it, as for a password change.
+    public func confirmPasswordReset(
+        _ request: ConfirmPasswordResetRequest, deadline: ContinuousClock.Instant? = nil
+    ) async throws -> ConfirmPasswordResetResponse {
+        try Self.checkClient(request.client)
+        guard let store = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "password reset needs the SQLite user store") }
+        guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code),
+            let found = try await store.passwordResetUser(codeHash: codeHash, now: clock.now),
+            let user = try await store.user(id: found.0)
+        else { throw IdentityError.invalidResetCode }
+        let (userID, email) = found
+        guard !user.disabled else { throw IdentityError.userDisabled }
+        let password = try policy.validate(request.password, email: email)
+        let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
+        let first = try await revokeSessionIDs(of: userID, reason: "password_reset", except: nil)
+        let at = clock.now
+        try await store.usePasswordReset(codeHash: codeHash, userID: userID, passwordHash: hash, now: at)
+        let second = try await revokeSessionIDs(of: userID, reason: "password_reset", except: nil)
+        await publish(IdentityAPI.Topic.userUpdated, UserEvent(userID: userID.rawValue, version: user.version + 1, occurredAt: at))
+        logger.info("password reset confirmed", metadata: ["user": "\(userID.rawValue)"])
+        var revoked = first
+        for id in second where !revoked.contains(id) { revoked.append(id) }
+        return ConfirmPasswordResetResponse(revokedSessionIDs: revoked)
+    }
+
+    // MARK: Codes
+
+    /// A new code: 32 random bytes, base64url without padding (43 characters).
+    static func newResetCode() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<4).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
+        return Base64URL.encode(bytes)
+    }
+
+    /// The stored form of a code: its SHA-256.
+    static func resetCodeHash(_ code: String) -> Data {
+        Data(SHA256.hash(data: Data(code.utf8)))
+    }
+
+    /// The hash of `code` when it has the form of one (43 base64url characters, 32 bytes), else nil.
+    static func resetCodeHash(ifWellFormed code: String) -> Data? {
+        guard code.utf8.count == 43, let bytes = Base64URL.decodeBytes(code), bytes.count == 32 else { return nil }
+        return resetCodeHash(code)
+    }
+}

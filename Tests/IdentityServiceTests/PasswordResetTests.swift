@@ -1,0 +1,177 @@
+import Foundation
+import GatehouseContracts
+import GatehouseTestSupport
+import GRDB
+import IdentityCore
+@testable import IdentityService
+import RPCRouting
+import Testing
+
+/// Password reset (scenario A30) through the handlers, on a real SQLite file and a manual clock.
+@Suite("Identity: password reset")
+struct PasswordResetTests {
+    let strong = "glacier lantern marmalade"
+    let fresh = "saffron kettle obelisk"
+
+    /// One queued mail as the outbox holds it.
+    struct Queued: Decodable {
+        var kind: String
+        var to: String
+        var from: String
+        var subject: String
+        var text: String
+        var html: String?
+
+        /// The reset code in the text: the one line of 43 base64url characters.
+        var code: String? {
+            text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { line in
+                line.utf8.count == 43 && line.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
+            }
+        }
+    }
+
+    func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
+
+    func outbox(_ h: Harness) async throws -> [Queued] {
+        let rows = try await sqlite(h).read { db in try String.fetchAll(db, sql: "SELECT message FROM outbox ORDER BY id") }
+        return try rows.map { try JSONDecoder().decode(Queued.self, from: Data($0.utf8)) }
+    }
+
+    func signUp(_ h: Harness, _ email: String) async throws -> String {
+        try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: email, password: strong)).user.id
+    }
+
+    func signIn(_ h: Harness, _ email: String, _ password: String) async throws -> AuthResponse {
+        try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: email, password: password))
+    }
+
+    func confirm(_ h: Harness, _ code: String, _ password: String) async throws -> ConfirmPasswordResetResponse {
+        try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: code, password: password))
+    }
+
+    @Test("a known email gets one mail whose code is stored only as its SHA-256; confirming sets the password, revokes every session, and the code works once")
+    func requestAndConfirm() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let id = try await signUp(h, "Ada@Example.com")
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "ada@example.com", locale: "en") == .queued)
+        let mails = try await outbox(h)
+        #expect(mails.count == 1)
+        let mail = try #require(mails.first)
+        #expect(mail.kind == "password_reset" && mail.to == "Ada@Example.com" && mail.from == "Gatehouse <no-reply@localhost>")
+        #expect(mail.subject == "Reset your Gatehouse password")
+        #expect(mail.text.contains("60 minutes") && !mail.text.contains("mode=resetPassword"))
+        let code = try #require(mail.code)
+        #expect(try #require(mail.html).contains(code))
+        // Only the hash is stored.
+        let stored = try await sqlite(h).read { db in try Data.fetchAll(db, sql: "SELECT codeHash FROM password_resets") }
+        #expect(stored == [IdentityHandlers.resetCodeHash(code)])
+        let dump = try await sqlite(h).read { db in try String.fetchAll(db, sql: "SELECT quote(codeHash) || userId FROM password_resets") }
+        #expect(!dump.joined().contains(code))
+
+        h.clock.advance(by: 60)
+        let reply = try await confirm(h, code, fresh)
+        #expect(reply.revokedSessionIDs.isEmpty)  // the fake token service revokes nothing
+        #expect(h.tokens.revocations.map(\.reason) == ["password_reset", "password_reset"])
+        #expect(h.tokens.revocations.allSatisfy { $0.userID == id && $0.exceptSessionID == nil })
+        await expectCode(.invalidCredentials) { try await signIn(h, "ada@example.com", strong) }
+        #expect(try await signIn(h, "ada@example.com", fresh).user.id == id)
+        await expectCode(.invalidResetCode) { try await confirm(h, code, "another fine passphrase") }
+    }
+
+    @Test("a newer request voids the older code; an expired code is refused; unknown and malformed codes answer invalid_reset_code")
+    func newerVoidsOlderAndExpiry() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        _ = try await signUp(h, "bo@example.com")
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
+        h.clock.advance(by: 61)
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
+        let codes = try await outbox(h).compactMap(\.code)
+        #expect(codes.count == 2 && codes[0] != codes[1])
+        await expectCode(.invalidResetCode) { try await confirm(h, codes[0], fresh) }
+        await expectCode(.invalidResetCode) { try await confirm(h, "not-a-code", fresh) }
+        await expectCode(.invalidResetCode) { try await confirm(h, IdentityHandlers.newResetCode(), fresh) }
+        h.clock.advance(by: 3600)  // the second code is now 3600 s old: expired
+        await expectCode(.invalidResetCode) { try await confirm(h, codes[1], fresh) }
+        _ = try await signIn(h, "bo@example.com", strong)
+    }
+
+    @Test("an unknown email, a disabled or an anonymous user: no code, no mail; a malformed email: invalid_email")
+    func noMailWithoutAnAccount() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "nobody@example.com", locale: "en") == .noAccount)
+        let id = try await signUp(h, "off@example.com")
+        _ = try await h.handlers.setDisabled(SetDisabledRequest(userID: id, disabled: true))
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "off@example.com", locale: "en") == .noAccount)
+        #expect(try await outbox(h).isEmpty)
+        #expect(try await sqlite(h).passwordResetCount(userID: UserID(id)) == 0)
+        await expectCode(.invalidEmail) {
+            try await h.caller.call(IdentityAPI.requestPasswordReset, PasswordResetRequest(email: "not an email"))
+        }
+        // The answer for an unknown address is the same as for a known one.
+        _ = try await h.caller.call(IdentityAPI.requestPasswordReset, PasswordResetRequest(email: "nobody@example.com"))
+    }
+
+    @Test("per address: one mail a minute, five an hour; extra requests write nothing")
+    func perAddressLimit() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        _ = try await signUp(h, "lim@example.com")
+        let send = { await h.handlers.sendPasswordReset(normalizedEmail: "lim@example.com", locale: "en") }
+        #expect(await send() == .queued)
+        h.clock.advance(by: 30)
+        #expect(await send() == .limited)
+        for _ in 0..<4 {
+            h.clock.advance(by: 61)
+            #expect(await send() == .queued)
+        }
+        h.clock.advance(by: 61)
+        #expect(await send() == .limited)  // five in the last hour
+        #expect(try await outbox(h).count == 5)
+        h.clock.advance(by: 3600)
+        #expect(await send() == .queued)
+    }
+
+    @Test("the RPC answers before the work; the mail follows, in Japanese for ja, with the link when a base is set")
+    func requestThroughRPC() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        _ = try await signUp(h, "ja@example.com")
+        var handlers = h.handlers
+        handlers.passwordReset.appName = "Sakura"
+        handlers.passwordReset.linkBase = "https://app.example.com/auth"
+        handlers.passwordReset.ttl = 1800
+        let caller = LocalCaller(router: handlers.router())
+        _ = try await caller.call(IdentityAPI.requestPasswordReset, PasswordResetRequest(email: "JA@example.com", locale: "ja-JP"))
+        try await waitUntil("the reset mail is queued") { try await outbox(h).count == 1 }
+        let mail = try #require(try await outbox(h).first)
+        #expect(mail.subject == "Sakura のパスワード再設定")
+        let code = try #require(mail.code)
+        #expect(mail.text.contains("30 分間"))
+        #expect(mail.text.contains("https://app.example.com/auth?mode=resetPassword&code=\(code)"))
+        #expect(try #require(mail.html).contains("https://app.example.com/auth?mode=resetPassword&amp;code=\(code)"))
+    }
+
+    @Test("a password the policy refuses: weak_password, and the code stays usable")
+    func weakPasswordKeepsTheCode() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        _ = try await signUp(h, "weak@example.com")
+        _ = await h.handlers.sendPasswordReset(normalizedEmail: "weak@example.com", locale: "en")
+        let code = try #require(try await outbox(h).first?.code)
+        await expectCode(.weakPassword) { try await confirm(h, code, "short") }
+        #expect(h.tokens.revocations.isEmpty)
+        _ = try await confirm(h, code, fresh)
+        _ = try await signIn(h, "weak@example.com", fresh)
+    }
+
+    @Test("locale choice: ja and ja-JP give ja, anything else en")
+    func locales() {
+        #expect(PasswordResetMail.locale("ja") == "ja")
+        #expect(PasswordResetMail.locale("JA-jp") == "ja")
+        #expect(PasswordResetMail.locale("fr") == "en")
+        #expect(PasswordResetMail.locale("") == "en")
+    }
+}
