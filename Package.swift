@@ -80,7 +80,7 @@ let package = Package(
             name: "GatehouseApp",
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenCore", "TokenService", "Gateway", "ZeroMQ",
+                "TokenCore", "TokenService", "Gateway", "ZeroMQ", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -283,7 +283,7 @@ let package = Package(
             name: "IdentityServiceTests",
             dependencies: [
                 "IdentityService", "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport",
+                "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -299,7 +299,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Starts the built `gatehouse` binary as processes and drives it over HTTP.
-        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts"], swiftSettings: swiftSettings),
+        .testTarget(name: "EndToEndTests", dependencies: ["gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [

@@ -40,6 +40,8 @@ public struct IdentityHandlers: Sendable {
     public var recentLoginWindow: TimeInterval = 300
     /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
     public var resumeHandles = ResumeHandles()
+    /// The mail outbox's delivery figures (the role's `OutboxWorker` writes them), for `stats()`.
+    public var outboxMetrics = OutboxMetrics()
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -111,6 +113,7 @@ public struct IdentityHandlers: Sendable {
         return IdentityStats(
             hashWorkers: Int32(hasher.pool.workers), hashBusyWorkers: Int32(pool.running), hashQueueDepth: Int32(pool.queued),
             hashQueueLimit: Int32(hasher.pool.queueLimit), hashCompleted: Int64(pool.completed), hashRejected: Int64(pool.rejected))
+            .withMail(outboxMetrics.snapshot)
     }
 
     /// When the password hash must be done for a call that must answer by `deadline`: a tenth of
