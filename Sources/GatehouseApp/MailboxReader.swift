@@ -32,9 +32,10 @@ public struct MailboxReader: Sendable {
     }
 
     /// The mail named by `reference`: a file name, a Message-ID (with or without its angle
-    /// brackets), or a 1-based position in `files()` (negative: from the newest).
+    /// brackets), a 1-based position in `files()` (negative: from the newest), or `last`.
     public func mail(_ reference: String) throws -> Mail? {
         let names = try files()
+        if reference == "last" { return try names.last.map(read) }
         if let index = Int(reference) {
             let position = index > 0 ? index - 1 : names.count + index
             return names.indices.contains(position) ? try read(names[position]) : nil

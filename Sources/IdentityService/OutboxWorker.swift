@@ -21,6 +21,15 @@ public final class OutboxMetrics: Sendable {
         /// The sum over delivered mails of the time from enqueue to delivery, in milliseconds
         /// (divide by `sent` for the mean).
         public var latencyMillisecondsSum: Int64 = 0
+
+        /// Figures as given (zero for what is not).
+        public init(queued: Int64 = 0, sent: Int64 = 0, retried: Int64 = 0, dead: Int64 = 0, latencyMillisecondsSum: Int64 = 0) {
+            self.queued = queued
+            self.sent = sent
+            self.retried = retried
+            self.dead = dead
+            self.latencyMillisecondsSum = latencyMillisecondsSum
+        }
     }
 
     private let figures = Mutex(Snapshot())
@@ -173,11 +182,12 @@ public final class OutboxWorker: Sendable {
         }
     }
 
-    /// One pass: delivers every queued mail due now (in batches), updates the queued gauge, and
-    /// purges old sent and dead rows (at most once an hour).
+    /// One pass: purges old sent and dead rows (at most once an hour), delivers every queued mail
+    /// due now (in batches), and updates the queued gauge.
     @discardableResult
     public func deliverDue() async throws -> PassCounts {
         var counts = PassCounts()
+        try await purgeIfDue()
         while true {
             let due = try await store.dueOutbox(at: clock.now, limit: policy.batchSize)
             for entry in due {
@@ -188,7 +198,6 @@ public final class OutboxWorker: Sendable {
         }
         let queued = try await store.outboxCount(state: "queued")
         metrics.update { $0.queued = Int64(queued) }
-        try await purgeIfDue()
         return counts
     }
 

@@ -137,3 +137,11 @@ extension SQLiteUserStore {
             sentAt: sentAt.map(Date.init(millisecondsSince1970:)), lastError: row["lastError"])
     }
 }
+
+extension SQLiteUserStore {
+    /// Writes `message` into the outbox in a transaction of its own (tools and tests; the mail
+    /// of a change goes through `enqueue(_:in:at:)` inside that change's transaction).
+    public func enqueueMail(_ message: MailMessage, at now: Date) async throws {
+        try await run { db in try Self.enqueue(message, in: db, at: now) }
+    }
+}

@@ -46,8 +46,8 @@ struct MailShow: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "show",
         abstract: "Print one mail: its headers and decoded bodies (or --raw, the file as is).",
-        discussion: "MAIL is a number from `gatehouse mail list` (negative counts from the newest: -1 is the last), a file name or a Message-ID.")
-    @Argument(help: "A number from `mail list`, a file name or a Message-ID.") var mail: String
+        discussion: "MAIL is a number from `gatehouse mail list`, `last` (the newest), a file name or a Message-ID.")
+    @Argument(help: "A number from `mail list`, `last`, a file name or a Message-ID.") var mail: String
     @Flag(help: "Print the file as written (MIME, base64 bodies).") var raw = false
     @Argument(parsing: .allUnrecognized, help: "Configuration flags, e.g. --data-dir ./.gatehouse.") var options: [String] = []
 
