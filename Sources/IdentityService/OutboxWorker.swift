@@ -206,6 +206,9 @@ public final class OutboxWorker: Sendable {
         let attempt = entry.attempts + 1
         do {
             try await transport.deliver(message)
+        } catch is CancellationError {
+            // Stopping: the mail stays queued as it was, and is delivered (again) after restart.
+            throw CancellationError()
         } catch {
             let permanent: Bool, reason: String
             switch error {

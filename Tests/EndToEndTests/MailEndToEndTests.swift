@@ -80,6 +80,29 @@ struct MailEndToEndTests {
         }
     }
 
+    @Test("serve: the worker runs in the embedded default, logs one info line per mail without its body, and stops with SIGTERM")
+    func serve() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        let store = try await Self.identityStore(stack)
+        let mail = Self.mail(1)
+        try await store.enqueueMail(mail, at: Date())
+        try stack.start("serve", environment: ["GATEHOUSE_LOG_LEVEL": "info"], captureLog: true)
+        try await waitUntil("the mail sent") { try await store.outboxCount(state: "sent") == 1 }
+        #expect(Self.mailboxMessageIDs(stack) == [mail.messageID])
+        let line = try await stack.waitForLogLine(of: "serve", containing: "mail test_notice to user1@example.com delivered to the local mailbox")
+        #expect(line?.contains(mail.messageID) == true, "\(stack.log(of: "serve"))")
+        #expect(try await stack.waitForLogLine(of: "serve", containing: "mail delivery started", "/mailbox") != nil)
+        #expect(!stack.log(of: "serve").contains("Body of mail 1"))
+        // A mail committed while it runs (from another process: found by the poll, within seconds).
+        let second = Self.mail(2)
+        try await store.enqueueMail(second, at: Date())
+        try await waitUntil("the second mail sent") { try await store.outboxCount(state: "sent") == 2 }
+        let process = try #require(stack.processes["serve"])
+        await stack.kill("serve", signal: SIGTERM)
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test("kill -9 of the identity process: every mail committed before or while it was down is delivered after restart, with its Message-ID")
     func killNine() async throws {
         let stack = Stack()

@@ -23,6 +23,16 @@ final class ScriptedTransport: MailTransport {
     }
 }
 
+/// A transport that takes the mail, then finds its task stopping (a role shut down mid-delivery).
+final class CancellingTransport: MailTransport {
+    private let handed = Mutex<[MailMessage]>([])
+    var delivered: [MailMessage] { handed.withLock { $0 } }
+    func deliver(_ message: MailMessage) async throws {
+        handed.withLock { $0.append(message) }
+        throw CancellationError()
+    }
+}
+
 /// The outbox delivery worker (issue 19 E2) over a real SQLite store, a `ManualClock` and a
 /// scripted transport.
 @Suite("Outbox delivery worker")
@@ -133,6 +143,25 @@ struct OutboxWorkerTests {
         #expect(row.state == "dead" && row.attempts == 9)
         #expect(transport.delivered.count == 9)
         #expect(outbox.metrics.snapshot == .init(queued: 0, sent: 0, retried: 8, dead: 1, latencyMillisecondsSum: 0))
+    }
+
+    @Test("stopped after the transport took a mail but before it was marked sent: delivered again after restart, same Message-ID")
+    func atLeastOnce() async throws {
+        defer { directory.remove() }
+        let message = mail()
+        try await store.enqueueMail(message, at: clock.now)
+        // The relay took the mail, then the process stopped before the row was marked.
+        let stopping = CancellingTransport()
+        await #expect(throws: CancellationError.self) { try await worker(stopping).deliverDue() }
+        var row = try await entry()
+        #expect(row.state == "queued" && row.attempts == 0 && row.nextAttemptAt <= clock.now)
+        // After restart, a new worker delivers it again at once.
+        let transport = ScriptedTransport()
+        #expect(try await worker(transport).deliverDue() == .init(sent: 1))
+        #expect(stopping.delivered.map(\.messageID) == [message.messageID])
+        #expect(transport.delivered.map(\.messageID) == [message.messageID])
+        row = try await entry()
+        #expect(row.state == "sent")
     }
 
     @Test("jitter shortens a wait by up to a fifth, never lengthens it")
