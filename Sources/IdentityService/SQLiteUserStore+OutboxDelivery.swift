@@ -25,6 +25,11 @@ public struct OutboxEntry: Sendable, Hashable {
     public var lastError: String?
 }
 
+/// An outbox row whose message JSON does not decode.
+struct OutboxUndecodable: Error {
+    let id: Int64
+}
+
 /// Wakes the outbox workers of this process when a transaction that enqueued a mail commits
 /// (`SQLiteUserStore.enqueue` registers the call). A worker listens while it runs; an extra
 /// wake-up costs one look for due rows.
@@ -61,14 +66,21 @@ extension SQLiteUserStore {
     /// Queued rows due at `now`, oldest due first, at most `limit`. One worker per database
     /// delivers them (the identity process owns its database); a crash between delivery and
     /// `markOutboxSent` leaves the row queued, so it is delivered again with its Message-ID.
+    /// A row whose stored message no longer decodes is marked dead rather than left in the way.
     public func dueOutbox(at now: Date, limit: Int) async throws -> [OutboxEntry] {
-        try await read { db in
+        let rows = try await read { db in
             try Row.fetchAll(
                 db,
                 sql: "SELECT \(Self.entryColumns) FROM outbox WHERE state = 'queued' AND nextAttemptAt <= ? ORDER BY nextAttemptAt, id LIMIT ?",
                 arguments: [now.millisecondsSince1970, limit]
-            ).compactMap(Self.entry)
+            ).map { row -> Result<OutboxEntry, OutboxUndecodable> in
+                Self.entry(row).map { .success($0) } ?? .failure(OutboxUndecodable(id: row["id"]))
+            }
         }
+        for case .failure(let bad) in rows {
+            try await markOutboxFailed(id: bad.id, attempts: 0, error: "the stored message does not decode", nextAttemptAt: nil)
+        }
+        return rows.compactMap { try? $0.get() }
     }
 
     /// Every outbox row, oldest first (tests, tools).

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
+import GRDB
 import IdentityService
 import Mail
 import Synchronization
@@ -162,6 +163,18 @@ struct OutboxWorkerTests {
         #expect(transport.delivered.map(\.messageID) == [message.messageID])
         row = try await entry()
         #expect(row.state == "sent")
+    }
+
+    @Test("a row whose stored message does not decode is marked dead and does not hold up the others")
+    func undecodable() async throws {
+        defer { directory.remove() }
+        for n in 1...2 { try await store.enqueueMail(mail(n), at: clock.now) }
+        let queue = try DatabaseQueue(path: directory.databasePath)
+        try await queue.write { db in try db.execute(sql: "UPDATE outbox SET message = '{}' WHERE id = (SELECT MIN(id) FROM outbox)") }
+        let transport = ScriptedTransport()
+        #expect(try await worker(transport).deliverDue() == .init(sent: 1))
+        #expect(transport.delivered.map(\.to) == ["user2@example.com"])
+        #expect(try await store.outboxCount(state: "dead") == 1)
     }
 
     @Test("jitter shortens a wait by up to a fifth, never lengthens it")
