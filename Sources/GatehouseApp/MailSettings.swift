@@ -110,6 +110,6 @@ public struct OutboxDelivery: Service {
 
     /// Delivers until graceful shutdown (a delivery under way is cancelled; its mail stays queued).
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown { await worker.run() }
+        await cancelWhenGracefulShutdown { await worker.run() }
     }
 }

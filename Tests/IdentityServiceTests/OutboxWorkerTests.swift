@@ -254,7 +254,7 @@ struct LocalMailboxTests {
         let directory = try TemporaryDirectory(prefix: "mailbox-tests")
         defer { directory.remove() }
         let file = directory.path("not-a-folder")
-        FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
         let box = LocalMailbox(folder: URL(fileURLWithPath: file).appendingPathComponent("mailbox"))
         let message = MailMessage(kind: "k", from: "a@example.com", to: "b@example.com", subject: "s", text: "t", date: Date())
         await #expect(throws: MailDeliveryError.self) { try await box.deliver(message) }
