@@ -96,7 +96,7 @@ let package = Package(
             name: "GatehouseApp",
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenCore", "TokenService", "Gateway", "ZeroMQ",
+                "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -278,7 +278,7 @@ let package = Package(
             name: "GatehouseAppTests",
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway",
+                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway", "SMTPClient",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -307,7 +307,7 @@ let package = Package(
             name: "IdentityServiceTests",
             dependencies: [
                 "IdentityService", "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport",
+                "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -326,7 +326,7 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts",
+                "gatehouse", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail",
                 // Reads the identity database's outbox read-only (password reset, until mail delivery lands).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

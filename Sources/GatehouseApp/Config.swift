@@ -151,6 +151,21 @@ public enum ConfigTable {
     /// The settings document every new user starts with.
     public static let defaultSettings = ConfigKey(env: "GATEHOUSE_DEFAULT_SETTINGS", defaultValue: "{}", secret: false, roles: "serve, identity", help: "Settings (a JSON object, at most 16 KiB) written for every new user, at sign-up and anonymous start, e.g. {\"theme\":\"dark\"}; checked at start-up.")
 
+    /// The SMTP relay mail goes to; unset, mail goes to the local mailbox.
+    public static let smtpHost = ConfigKey(env: "GATEHOUSE_SMTP_HOST", defaultValue: nil, secret: false, roles: "serve, identity", help: "SMTP relay the identity service delivers mail to. Unset: mail goes to the local mailbox `<data folder>/mailbox` (one .eml file per mail; `gatehouse mail list`).")
+    /// The SMTP relay's port.
+    public static let smtpPort = ConfigKey(env: "GATEHOUSE_SMTP_PORT", defaultValue: "587", secret: false, roles: "serve, identity", help: "Port of the SMTP relay (587 submission with STARTTLS; 465 with implicit TLS).")
+    /// How the SMTP connection is encrypted.
+    public static let smtpTLS = ConfigKey(env: "GATEHOUSE_SMTP_TLS", defaultValue: "starttls", secret: false, roles: "serve, identity", help: "`starttls` (required, certificate verified), `implicit` (TLS from the first byte) or `none` (plain text; credentials are then only sent to a loopback relay).")
+    /// The SMTP login.
+    public static let smtpUsername = ConfigKey(env: "GATEHOUSE_SMTP_USERNAME", defaultValue: nil, secret: false, roles: "serve, identity", help: "SMTP AUTH user name (unset: no AUTH); needs GATEHOUSE_SMTP_PASSWORD_FILE.")
+    /// The file with the SMTP password.
+    public static let smtpPasswordFile = ConfigKey(env: "GATEHOUSE_SMTP_PASSWORD_FILE", defaultValue: nil, secret: true, roles: "serve, identity", help: "File holding the SMTP AUTH password (one line; a trailing newline is ignored).")
+    /// A CA file for a relay with a private certificate.
+    public static let smtpCAFile = ConfigKey(env: "GATEHOUSE_SMTP_CA_FILE", defaultValue: nil, secret: false, roles: "serve, identity", help: "PEM file of CA certificates trusted for the relay, besides the system's (a private relay).")
+    /// Attempts before a mail is dead-lettered.
+    public static let mailMaxAttempts = ConfigKey(env: "GATEHOUSE_MAIL_MAX_ATTEMPTS", defaultValue: "10", secret: false, roles: "serve, identity", help: "Delivery attempts per mail (1–100) before it is marked dead; retries wait 30 s doubling up to 1 h, less up to 20% jitter. A permanent refusal (5xx) marks it dead at once.")
+
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
     public static let all: [ConfigKey] = [
@@ -168,6 +183,7 @@ public enum ConfigTable {
         testClockFile,
         defaultSettings,
         migrationResumeTTL,
+        smtpHost, smtpPort, smtpTLS, smtpUsername, smtpPasswordFile, smtpCAFile, mailMaxAttempts,
     ] + passwordResetKeys
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.

@@ -5,6 +5,7 @@ import GatehouseSupport
 import IdentityCore
 import IdentityService
 import Logging
+import Mail
 import ServiceLifecycle
 
 /// Hands identity events to the ZeroMQ PUB socket.
@@ -32,11 +33,17 @@ public struct IdentityRoleSettings: Sendable {
     public var links: LinkSecurity
     /// Seconds between sweeps of inactive anonymous users (`GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL`; 0: never).
     public var anonymousSweepInterval: Int
+    /// Where mail goes (`GATEHOUSE_SMTP_*`; the local mailbox by default) and how often it is tried.
+    public var mail: MailSettings
+    /// The data folder (`GATEHOUSE_DATA_DIR`): the local mailbox is its `mailbox` folder.
+    public var dataDir: String
 
     /// Reads and checks the identity role's keys of `config`;
     /// the endpoints given override the configured ones.
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, tokenURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
+        self.dataDir = dataDir
+        mail = try MailSettings(config: config)
         let argon2 = Argon2Parameters(
             memoryKiB: UInt32(try config.int(ConfigTable.argon2MemoryKiB, in: 8...4_194_304)),
             iterations: UInt32(try config.int(ConfigTable.argon2Iterations, in: 1...100)),
@@ -115,10 +122,17 @@ public struct IdentityRole: Sendable {
     public let rpcEndpoint: String
     /// Sweeps inactive anonymous users; run it in the role's service group.
     public let anonymousSweeper: AnonymousSweeper
+    /// Delivers the mail outbox; run it in the role's service group.
+    public let outboxDelivery: OutboxDelivery
 
     /// Creates the data folder, opens and migrates the database, binds the sockets. The service
     /// reads the time from `clock`.
-    public static func start(_ settings: IdentityRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> IdentityRole {
+    /// `smtp` makes the transport of a configured relay (the SMTP client's seam).
+    public static func start(
+        _ settings: IdentityRoleSettings, clock: WallClock = .system, logger: Logger,
+        smtp: (SMTPSettings) throws -> any MailTransport = MailSettings.smtpClient
+    ) async throws -> IdentityRole {
+        let (transport, destination) = try settings.mail.makeTransport(dataDir: settings.dataDir, clock: clock, smtp: smtp)
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
         let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
@@ -127,8 +141,12 @@ public struct IdentityRole: Sendable {
             logger: logger)
         let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
         let interval: Duration? = settings.anonymousSweepInterval == 0 ? nil : .seconds(settings.anonymousSweepInterval)
+        let worker = OutboxWorker(
+            store: service.store, transport: transport, destination: destination, clock: clock,
+            policy: OutboxWorker.Policy(maxAttempts: settings.mail.maxAttempts), metrics: service.handlers.outboxMetrics, logger: logger)
         return IdentityRole(
             server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound,
-            anonymousSweeper: AnonymousSweeper(sweep: service.anonymousSweep, interval: interval, logger: logger))
+            anonymousSweeper: AnonymousSweeper(sweep: service.anonymousSweep, interval: interval, logger: logger),
+            outboxDelivery: OutboxDelivery(worker: worker))
     }
 }

@@ -271,7 +271,8 @@ public struct UserEvent: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey { case userID = 1, version = 2, occurredAt = 3 }
 }
 
-/// `identity.stats` reply: the password-hashing pool's state, for metrics (`/metrics` on the gateway).
+/// `identity.stats` reply: the password-hashing pool's state and the mail outbox's figures, for
+/// metrics (`/metrics` on the gateway).
 public struct IdentityStats: Codable, Sendable, Hashable {
     /// Hashing threads.
     public var hashWorkers: Int32
@@ -285,6 +286,16 @@ public struct IdentityStats: Codable, Sendable, Hashable {
     public var hashCompleted: Int64
     /// Hash jobs refused with `overloaded` since the service started.
     public var hashRejected: Int64
+    /// Mails waiting in the outbox, as of the delivery worker's last pass.
+    public var mailQueued: Int64 = 0
+    /// Mails delivered since the service started.
+    public var mailSent: Int64 = 0
+    /// Failed mail deliveries scheduled again since the service started.
+    public var mailRetried: Int64 = 0
+    /// Mails given up on (dead-lettered) since the service started.
+    public var mailDead: Int64 = 0
+    /// The sum of the delivered mails' times from enqueue to delivery, in milliseconds.
+    public var mailDeliveryLatencyMsSum: Int64 = 0
 
     /// A snapshot of the pool's counters; zero for what is not given.
     public init(
@@ -301,6 +312,7 @@ public struct IdentityStats: Codable, Sendable, Hashable {
 
     enum CodingKeys: Int, CodingKey {
         case hashWorkers = 1, hashBusyWorkers = 2, hashQueueDepth = 3, hashQueueLimit = 4, hashCompleted = 5, hashRejected = 6
+        case mailQueued = 7, mailSent = 8, mailRetried = 9, mailDead = 10, mailDeliveryLatencyMsSum = 11
     }
 }
 

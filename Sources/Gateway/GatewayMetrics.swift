@@ -158,6 +158,20 @@ public final class GatewayMetrics: Sendable {
         gauge("hash_pool_workers", "Hashing threads.").set(Int64(stats.hashWorkers))
         gauge("hash_pool_completed_jobs", "Hash jobs finished since the identity service started.").set(Int64(stats.hashCompleted))
         gauge("hash_pool_rejected_jobs", "Hash jobs refused (overloaded) since the identity service started.").set(Int64(stats.hashRejected))
+        recordMail(stats)
+    }
+
+    /// Sets the mail outbox's gauges (issue 19) from the identity service's figures.
+    private func recordMail(_ stats: IdentityStats) {
+        func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
+            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "mail", metricName: name, helpText: help))
+        }
+        gauge("queued", "Mails waiting in the identity service's outbox.").set(stats.mailQueued)
+        gauge("sent", "Mails delivered since the identity service started.").set(stats.mailSent)
+        gauge("retried", "Failed mail deliveries scheduled again since the identity service started.").set(stats.mailRetried)
+        gauge("dead", "Mails given up on (dead-lettered) since the identity service started.").set(stats.mailDead)
+        gauge("delivery_latency_milliseconds_sum", "Sum of the delivered mails' times from enqueue to delivery (ms); divide by gatehouse_mail_sent for the mean.")
+            .set(stats.mailDeliveryLatencyMsSum)
     }
 
     /// Sets the revocation-state gauges (at each scrape).

@@ -42,6 +42,8 @@ public struct IdentityHandlers: Sendable {
     public var resumeHandles = ResumeHandles()
     /// Password reset: code lifetime, per-address mail limits, the mail's sender, app name, link.
     public var passwordReset = PasswordResetSettings()
+    /// The mail outbox's delivery figures (the role's `OutboxWorker` writes them), for `stats()`.
+    public var outboxMetrics = OutboxMetrics()
 
     /// The longest display name, in characters.
     public static let maxDisplayNameLength = 256
@@ -114,6 +116,7 @@ public struct IdentityHandlers: Sendable {
         return IdentityStats(
             hashWorkers: Int32(hasher.pool.workers), hashBusyWorkers: Int32(pool.running), hashQueueDepth: Int32(pool.queued),
             hashQueueLimit: Int32(hasher.pool.queueLimit), hashCompleted: Int64(pool.completed), hashRejected: Int64(pool.rejected))
+            .withMail(outboxMetrics.snapshot)
     }
 
     /// When the password hash must be done for a call that must answer by `deadline`: a tenth of

@@ -36,6 +36,8 @@ extension SQLiteUserStore {
     public static func enqueue(_ message: MailMessage, in db: Database, at now: Date) throws {
         if let problem = message.problem { throw IdentityError.invalidArgument(field: "mail", reason: problem) }
         let json = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
+        // The delivery worker wakes once the change (and the mail with it) is committed.
+        db.afterNextTransaction(onCommit: { _ in OutboxSignal.shared.fire() })
         try db.execute(
             sql: """
                 INSERT INTO outbox (messageId, kind, recipient, message, nextAttemptAt, createdAt)

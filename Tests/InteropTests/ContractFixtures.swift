@@ -193,9 +193,17 @@ extension PasswordStrengthResponse {
 
 extension IdentityStats {
     /// Every field set.
-    static let contractFixture = IdentityStats(
-        hashWorkers: 2, hashBusyWorkers: 1, hashQueueDepth: 3, hashQueueLimit: 64, hashCompleted: 1_000_000,
-        hashRejected: 5)
+    static let contractFixture: IdentityStats = {
+        var stats = IdentityStats(
+            hashWorkers: 2, hashBusyWorkers: 1, hashQueueDepth: 3, hashQueueLimit: 64, hashCompleted: 1_000_000,
+            hashRejected: 5)
+        stats.mailQueued = 7
+        stats.mailSent = 8_000_000_000
+        stats.mailRetried = 9
+        stats.mailDead = 10
+        stats.mailDeliveryLatencyMsSum = 11_000_000_000
+        return stats
+    }()
 }
 
 extension UserEvent {

@@ -1,0 +1,159 @@
+import Foundation
+import GatehouseSupport
+import GRDB
+import IdentityCore
+import Mail
+import Synchronization
+
+/// One outbox row as the delivery worker and tests see it.
+public struct OutboxEntry: Sendable, Hashable {
+    /// The row's id.
+    public var id: Int64
+    /// The mail (its body blank once sent).
+    public var message: MailMessage
+    /// `queued`, `sent` or `dead`.
+    public var state: String
+    /// Delivery attempts made so far.
+    public var attempts: Int
+    /// When the next attempt is due (for a queued row).
+    public var nextAttemptAt: Date
+    /// When the mail was enqueued.
+    public var createdAt: Date
+    /// When it was delivered, for a sent row.
+    public var sentAt: Date?
+    /// Why the last attempt failed, if it did.
+    public var lastError: String?
+}
+
+/// An outbox row whose message JSON does not decode.
+struct OutboxUndecodable: Error {
+    let id: Int64
+}
+
+/// Wakes the outbox workers of this process when a transaction that enqueued a mail commits
+/// (`SQLiteUserStore.enqueue` registers the call). A worker listens while it runs; an extra
+/// wake-up costs one look for due rows.
+public final class OutboxSignal: Sendable {
+    /// The process's signal.
+    public static let shared = OutboxSignal()
+    private let listeners = Mutex<[UInt64: @Sendable () -> Void]>([:])
+    private let nextKey = Mutex<UInt64>(0)
+
+    /// Calls `listener` at every `fire()` until `remove(_:)` with the key returned.
+    public func add(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
+        let key = nextKey.withLock { $0 += 1; return $0 }
+        listeners.withLock { $0[key] = listener }
+        return key
+    }
+
+    /// Stops calling the listener of `key`.
+    public func remove(_ key: UInt64) {
+        listeners.withLock { _ = $0.removeValue(forKey: key) }
+    }
+
+    /// Calls every listener.
+    public func fire() {
+        for listener in listeners.withLock({ Array($0.values) }) { listener() }
+    }
+}
+
+/// Delivery of the outbox (issue 19 part E2): the worker reads due rows, then records each
+/// outcome in its own small write. A mail's body is blanked once it is sent (the row keeps its
+/// headers for the record until the purge).
+extension SQLiteUserStore {
+    private static let entryColumns = "id, message, state, attempts, nextAttemptAt, createdAt, sentAt, lastError"
+
+    /// Queued rows due at `now`, oldest due first, at most `limit`. One worker per database
+    /// delivers them (the identity process owns its database); a crash between delivery and
+    /// `markOutboxSent` leaves the row queued, so it is delivered again with its Message-ID.
+    /// A row whose stored message no longer decodes is marked dead rather than left in the way.
+    public func dueOutbox(at now: Date, limit: Int) async throws -> [OutboxEntry] {
+        let rows = try await read { db in
+            try Row.fetchAll(
+                db,
+                sql: "SELECT \(Self.entryColumns) FROM outbox WHERE state = 'queued' AND nextAttemptAt <= ? ORDER BY nextAttemptAt, id LIMIT ?",
+                arguments: [now.millisecondsSince1970, limit]
+            ).map { row -> Result<OutboxEntry, OutboxUndecodable> in
+                Self.entry(row).map { .success($0) } ?? .failure(OutboxUndecodable(id: row["id"]))
+            }
+        }
+        for case .failure(let bad) in rows {
+            try await markOutboxFailed(id: bad.id, attempts: 0, error: "the stored message does not decode", nextAttemptAt: nil)
+        }
+        return rows.compactMap { try? $0.get() }
+    }
+
+    /// Every outbox row, oldest first (tests, tools).
+    public func outboxEntries() async throws -> [OutboxEntry] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT \(Self.entryColumns) FROM outbox ORDER BY id").compactMap(Self.entry)
+        }
+    }
+
+    /// The earliest `nextAttemptAt` of a queued row, or nil when none waits.
+    public func nextOutboxAttempt() async throws -> Date? {
+        try await read { db in
+            try Int64.fetchOne(db, sql: "SELECT MIN(nextAttemptAt) FROM outbox WHERE state = 'queued'").map(Date.init(millisecondsSince1970:))
+        }
+    }
+
+    /// Marks row `id` sent at `now` after `attempts` attempts, keeping only the mail's headers (its
+    /// text and HTML bodies are blanked: a reset code must not outlive its delivery in the database).
+    public func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws {
+        try await run { db in
+            guard let json = try String.fetchOne(db, sql: "SELECT message FROM outbox WHERE id = ?", arguments: [id]) else { return }
+            var message = try JSONDecoder().decode(MailMessage.self, from: Data(json.utf8))
+            message.text = ""
+            message.html = nil
+            let blank = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
+            try db.execute(
+                sql: "UPDATE outbox SET state = 'sent', attempts = ?, sentAt = ?, message = ?, lastError = NULL WHERE id = ? AND state = 'queued'",
+                arguments: [attempts, now.millisecondsSince1970, blank, id])
+        }
+    }
+
+    /// Records a failed attempt of row `id`: queued again for `nextAttemptAt`, or `dead` when
+    /// `nextAttemptAt` is nil (no more attempts).
+    public func markOutboxFailed(id: Int64, attempts: Int, error: String, nextAttemptAt: Date?) async throws {
+        let reason = String(error.prefix(500))
+        try await run { db in
+            if let nextAttemptAt {
+                try db.execute(
+                    sql: "UPDATE outbox SET attempts = ?, lastError = ?, nextAttemptAt = ? WHERE id = ? AND state = 'queued'",
+                    arguments: [attempts, reason, nextAttemptAt.millisecondsSince1970, id])
+            } else {
+                try db.execute(
+                    sql: "UPDATE outbox SET state = 'dead', attempts = ?, lastError = ? WHERE id = ? AND state = 'queued'",
+                    arguments: [attempts, reason, id])
+            }
+        }
+    }
+
+    /// Deletes sent and dead rows enqueued before `cutoff`; returns how many.
+    @discardableResult
+    public func purgeOutbox(before cutoff: Date) async throws -> Int {
+        try await run { db in
+            try db.execute(
+                sql: "DELETE FROM outbox WHERE state IN ('sent', 'dead') AND createdAt < ?", arguments: [cutoff.millisecondsSince1970])
+            return db.changesCount
+        }
+    }
+
+    private static func entry(_ row: Row) -> OutboxEntry? {
+        let json: String = row["message"]
+        guard let message = try? JSONDecoder().decode(MailMessage.self, from: Data(json.utf8)) else { return nil }
+        let sentAt: Int64? = row["sentAt"]
+        return OutboxEntry(
+            id: row["id"], message: message, state: row["state"], attempts: row["attempts"],
+            nextAttemptAt: Date(millisecondsSince1970: row["nextAttemptAt"]), createdAt: Date(millisecondsSince1970: row["createdAt"]),
+            sentAt: sentAt.map(Date.init(millisecondsSince1970:)), lastError: row["lastError"])
+    }
+}
+
+extension SQLiteUserStore {
+    /// Writes `message` into the outbox in a transaction of its own (tools and tests; the mail
+    /// of a change goes through `enqueue(_:in:at:)` inside that change's transaction).
+    public func enqueueMail(_ message: MailMessage, at now: Date) async throws {
+        try await run { db in try Self.enqueue(message, in: db, at: now) }
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import GatehouseTestSupport
+import GRDB
+import IdentityService
+import Mail
+import Synchronization
+import Testing
+
+/// A transport that answers from a script (one outcome per call; success once the script is
+/// used up) and records what it was handed.
+final class ScriptedTransport: MailTransport {
+    private let script: Mutex<[MailDeliveryError?]>
+    private let handed = Mutex<[MailMessage]>([])
+
+    init(_ script: [MailDeliveryError?] = []) { self.script = Mutex(script) }
+
+    var delivered: [MailMessage] { handed.withLock { $0 } }
+
+    func deliver(_ message: MailMessage) async throws {
+        handed.withLock { $0.append(message) }
+        if let failure = script.withLock({ $0.isEmpty ? nil : $0.removeFirst() }) { throw failure }
+    }
+}
+
+/// A transport that takes the mail, then finds its task stopping (a role shut down mid-delivery).
+final class CancellingTransport: MailTransport {
+    private let handed = Mutex<[MailMessage]>([])
+    var delivered: [MailMessage] { handed.withLock { $0 } }
+    func deliver(_ message: MailMessage) async throws {
+        handed.withLock { $0.append(message) }
+        throw CancellationError()
+    }
+}
+
+/// The outbox delivery worker (issue 19 E2) over a real SQLite store, a `ManualClock` and a
+/// scripted transport.
+@Suite("Outbox delivery worker")
+struct OutboxWorkerTests {
+    let directory: TemporaryDirectory
+    let store: SQLiteUserStore
+    let clock = ManualClock()
+
+    init() async throws {
+        directory = try TemporaryDirectory(prefix: "outbox-tests")
+        store = try await directory.migratedStore()
+    }
+
+    func mail(_ n: Int = 1) -> MailMessage {
+        MailMessage(
+            kind: "password_reset", from: "Gatehouse <no-reply@example.com>", to: "user\(n)@example.com", subject: "Reset \(n)",
+            text: "code-\(n)", html: "<p>code-\(n)</p>", date: clock.now)
+    }
+
+    func worker(_ transport: any MailTransport, maxAttempts: Int = 10, random: Double = 0) -> OutboxWorker {
+        OutboxWorker(
+            store: store, transport: transport, destination: "a test transport", clock: clock.wallClock,
+            policy: .init(maxAttempts: maxAttempts), random: { random })
+    }
+
+    func entry() async throws -> OutboxEntry { try #require(try await store.outboxEntries().first) }
+
+    @Test("a delivered mail is marked sent at the clock's time with its body blanked and its headers kept")
+    func sentBlanksBody() async throws {
+        defer { directory.remove() }
+        let message = mail()
+        try await store.enqueueMail(message, at: clock.now)
+        clock.advance(by: 2)
+        let transport = ScriptedTransport()
+        let outbox = worker(transport)
+        #expect(try await outbox.deliverDue() == .init(sent: 1))
+        #expect(transport.delivered == [message])
+        let row = try await entry()
+        #expect(row.state == "sent")
+        #expect(row.attempts == 1)
+        #expect(row.sentAt == clock.now)
+        #expect(row.message.text == "" && row.message.html == nil)
+        #expect(row.message.messageID == message.messageID && row.message.to == message.to && row.message.subject == message.subject)
+        #expect(row.lastError == nil)
+        // Sent once: the next pass has nothing to do.
+        #expect(try await outbox.deliverDue() == .init())
+        #expect(transport.delivered.count == 1)
+        #expect(outbox.metrics.snapshot == .init(queued: 0, sent: 1, retried: 0, dead: 0, latencyMillisecondsSum: 2000))
+    }
+
+    @Test("a transient failure is retried after the backoff, with the same Message-ID, then delivered")
+    func transientThenSuccess() async throws {
+        defer { directory.remove() }
+        let message = mail()
+        try await store.enqueueMail(message, at: clock.now)
+        let transport = ScriptedTransport([.transient("421 try later")])
+        let outbox = worker(transport)
+        #expect(try await outbox.deliverDue() == .init(retried: 1))
+        var row = try await entry()
+        #expect(row.state == "queued" && row.attempts == 1 && row.lastError == "421 try later")
+        #expect(row.nextAttemptAt == clock.now.addingTimeInterval(30))
+        // Not due yet: nothing happens one second early.
+        clock.advance(by: 29)
+        #expect(try await outbox.deliverDue() == .init())
+        clock.advance(by: 1)
+        #expect(try await outbox.deliverDue() == .init(sent: 1))
+        row = try await entry()
+        #expect(row.state == "sent" && row.attempts == 2 && row.lastError == nil)
+        #expect(transport.delivered.map(\.messageID) == [message.messageID, message.messageID])
+        #expect(outbox.metrics.snapshot.retried == 1 && outbox.metrics.snapshot.sent == 1)
+    }
+
+    @Test("a permanent failure makes the mail dead at once")
+    func permanentIsDead() async throws {
+        defer { directory.remove() }
+        try await store.enqueueMail(mail(), at: clock.now)
+        let transport = ScriptedTransport([.permanent("550 no such user")])
+        let outbox = worker(transport)
+        #expect(try await outbox.deliverDue() == .init(dead: 1))
+        let row = try await entry()
+        #expect(row.state == "dead" && row.attempts == 1 && row.lastError == "550 no such user")
+        clock.advance(by: 86_400)
+        #expect(try await outbox.deliverDue() == .init())
+        #expect(transport.delivered.count == 1)
+        #expect(outbox.metrics.snapshot.dead == 1)
+    }
+
+    @Test("waits double from 30 s up to 1 h; the last attempt allowed failing makes the mail dead")
+    func backoffThenDead() async throws {
+        defer { directory.remove() }
+        try await store.enqueueMail(mail(), at: clock.now)
+        let transport = ScriptedTransport(Array(repeating: .transient("connection refused"), count: 10))
+        let outbox = worker(transport, maxAttempts: 9)
+        var waits: [TimeInterval] = []
+        for attempt in 1...8 {
+            #expect(try await outbox.deliverDue() == .init(retried: 1), "attempt \(attempt)")
+            let row = try await entry()
+            #expect(row.attempts == attempt)
+            let wait = row.nextAttemptAt.timeIntervalSince(clock.now)
+            waits.append(wait)
+            clock.advance(by: wait - 1)
+            #expect(try await outbox.deliverDue() == .init(), "not due a second before")
+            clock.advance(by: 1)
+        }
+        #expect(waits == [30, 60, 120, 240, 480, 960, 1920, 3600])
+        #expect(try await outbox.deliverDue() == .init(dead: 1))
+        let row = try await entry()
+        #expect(row.state == "dead" && row.attempts == 9)
+        #expect(transport.delivered.count == 9)
+        #expect(outbox.metrics.snapshot == .init(queued: 0, sent: 0, retried: 8, dead: 1, latencyMillisecondsSum: 0))
+    }
+
+    @Test("stopped after the transport took a mail but before it was marked sent: delivered again after restart, same Message-ID")
+    func atLeastOnce() async throws {
+        defer { directory.remove() }
+        let message = mail()
+        try await store.enqueueMail(message, at: clock.now)
+        // The relay took the mail, then the process stopped before the row was marked.
+        let stopping = CancellingTransport()
+        await #expect(throws: CancellationError.self) { try await worker(stopping).deliverDue() }
+        var row = try await entry()
+        #expect(row.state == "queued" && row.attempts == 0 && row.nextAttemptAt <= clock.now)
+        // After restart, a new worker delivers it again at once.
+        let transport = ScriptedTransport()
+        #expect(try await worker(transport).deliverDue() == .init(sent: 1))
+        #expect(stopping.delivered.map(\.messageID) == [message.messageID])
+        #expect(transport.delivered.map(\.messageID) == [message.messageID])
+        row = try await entry()
+        #expect(row.state == "sent")
+    }
+
+    @Test("a row whose stored message does not decode is marked dead and does not hold up the others")
+    func undecodable() async throws {
+        defer { directory.remove() }
+        for n in 1...2 { try await store.enqueueMail(mail(n), at: clock.now) }
+        let queue = try DatabaseQueue(path: directory.databasePath)
+        try await queue.write { db in try db.execute(sql: "UPDATE outbox SET message = '{}' WHERE id = (SELECT MIN(id) FROM outbox)") }
+        let transport = ScriptedTransport()
+        #expect(try await worker(transport).deliverDue() == .init(sent: 1))
+        #expect(transport.delivered.map(\.to) == ["user2@example.com"])
+        #expect(try await store.outboxCount(state: "dead") == 1)
+    }
+
+    @Test("jitter shortens a wait by up to a fifth, never lengthens it")
+    func jitter() {
+        let policy = OutboxWorker.Policy()
+        #expect(policy.delay(afterAttempt: 1, random: 0) == 30)
+        #expect(policy.delay(afterAttempt: 1, random: 0.5) == 27)
+        #expect(policy.delay(afterAttempt: 1, random: 0.999_999) > 24)
+        #expect(policy.delay(afterAttempt: 30, random: 0) == 3600)
+        #expect(policy.delay(afterAttempt: 30, random: 1) == 2880)
+    }
+
+    @Test("sent and dead rows are purged after 7 days; queued ones stay")
+    func purge() async throws {
+        defer { directory.remove() }
+        let transport = ScriptedTransport([nil, .permanent("550"), .transient("451")])
+        let outbox = worker(transport)
+        for n in 1...3 { try await store.enqueueMail(mail(n), at: clock.now) }
+        try await outbox.deliverDue()
+        #expect(try await store.outboxEntries().map(\.state) == ["sent", "dead", "queued"])
+        clock.advance(by: 7 * 86_400 + 1)
+        let kept = try await store.outboxEntries()
+        #expect(kept.count == 3)
+        try await outbox.deliverDue()
+        // Sent and dead rows older than 7 days are gone; the queued one stayed (and is delivered now).
+        #expect(try await store.outboxEntries().map(\.message.to) == ["user3@example.com"])
+    }
+
+    @Test("run() delivers a mail enqueued while it sleeps without waiting for its poll interval, and stops when cancelled")
+    func runWakesOnEnqueue() async throws {
+        defer { directory.remove() }
+        let transport = ScriptedTransport()
+        let outbox = OutboxWorker(
+            store: store, transport: transport, destination: "a test transport", clock: clock.wallClock,
+            policy: .init(pollInterval: .seconds(3600)))
+        let running = Task { await outbox.run() }
+        try await store.enqueueMail(mail(1), at: clock.now)
+        try await waitUntil("the first mail sent") { try await store.outboxCount(state: "sent") == 1 }
+        try await store.enqueueMail(mail(2), at: clock.now)
+        try await waitUntil("the second mail sent") { try await store.outboxCount(state: "sent") == 2 }
+        running.cancel()
+        await running.value
+        #expect(transport.delivered.count == 2)
+    }
+}
+
+@Suite("Local mailbox")
+struct LocalMailboxTests {
+    @Test("one file per mail, 0600 in a 0700 folder, holding rendered(), named <ms>-<id>.eml; a second delivery is a second file")
+    func writesFiles() async throws {
+        let directory = try TemporaryDirectory(prefix: "mailbox-tests")
+        defer { directory.remove() }
+        let clock = ManualClock()
+        let folder = URL(fileURLWithPath: directory.path("mailbox"))
+        let box = LocalMailbox(folder: folder, clock: clock.wallClock)
+        let message = MailMessage(
+            messageID: "<abc.def@gatehouse.invalid>", kind: "password_reset", from: "Gatehouse <no-reply@example.com>",
+            to: "ada@example.com", subject: "パスワードの再設定", text: "code 123", html: "<b>code</b>", date: clock.now)
+        try await box.deliver(message)
+        clock.advance(by: 1)
+        try await box.deliver(message)
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+        let ms = clock.now.millisecondsSince1970
+        #expect(names == ["\(ms - 1000)-abc.def_gatehouse.invalid.eml", "\(ms)-abc.def_gatehouse.invalid.eml"])
+        for name in names {
+            let path = folder.appendingPathComponent(name).path
+            #expect(try String(contentsOfFile: path, encoding: .utf8) == message.rendered())
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)
+            #expect(mode.intValue & 0o777 == 0o600)
+        }
+        let folderMode = try #require(try FileManager.default.attributesOfItem(atPath: folder.path)[.posixPermissions] as? NSNumber)
+        #expect(folderMode.intValue & 0o777 == 0o700)
+    }
+
+    @Test("a folder that cannot be written is a transient failure")
+    func unwritable() async throws {
+        let directory = try TemporaryDirectory(prefix: "mailbox-tests")
+        defer { directory.remove() }
+        let file = directory.path("not-a-folder")
+        _ = FileManager.default.createFile(atPath: file, contents: Data("x".utf8))
+        let box = LocalMailbox(folder: URL(fileURLWithPath: file).appendingPathComponent("mailbox"))
+        let message = MailMessage(kind: "k", from: "a@example.com", to: "b@example.com", subject: "s", text: "t", date: Date())
+        await #expect(throws: MailDeliveryError.self) { try await box.deliver(message) }
+        do { try await box.deliver(message) } catch let error as MailDeliveryError {
+            guard case .transient = error else { Issue.record("expected transient, got \(error)"); return }
+        }
+    }
+}
