@@ -5,7 +5,8 @@ import Testing
 
 /// Scenario A30 over HTTP against three processes. The code is read from the identity
 /// database's outbox (the SQLite file opened read-only), where the reset mail is queued in the
-/// same transaction as the code.
+/// same transaction as the code; `MailRelayEndToEndTests` runs it again reading the mail a real
+/// SMTP relay received.
 @Suite("Password reset over three processes")
 struct PasswordResetEndToEndTests {
     static let pw = "correct horse battery"

@@ -1,46 +1,54 @@
 import Foundation
-import GatehouseTestSupport
 
 /// A real SMTP server (aiosmtpd, `Tests/Interop/smtp_server.py`) on a free loopback port with a
 /// temporary folder of its own, and the messages it accepted. Needs python3 with aiosmtpd and
 /// cryptography (`scripts/setup`).
-final class SMTPHarness {
+public final class SMTPHarness: @unchecked Sendable {
     /// One message the server accepted: the envelope and the data as received (dots unstuffed).
-    struct Received: Decodable, Sendable {
-        let mail_from: String
-        let rcpt_tos: [String]
-        let data: String
-        let tls: Bool
-        let auth_mechanism: String?
+    public struct Received: Decodable, Sendable {
+        /// The envelope sender (`MAIL FROM`).
+        public let mail_from: String
+        /// The envelope recipients (`RCPT TO`).
+        public let rcpt_tos: [String]
+        /// The message as received, dots unstuffed.
+        public let data: String
+        /// Whether the session was encrypted.
+        public let tls: Bool
+        /// The AUTH mechanism used, if any.
+        public let auth_mechanism: String?
 
         /// The `Message-ID` header's value.
-        var messageID: String? {
+        public var messageID: String? {
             header("Message-ID")
         }
 
         /// The value of the header `name` (unfolded lines are enough for these tests).
-        func header(_ name: String) -> String? {
+        public func header(_ name: String) -> String? {
             let head = data.components(separatedBy: "\r\n\r\n").first ?? ""
             return head.components(separatedBy: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ": ") }
                 .map { String($0.dropFirst(name.count + 2)) }
         }
 
         /// The single-part body, base64-decoded.
-        var decodedText: String? {
+        public var decodedText: String? {
             guard let range = data.range(of: "\r\n\r\n") else { return nil }
             let base64 = data[range.upperBound...].components(separatedBy: "\r\n").joined()
             return Data(base64Encoded: base64).map { String(decoding: $0, as: UTF8.self) }
         }
     }
 
-    static let script = BuiltProducts.packageRoot.appendingPathComponent("Tests/Interop/smtp_server.py").path
+    /// The harness script.
+    public static let script = BuiltProducts.packageRoot.appendingPathComponent("Tests/Interop/smtp_server.py").path
 
-    let folder: TemporaryDirectory
-    let port: Int
-    let process: Process
+    /// The server's own folder (certificates, received messages).
+    public let folder: TemporaryDirectory
+    /// The loopback port it listens on.
+    public let port: Int
+    /// The server process.
+    public let process: Process
 
     /// The test CA's certificate (PEM), when the server speaks TLS.
-    var caFile: String { folder.path("certs/ca.pem") }
+    public var caFile: String { folder.path("certs/ca.pem") }
 
     private init(folder: TemporaryDirectory, port: Int, process: Process) {
         self.folder = folder
@@ -49,10 +57,11 @@ final class SMTPHarness {
     }
 
     /// Starts a server (`tls`: none, starttls or implicit) and waits until it listens. `certificateNames`
-    /// are the names the server's certificate is for; `auth` is `user:password`.
-    static func start(
+    /// are the names the server's certificate is for; `auth` is `user:password`; `port` a chosen
+    /// free port (default: a new one).
+    public static func start(
         tls: String = "none", certificateNames: [String] = ["localhost", "127.0.0.1"], auth: String? = nil, mechanisms: String? = nil,
-        slow: Double? = nil
+        slow: Double? = nil, port: Int? = nil
     ) async throws -> SMTPHarness {
         let folder = try TemporaryDirectory(prefix: "gh-smtp")
         var arguments = [script, "serve", "--dir", folder.path, "--tls", tls, "--lifetime", "120"]
@@ -65,7 +74,7 @@ final class SMTPHarness {
         if let auth { arguments += ["--auth", auth] }
         if let mechanisms { arguments += ["--mechanisms", mechanisms] }
         if let slow { arguments += ["--slow", String(slow)] }
-        let port = freeLoopbackPort()
+        let port = port ?? freeLoopbackPort()
         arguments += ["--port", String(port)]
         let log = folder.file("server.log")
         let process = try launchProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3"] + arguments, log: log)
@@ -85,7 +94,7 @@ final class SMTPHarness {
     }
 
     /// Every message accepted so far, in the order received.
-    func messages() throws -> [Received] {
+    public func messages() throws -> [Received] {
         let dir = folder.file("messages")
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
         return try names.filter { $0.hasSuffix(".json") }
@@ -94,7 +103,7 @@ final class SMTPHarness {
     }
 
     /// Kills the server and removes its folder (synchronous, for a `defer`).
-    func stop() {
+    public func stop() {
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         folder.remove()
     }

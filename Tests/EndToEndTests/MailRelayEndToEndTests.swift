@@ -1,0 +1,84 @@
+import Foundation
+import GatehouseTestSupport
+import Testing
+
+/// Mail leaving through a real SMTP relay (aiosmtpd on loopback): the password reset of A30 read
+/// from the message the relay received, and a relay that is down for a while.
+@Suite("Mail through a real SMTP relay, three processes")
+struct MailRelayEndToEndTests {
+    static let pw = "correct horse battery"
+
+    /// The reset code in a received mail's text: its one line of 43 base64url characters.
+    static func code(in message: SMTPHarness.Received) -> String? {
+        guard let text = message.decodedText ?? Self.textPart(of: message) else { return nil }
+        return text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { line in
+            line.utf8.count == 43 && line.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
+        }
+    }
+
+    /// The text/plain part of a multipart message, decoded.
+    static func textPart(of message: SMTPHarness.Received) -> String? {
+        let parts = message.data.components(separatedBy: "Content-Type: text/plain; charset=utf-8\r\n")
+        guard parts.count > 1 else { return nil }
+        let afterHeaders = parts[1].components(separatedBy: "\r\n\r\n").dropFirst().first ?? ""
+        let base64 = afterHeaders.components(separatedBy: "\r\n--").first?.components(separatedBy: "\r\n").joined() ?? ""
+        return Data(base64Encoded: base64).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    static func relayEnvironment(port: Int) -> [String: String] {
+        ["GATEHOUSE_SMTP_HOST": "127.0.0.1", "GATEHOUSE_SMTP_PORT": String(port), "GATEHOUSE_SMTP_TLS": "none",
+         "GATEHOUSE_MAIL_FROM": "Gatehouse <no-reply@example.com>"]
+    }
+
+    @Test("A30 through the relay: the reset mail arrives over SMTP, its code sets the new password and ends every session")
+    func resetThroughTheRelay() async throws {
+        let relay = try await SMTPHarness.start()
+        defer { relay.stop() }
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("identity", environment: Self.relayEnvironment(port: relay.port))
+        try stack.start("token")
+        try stack.start("gateway")
+        try await stack.waitReady()
+        let user = try await signUpUser(stack, "ada@example.com", password: Self.pw)
+        #expect(try await stack.request("POST", "/v1/password-reset", json: ["email": "ada@example.com"]).status == 202)
+        try await waitUntil("the reset mail at the relay", timeout: .seconds(15)) { try relay.messages().count == 1 }
+        let message = try #require(try relay.messages().first)
+        #expect(message.rcpt_tos == ["ada@example.com"] && message.mail_from == "no-reply@example.com")
+        #expect(message.header("X-Gatehouse-Kind") == "password_reset")
+        let code = try #require(Self.code(in: message))
+        let confirmed = try await stack.request("POST", "/v1/password-reset/confirm", json: ["code": code, "password": "saffron kettle obelisk"])
+        #expect(confirmed.status == 204)
+        #expect(try await stack.request("GET", "/v1/me", bearer: user.access).status == 401)
+        #expect(try await stack.request("POST", "/v1/sessions", json: ["email": "ada@example.com", "password": "saffron kettle obelisk"]).status == 200)
+        // An unknown address: the same answer, and nothing more reaches the relay.
+        #expect(try await stack.request("POST", "/v1/password-reset", json: ["email": "nobody@example.com"]).status == 202)
+        let metrics = String(decoding: try await stack.request("GET", "/metrics").body, as: UTF8.self)
+        #expect(metrics.contains("gatehouse_mail_sent 1"), "\(metrics.split(separator: "\n").filter { $0.contains("mail") })")
+        #expect(try relay.messages().count == 1)
+    }
+
+    @Test("the relay down for a while: the mail waits in the outbox, retried with backoff, and arrives once the relay is back")
+    func relayDownThenBack() async throws {
+        let port = freeLoopbackPort()
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("identity", environment: Self.relayEnvironment(port: port))
+        try stack.start("token")
+        try stack.start("gateway")
+        try await stack.waitReady()
+        _ = try await signUpUser(stack, "bo@example.com", password: Self.pw)
+        #expect(try await stack.request("POST", "/v1/password-reset", json: ["email": "bo@example.com"]).status == 202)
+        // The first attempt fails (nothing listens): counted as a retry, still queued.
+        try await waitUntil("a failed attempt", timeout: .seconds(15)) {
+            let metrics = String(decoding: try await stack.request("GET", "/metrics").body, as: UTF8.self)
+            return metrics.contains("gatehouse_mail_retried 1") && metrics.contains("gatehouse_mail_queued 1")
+        }
+        let relay = try await SMTPHarness.start(port: port)
+        defer { relay.stop() }
+        // The next attempt is due 30 s (less jitter) later: move the clock instead of waiting.
+        stack.advanceClock(by: .seconds(31))
+        try await waitUntil("the mail at the relay once it is back", timeout: .seconds(15)) { try relay.messages().count == 1 }
+        #expect(try relay.messages().first?.rcpt_tos == ["bo@example.com"])
+    }
+}
