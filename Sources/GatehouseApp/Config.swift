@@ -164,7 +164,7 @@ public enum ConfigTable {
     /// A CA file for a relay with a private certificate.
     public static let smtpCAFile = ConfigKey(env: "GATEHOUSE_SMTP_CA_FILE", defaultValue: nil, secret: false, roles: "serve, identity", help: "PEM file of CA certificates trusted for the relay, besides the system's (a private relay).")
     /// Attempts before a mail is dead-lettered.
-    public static let mailMaxAttempts = ConfigKey(env: "GATEHOUSE_MAIL_MAX_ATTEMPTS", defaultValue: "10", secret: false, roles: "serve, identity", help: "Delivery attempts per mail (1–100) before it is marked dead; retries wait 30 s doubling up to 1 h, less up to 20% jitter. A permanent refusal (5xx) marks it dead at once.")
+    public static let mailMaxAttempts = ConfigKey(env: "GATEHOUSE_MAIL_MAX_ATTEMPTS", defaultValue: "10", secret: false, roles: "serve, identity", help: "Delivery attempts per mail (1–100) before it is marked dead; retries wait 30 s doubling up to 1 h, less up to 20% jitter. A permanent refusal of the mail (5xx to its recipient or content) marks it dead at once.")
 
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.

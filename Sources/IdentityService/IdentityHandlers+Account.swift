@@ -78,6 +78,7 @@ extension IdentityHandlers {
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         _ = try await revokeSessionIDs(of: current.id, reason: "password_changed", except: request.caller.sessionID)
         let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
+        try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
         let revoked = try await revokeSessionIDs(of: user.id, reason: "password_changed", except: request.caller.sessionID)
         await publish(IdentityAPI.Topic.userUpdated, user)
         return CredentialChangeResponse(user: User(user), revokedSessionIDs: revoked)
@@ -100,6 +101,8 @@ extension IdentityHandlers {
             user.email = email.typed
             user.emailNormalized = email.normalized
         }
+        // A reset code mailed to the old address must not work once the address changed.
+        try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
         await publish(IdentityAPI.Topic.userEmailChanged, user)
         return CredentialChangeResponse(user: User(user))
     }

@@ -101,11 +101,7 @@ extension SQLiteUserStore {
     /// text and HTML bodies are blanked: a reset code must not outlive its delivery in the database).
     public func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws {
         try await run { db in
-            guard let json = try String.fetchOne(db, sql: "SELECT message FROM outbox WHERE id = ?", arguments: [id]) else { return }
-            var message = try JSONDecoder().decode(MailMessage.self, from: Data(json.utf8))
-            message.text = ""
-            message.html = nil
-            let blank = String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
+            guard let blank = try Self.blankedMessage(id: id, in: db) else { return }
             try db.execute(
                 sql: "UPDATE outbox SET state = 'sent', attempts = ?, sentAt = ?, message = ?, lastError = NULL WHERE id = ? AND state = 'queued'",
                 arguments: [attempts, now.millisecondsSince1970, blank, id])
@@ -122,11 +118,24 @@ extension SQLiteUserStore {
                     sql: "UPDATE outbox SET attempts = ?, lastError = ?, nextAttemptAt = ? WHERE id = ? AND state = 'queued'",
                     arguments: [attempts, reason, nextAttemptAt.millisecondsSince1970, id])
             } else {
+                // A dead mail is never sent: its body (a reset code) goes, as a sent one's does.
+                let blank = try Self.blankedMessage(id: id, in: db)
                 try db.execute(
-                    sql: "UPDATE outbox SET state = 'dead', attempts = ?, lastError = ? WHERE id = ? AND state = 'queued'",
-                    arguments: [attempts, reason, id])
+                    sql: "UPDATE outbox SET state = 'dead', attempts = ?, lastError = ?, message = coalesce(?, message) WHERE id = ? AND state = 'queued'",
+                    arguments: [attempts, reason, blank, id])
             }
         }
+    }
+
+    /// Row `id`'s message with its text and HTML bodies blanked (headers kept), as JSON; nil when
+    /// there is no such row or its message does not decode.
+    private static func blankedMessage(id: Int64, in db: Database) throws -> String? {
+        guard let json = try String.fetchOne(db, sql: "SELECT message FROM outbox WHERE id = ?", arguments: [id]),
+            var message = try? JSONDecoder().decode(MailMessage.self, from: Data(json.utf8))
+        else { return nil }
+        message.text = ""
+        message.html = nil
+        return String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
     }
 
     /// Deletes sent and dead rows enqueued before `cutoff`; returns how many.

@@ -90,10 +90,21 @@ extension SQLiteUserStore {
             guard db.changesCount == 1 else { throw IdentityError.invalidResetCode }
             try db.execute(
                 sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, userID.rawValue])
+            // Only while the user is enabled (a disabled user gets no new password this way).
             try db.execute(
-                sql: "UPDATE users SET passwordHash = ?, version = version + 1, updatedAt = ? WHERE id = ?",
+                sql: "UPDATE users SET passwordHash = ?, version = version + 1, updatedAt = ? WHERE id = ? AND disabled = 0",
                 arguments: [passwordHash, nowMs, userID.rawValue])
             guard db.changesCount == 1 else { throw IdentityError.invalidResetCode }
+        }
+    }
+
+    /// Voids every unused code of `userID` (its email or password changed: a code mailed before
+    /// must not outlive the credentials it was sent for).
+    public func voidPasswordResets(userID: UserID, at now: Date) async throws {
+        try await run { db in
+            try db.execute(
+                sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL",
+                arguments: [now.millisecondsSince1970, userID.rawValue])
         }
     }
 

@@ -99,8 +99,13 @@ public struct SMTPTransport: MailTransport {
             return .transient("\(relay) closed the connection during \(stage)")
         case SMTPFailure.protocolViolation(let what):
             return .transient("\(relay) broke the SMTP protocol during \(stage): \(what)")
-        case SMTPFailure.rejected(let reply) where (500...599).contains(reply.code):
+        case SMTPFailure.rejected(let reply) where (500...599).contains(reply.code) && Self.isAboutThisMail(stage):
             return .permanent("\(relay) refused \(stage): \(reply.summary)")
+        case SMTPFailure.rejected(let reply) where (500...599).contains(reply.code):
+            // A refusal of the relay itself (greeting, EHLO, STARTTLS, AUTH, MAIL FROM: a rotated
+            // password, a sender not allowed) is the operator's to fix, not this mail's fault:
+            // retried with backoff, so mail queued meanwhile is not dead-lettered at once.
+            return .transient("\(relay) refused \(stage) (check the relay settings): \(reply.summary)")
         case SMTPFailure.rejected(let reply) where (400...499).contains(reply.code):
             return .transient("\(relay) deferred \(stage): \(reply.summary)")
         case SMTPFailure.rejected(let reply):
@@ -113,6 +118,14 @@ public struct SMTPTransport: MailTransport {
             return stage == Conversation.connecting
                 ? .transient("could not connect to \(relay): \(error)") : .transient("\(stage) with \(relay) failed: \(error)")
         }
+    }
+}
+
+extension SMTPTransport {
+    /// Whether a 5xx during `stage` is about this mail (its recipient or its content), so that
+    /// retrying cannot help: only `RCPT TO`, `DATA` and the end of the message data.
+    static func isAboutThisMail(_ stage: String) -> Bool {
+        stage == "RCPT TO" || stage == "DATA" || stage == "the end of the message data"
     }
 }
 

@@ -1,19 +1,19 @@
 import Foundation
 import GatehouseTestSupport
-import GRDB
+import GatehouseApp
 import Testing
 
-/// Scenario A30 over HTTP against three processes. The code is read from the identity
-/// database's outbox (the SQLite file opened read-only), where the reset mail is queued in the
-/// same transaction as the code; `MailRelayEndToEndTests` runs it again reading the mail a real
-/// SMTP relay received.
+/// Scenario A30 over HTTP against three processes. The code is read from the mail delivered to
+/// the local mailbox (the embedded default: one `.eml` file per mail in the data folder, as
+/// `gatehouse mail show` reads it); `MailRelayEndToEndTests` runs it again through a real SMTP
+/// relay.
 @Suite("Password reset over three processes")
 struct PasswordResetEndToEndTests {
     static let pw = "correct horse battery"
     static let newPW = "saffron kettle obelisk"
 
-    /// One queued mail: recipient, subject and text.
-    struct Queued: Decodable {
+    /// One delivered mail: recipient, subject and text.
+    struct Queued {
         var to: String
         var subject: String
         var text: String
@@ -26,15 +26,11 @@ struct PasswordResetEndToEndTests {
         }
     }
 
-    /// The password reset mails in the outbox of `stack`'s identity database, oldest first.
+    /// The password reset mails delivered to `stack`'s local mailbox, oldest first.
     static func outbox(_ stack: Stack) throws -> [Queued] {
-        var configuration = Configuration()
-        configuration.readonly = true
-        let queue = try DatabaseQueue(path: stack.dataDir.appendingPathComponent("identity.sqlite").path, configuration: configuration)
-        let rows = try queue.read { db in
-            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = 'password_reset' ORDER BY id")
-        }
-        return try rows.map { try JSONDecoder().decode(Queued.self, from: Data($0.utf8)) }
+        let reader = MailboxReader(dataDir: stack.dataDir.path)
+        return try reader.files().map { try reader.read($0) }.filter { $0.headers["x-gatehouse-kind"] == "password_reset" }
+            .map { Queued(to: $0.headers["to"] ?? "", subject: $0.headers["subject"] ?? "", text: $0.text) }
     }
 
     @Test("A30: a known email gets a mail with a code; a second request voids the first; confirming sets the password and revokes every session; an unknown email gets the same 202 and no mail; a malformed one invalid_email")
@@ -51,7 +47,7 @@ struct PasswordResetEndToEndTests {
         // 1. Request for a known email: 202 and one mail carrying the code.
         let first = try await stack.request("POST", "/v1/password-reset", json: ["email": "ada@example.com"])
         #expect(first.status == 202 && first.body.isEmpty)
-        try await waitUntil("the first reset mail is queued") { try Self.outbox(stack).count == 1 }
+        try await waitUntil("the first reset mail is delivered") { try Self.outbox(stack).count == 1 }
         let mail = try #require(try Self.outbox(stack).first)
         #expect(mail.to == "ada@example.com")
         let code1 = try #require(mail.code)
@@ -60,7 +56,7 @@ struct PasswordResetEndToEndTests {
         stack.advanceClock(by: .seconds(61))
         let second = try await stack.request("POST", "/v1/password-reset", json: ["email": "ada@example.com"], headers: ["Accept-Language": "ja"])
         #expect(second.status == 202)
-        try await waitUntil("the second reset mail is queued") { try Self.outbox(stack).count == 2 }
+        try await waitUntil("the second reset mail is delivered") { try Self.outbox(stack).count == 2 }
         let mail2 = try Self.outbox(stack)[1]
         #expect(mail2.subject == "Gatehouse のパスワード再設定")
         let code2 = try #require(mail2.code)
@@ -89,7 +85,7 @@ struct PasswordResetEndToEndTests {
         #expect(unknown.headers["cache-control"] == first.headers["cache-control"])
         #expect(try await stack.request("POST", "/v1/accounts", json: ["email": "bo@example.com", "password": Self.pw]).status == 201)
         #expect(try await stack.request("POST", "/v1/password-reset", json: ["email": "bo@example.com"]).status == 202)
-        try await waitUntil("bo's reset mail is queued") { try Self.outbox(stack).contains { $0.to == "bo@example.com" } }
+        try await waitUntil("bo's reset mail is delivered") { try Self.outbox(stack).contains { $0.to == "bo@example.com" } }
         #expect(try Self.outbox(stack).map(\.to) == ["ada@example.com", "ada@example.com", "bo@example.com"])
 
         // 5. A malformed email.

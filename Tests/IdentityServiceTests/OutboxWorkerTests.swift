@@ -115,6 +115,8 @@ struct OutboxWorkerTests {
         #expect(try await outbox.deliverDue() == .init(dead: 1))
         let row = try await entry()
         #expect(row.state == "dead" && row.attempts == 1 && row.lastError == "550 no such user")
+        // Never to be sent: its body (a reset code) is gone from the database, its headers kept.
+        #expect(row.message.text == "" && row.message.html == nil && row.message.to == "user1@example.com")
         clock.advance(by: 86_400)
         #expect(try await outbox.deliverDue() == .init())
         #expect(transport.delivered.count == 1)
@@ -163,6 +165,24 @@ struct OutboxWorkerTests {
         #expect(transport.delivered.map(\.messageID) == [message.messageID])
         row = try await entry()
         #expect(row.state == "sent")
+    }
+
+    @Test("a mail enqueued in a transaction that rolls back is never sent; one in a committed transaction is")
+    func rolledBackChangesSendNothing() async throws {
+        defer { directory.remove() }
+        struct ChangeFailed: Error {}
+        let queue = try DatabaseQueue(path: directory.databasePath)
+        let (doomed, kept) = (mail(1), mail(2))
+        await #expect(throws: ChangeFailed.self) {
+            try await queue.write { db in
+                try SQLiteUserStore.enqueue(doomed, in: db, at: clock.now)
+                throw ChangeFailed()  // the change the mail was about fails: its transaction rolls back
+            }
+        }
+        try await queue.write { db in try SQLiteUserStore.enqueue(kept, in: db, at: clock.now) }
+        let transport = ScriptedTransport()
+        #expect(try await worker(transport).deliverDue() == .init(sent: 1))
+        #expect(transport.delivered == [kept])
     }
 
     @Test("a row whose stored message does not decode is marked dead and does not hold up the others")

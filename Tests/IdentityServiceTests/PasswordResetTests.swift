@@ -49,6 +49,24 @@ struct PasswordResetTests {
         try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: code, password: password))
     }
 
+    @Test("a code mailed before the email or the password changed no longer works")
+    func codesEndWithTheirCredentials() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let id = try await signUp(h, "eve@example.com")
+        let me = AuthenticatedCaller(userID: id, sessionID: "sid-1", authTime: h.clock.now)
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "eve@example.com", locale: "en") == .queued)
+        let first = try #require(try await outbox(h).last?.code)
+        _ = try await h.caller.call(IdentityAPI.changeEmail, ChangeEmailRequest(caller: me, email: "eve2@example.com"))
+        await expectCode(.invalidResetCode) { try await confirm(h, first, fresh) }
+        h.clock.advance(by: 61)
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "eve2@example.com", locale: "en") == .queued)
+        let second = try #require(try await outbox(h).last?.code)
+        _ = try await h.caller.call(IdentityAPI.changePassword, ChangePasswordRequest(caller: me, password: "another fine passphrase"))
+        await expectCode(.invalidResetCode) { try await confirm(h, second, fresh) }
+        #expect(try await signIn(h, "eve2@example.com", "another fine passphrase").user.id == id)
+    }
+
     @Test("a known email gets one mail whose code is stored only as its SHA-256; confirming sets the password, revokes every session, and the code works once")
     func requestAndConfirm() async throws {
         let h = try await Harness()
