@@ -44,6 +44,9 @@ extension IdentityHandlers {
             return Empty()
         }
         Task.detached(priority: .utility) {
+            // After the answer is on its way (measured on 2 cores, work started at once slowed the
+            // answers of known emails by ~60 µs against unknown ones): a short random pause.
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...80)))
             _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale)
             Self.pendingResets.withLock { $0 -= 1 }
         }
@@ -62,7 +65,12 @@ extension IdentityHandlers {
         do {
             guard let user = try await store.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
                 let recipient = user.email
-            else { return .noAccount }
+            else {
+                // The same work as for an account (a code and a rendered mail), thrown away.
+                _ = PasswordResetMail.builtIn.message(
+                    to: "nobody@example.invalid", code: Self.newResetCode(), locale: locale, settings: passwordReset, date: clock.now)
+                return .noAccount
+            }
             let code = Self.newResetCode()
             let now = clock.now
             let mail = PasswordResetMail.builtIn.message(to: recipient, code: code, locale: locale, settings: passwordReset, date: now)
