@@ -127,6 +127,10 @@ public final class OutboxWorker: Sendable {
     let random: @Sendable () -> Double
     private let wake = Mutex(WakeState())
     private let lastPurge = Mutex<Date?>(nil)
+    /// Rows the transport took whose `sent` mark failed (the database refused the write): they
+    /// are not handed to the transport again, only marked, so a database that cannot write does
+    /// not send the same mail at every pass.
+    private let deliveredUnmarked = Mutex<Set<Int64>>([])
 
     private struct WakeState {
         var pending = false
@@ -205,7 +209,7 @@ public final class OutboxWorker: Sendable {
         let message = entry.message
         let attempt = entry.attempts + 1
         do {
-            try await transport.deliver(message)
+            if !deliveredUnmarked.withLock({ $0.contains(entry.id) }) { try await transport.deliver(message) }
         } catch is CancellationError {
             // Stopping: the mail stays queued as it was, and is delivered (again) after restart.
             throw CancellationError()
@@ -233,7 +237,13 @@ public final class OutboxWorker: Sendable {
             return
         }
         let now = clock.now
-        try await store.markOutboxSent(id: entry.id, attempts: attempt, at: now)
+        do {
+            try await store.markOutboxSent(id: entry.id, attempts: attempt, at: now)
+        } catch {
+            deliveredUnmarked.withLock { _ = $0.insert(entry.id) }
+            throw error
+        }
+        deliveredUnmarked.withLock { _ = $0.remove(entry.id) }
         let latency = max(0, now.millisecondsSince1970 - entry.createdAt.millisecondsSince1970)
         metrics.update {
             $0.sent += 1
@@ -252,6 +262,8 @@ public final class OutboxWorker: Sendable {
         }
         guard due else { return }
         let purged = try await store.purgeOutbox(before: now.addingTimeInterval(-policy.retention))
+        // Reset codes expired or used a day ago: nothing can use them any more.
+        try await store.purgePasswordResets(before: now.addingTimeInterval(-86_400))
         if purged > 0 { logger.info("purged \(purged) sent or dead mails older than \(Int(policy.retention / 86_400)) days from the outbox") }
     }
 }

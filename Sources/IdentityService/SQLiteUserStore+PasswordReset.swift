@@ -98,6 +98,18 @@ extension SQLiteUserStore {
         }
     }
 
+    /// Deletes the reset rows that expired or were used before `cutoff` (the outbox worker's
+    /// hourly purge); returns how many.
+    @discardableResult
+    public func purgePasswordResets(before cutoff: Date) async throws -> Int {
+        try await run { db in
+            try db.execute(
+                sql: "DELETE FROM password_resets WHERE expiresAt < ?1 OR (usedAt IS NOT NULL AND usedAt < ?1)",
+                arguments: [cutoff.millisecondsSince1970])
+            return db.changesCount
+        }
+    }
+
     /// Voids every unused code of `userID` (its email or password changed: a code mailed before
     /// must not outlive the credentials it was sent for).
     public func voidPasswordResets(userID: UserID, at now: Date) async throws {

@@ -167,6 +167,28 @@ struct OutboxWorkerTests {
         #expect(row.state == "sent")
     }
 
+    @Test("a mail the transport took but the database could not mark sent is not sent again, only marked once it can")
+    func markFailureDoesNotResend() async throws {
+        defer { directory.remove() }
+        try await store.enqueueMail(mail(), at: clock.now)
+        let queue = try DatabaseQueue(path: directory.databasePath)
+        try await queue.write { db in
+            try db.execute(sql: """
+                CREATE TRIGGER refuse_sent BEFORE UPDATE OF state ON outbox WHEN NEW.state = 'sent'
+                BEGIN SELECT RAISE(ABORT, 'the disk is full'); END;
+                """)
+        }
+        let transport = ScriptedTransport()
+        let outbox = worker(transport)
+        await #expect(throws: (any Error).self) { _ = try await outbox.deliverDue() }
+        await #expect(throws: (any Error).self) { _ = try await outbox.deliverDue() }
+        #expect(transport.delivered.count == 1)
+        try await queue.write { db in try db.execute(sql: "DROP TRIGGER refuse_sent") }
+        #expect(try await outbox.deliverDue() == .init(sent: 1))
+        #expect(transport.delivered.count == 1)
+        #expect(try await entry().state == "sent")
+    }
+
     @Test("a mail enqueued in a transaction that rolls back is never sent; one in a committed transaction is")
     func rolledBackChangesSendNothing() async throws {
         defer { directory.remove() }

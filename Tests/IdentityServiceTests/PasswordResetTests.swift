@@ -49,6 +49,20 @@ struct PasswordResetTests {
         try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: code, password: password))
     }
 
+    @Test("reset rows expired or used a day ago are purged; a live code's row stays")
+    func purgeOldCodes() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let old = UserID(try await signUp(h, "old@example.com"))
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "old@example.com", locale: "en") == .queued)
+        h.clock.advance(by: 2 * 86_400)
+        let live = UserID(try await signUp(h, "live@example.com"))
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "live@example.com", locale: "en") == .queued)
+        #expect(try await sqlite(h).purgePasswordResets(before: h.clock.now.addingTimeInterval(-86_400)) == 1)
+        #expect(try await sqlite(h).passwordResetCount(userID: old) == 0)
+        #expect(try await sqlite(h).passwordResetCount(userID: live) == 1)
+    }
+
     @Test("a code mailed before the email or the password changed no longer works")
     func codesEndWithTheirCredentials() async throws {
         let h = try await Harness()
