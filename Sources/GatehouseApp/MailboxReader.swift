@@ -51,8 +51,13 @@ public struct MailboxReader: Sendable {
 
     /// Reads and decodes the file `name`.
     public func read(_ name: String) throws -> Mail {
-        let raw = try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8)
-        let (headers, body) = Self.split(raw)
+        Self.parse(try String(contentsOf: folder.appendingPathComponent(name), encoding: .utf8), file: name)
+    }
+
+    /// The mail in the message text `raw` (as a mailbox file holds it, or a relay received it),
+    /// known as `file`.
+    public static func parse(_ raw: String, file: String = "") -> Mail {
+        let (headers, body) = split(raw)
         var text = "", html: String?
         if let type = headers["content-type"], type.hasPrefix("multipart/"), let boundary = Self.boundary(type) {
             for part in body.components(separatedBy: "--\(boundary)").dropFirst() where !part.hasPrefix("--") {
@@ -63,7 +68,7 @@ public struct MailboxReader: Sendable {
         } else {
             text = Self.decodeBody(body, headers: headers)
         }
-        return Mail(file: name, headers: headers, text: text, html: html, raw: raw)
+        return Mail(file: file, headers: headers, text: text, html: html, raw: raw)
     }
 
     static func split(_ message: String) -> ([String: String], String) {

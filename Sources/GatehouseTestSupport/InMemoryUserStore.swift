@@ -122,9 +122,9 @@ public actor InMemoryUserStore: UserStore {
         if let p = u.photoURL, p.unicodeScalars.count > 2048 { throw violated }
         if let h = u.passwordHash, h.unicodeScalars.count > 1024 { throw violated }
         if !u.customClaimsJSON.isEmpty {
-            guard u.customClaimsJSON.utf8.count <= UserRecord.maxCustomClaimsBytes, JSONObject.isObject(u.customClaimsJSON) else { throw violated }
+            guard u.customClaimsJSON.utf8.count <= UserRecord.maxCustomClaimsBytes, Self.isObject(u.customClaimsJSON) else { throw violated }
         }
-        guard u.settingsJSON.utf8.count <= UserRecord.maxSettingsBytes, JSONObject.isObject(u.settingsJSON) else { throw violated }
+        guard u.settingsJSON.utf8.count <= UserRecord.maxSettingsBytes, Self.isObject(u.settingsJSON) else { throw violated }
         guard u.version >= 1 else { throw violated }
     }
 }
@@ -158,5 +158,13 @@ extension InMemoryUserStore: AnonymousSweepStore {
         try await delete(id: id)
         sessionActivity[id] = nil
         return true
+    }
+}
+
+extension InMemoryUserStore {
+    /// Whether `text` is a JSON object, as SQLite's `json_valid` and `json_type` (the CHECK on
+    /// claims and settings) judge it: any depth.
+    static func isObject(_ text: String) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])) is [String: Any]
     }
 }

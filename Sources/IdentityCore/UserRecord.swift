@@ -99,8 +99,12 @@ public struct UserRecord: Sendable, Hashable {
     /// How the user can sign in: `password` when it has a password hash, and every linked
     /// provider, sorted.
     public var providers: [String] {
-        ((passwordHash == nil ? [] : ["password"]) + linkedProviders).sorted()
+        // `GET /v1/me` builds this for every request: the common cases allocate nothing.
+        if linkedProviders.isEmpty { return passwordHash == nil ? [] : Self.passwordOnly }
+        return passwordHash == nil ? linkedProviders : (linkedProviders + Self.passwordOnly).sorted()
     }
+
+    private static let passwordOnly = ["password"]
 
     /// The largest `customClaimsJSON` a store accepts, in bytes.
     public static let maxCustomClaimsBytes = 1_000

@@ -36,23 +36,12 @@ extension IdentityHandlers {
         let current = try await callerUser(request.caller)
         guard !current.isAnonymous, let own = current.email else { throw IdentityError.invalidCredentials }
         let email = try EmailAddress(request.email ?? own)
-        let (user, stored, password) = try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
-            try await throttle.guarding(throttle.key(normalizedEmail: email.normalized, client: request.client.ip)) {
-                try await checkPassword(request.password, email: email, deadline: hashDeadline)
-            }
-        }
+        let (user, stored, password) = try await checkPasswordThrottled(
+            request.password, email: email, client: request.client, deadline: hashDeadline)
         guard user.id == current.id else { throw IdentityError.userMismatch }
         guard !user.disabled else { throw IdentityError.userDisabled }
-        let at = clock.now
-        var upgraded: String?
-        if hasher.needsRehash(stored) {
-            upgraded = try? await hasher.hash(password, deadline: hashDeadline)  // else at a later sign-in
-        }
-        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded, replacing: stored)
-        var signedIn = user
-        signedIn.lastSignInAt = at.roundedToMilliseconds
-        let tokens = try await issueConfirmedSession(
-            for: signedIn, at: at, client: request.client, verified: stored, upgraded: upgraded, deadline: deadline)
+        let (signedIn, tokens) = try await completeSignIn(
+            user, verified: stored, password: password, client: request.client, hashDeadline: hashDeadline, deadline: deadline)
         let replaced = RevokeSessionRequest(sessionID: request.caller.sessionID, reason: "reauthenticated")
         _ = try await self.tokens.call(TokenAPI.revokeSession, replaced)
         return AuthResponse(user: User(signedIn), tokens: tokens)
@@ -76,10 +65,11 @@ extension IdentityHandlers {
         try requireRecentLogin(request.caller)
         let password = try policy.validate(request.password, email: email)
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
-        _ = try await revokeSessionIDs(of: current.id, reason: "password_changed", except: request.caller.sessionID)
-        let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
-        try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
-        let revoked = try await revokeSessionIDs(of: user.id, reason: "password_changed", except: request.caller.sessionID)
+        let (user, revoked) = try await revokingSessions(of: current.id, reason: "password_changed", except: request.caller.sessionID) {
+            let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
+            try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
+            return user
+        }
         await publish(IdentityAPI.Topic.userUpdated, user)
         return CredentialChangeResponse(user: User(user), revokedSessionIDs: revoked)
     }
@@ -158,5 +148,21 @@ extension IdentityHandlers {
     func revokeSessionIDs(of id: UserID, reason: String, except: String?) async throws -> [String] {
         let request = UserSessionsRequest(userID: id.rawValue, reason: reason, exceptSessionID: except)
         return try await tokens.call(TokenAPI.revokeAllSessions, request).sessionIDs
+    }
+
+    /// Runs `write` (a new password) between two revocations of every session of `id` but
+    /// `except`, each committed in the token service: a failure before the write changes nothing
+    /// but revokes, and a session a racing sign-in made before the write is caught by the second
+    /// (one made after it sees the new hash: `issueConfirmedSession`). Returns `write`'s result and
+    /// the ids of both revocations, for the gateway.
+    func revokingSessions<T>(
+        of id: UserID, reason: String, except: String? = nil, around write: () async throws -> T
+    ) async throws -> (T, [String]) {
+        var revoked = try await revokeSessionIDs(of: id, reason: reason, except: except)
+        let result = try await write()
+        for session in try await revokeSessionIDs(of: id, reason: reason, except: except) where !revoked.contains(session) {
+            revoked.append(session)
+        }
+        return (result, revoked)
     }
 }

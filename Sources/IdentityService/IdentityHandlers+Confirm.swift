@@ -10,6 +10,45 @@ import IdentityCore
 // and the new session is revoked again before anyone sees it.
 
 extension IdentityHandlers {
+    /// `checkPassword` under both throttles (sign-in, re-authentication and an anonymous
+    /// caller's sign-in share them): the address's attempt counts only once the account-wide one
+    /// is allowed, and one refused by the address's throttle is given back to the account-wide one.
+    func checkPasswordThrottled(
+        _ typed: String, email: EmailAddress, client: ClientInfo, deadline hashDeadline: ContinuousClock.Instant?,
+        unknownEmail: () -> Void = {}
+    ) async throws -> (UserRecord, String, String) {
+        try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
+            try await throttle.guarding(throttle.key(normalizedEmail: email.normalized, client: client.ip)) {
+                try await checkPassword(typed, email: email, deadline: hashDeadline, unknownEmail: unknownEmail)
+            }
+        }
+    }
+
+    /// Completes a sign-in of `user`, whose password was verified against its hash `verified`:
+    /// with `password` (the verified one) an outdated hash is upgraded (not when the hash pool is
+    /// busy: at a later sign-in), the sign-in recorded, and the session issued and confirmed
+    /// (`issueConfirmedSession`). Returns the user as signed in and the session.
+    func completeSignIn(
+        _ user: UserRecord, verified: String?, password: String?, client: ClientInfo,
+        hashDeadline: ContinuousClock.Instant?, deadline: ContinuousClock.Instant?
+    ) async throws -> (UserRecord, SessionTokens) {
+        let at = clock.now
+        var upgraded: String?
+        if let password, let verified, hasher.needsRehash(verified) {
+            do {
+                upgraded = try await hasher.hash(password, deadline: hashDeadline)
+            } catch IdentityError.overloaded {
+                upgraded = nil  // upgrade at a later sign-in
+            }
+        }
+        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded, replacing: verified)
+        var signedIn = user
+        signedIn.lastSignInAt = at.roundedToMilliseconds
+        let tokens = try await issueConfirmedSession(
+            for: signedIn, at: at, client: client, verified: verified, upgraded: upgraded, deadline: deadline)
+        return (signedIn, tokens)
+    }
+
     /// Issues a session for `user`, signed in on the strength of the password hash `verified`
     /// (`upgraded`: the rehash this sign-in stored, if any), then re-reads the user. When the
     /// user is gone, disabled, or has another password hash by then, the session is revoked

@@ -66,11 +66,9 @@ extension IdentityHandlers {
         var unknownEmail = false
         let target: UserRecord
         do {
-            target = try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
-                try await throttle.guarding(throttle.key(normalizedEmail: email.normalized, client: request.client.ip)) {
-                    try await checkPassword(request.password, email: email, deadline: hashDeadline) { unknownEmail = true }.0
-                }
-            }
+            target = try await checkPasswordThrottled(
+                request.password, email: email, client: request.client, deadline: hashDeadline
+            ) { unknownEmail = true }.0
         } catch IdentityError.invalidCredentials where unknownEmail {
             throw IdentityError.userNotFound
         }
@@ -136,11 +134,8 @@ extension IdentityHandlers {
 
     /// Records a sign-in of `target`, whose credentials were verified, and issues its session (`amr: ["pwd"]`).
     private func signInVerified(_ target: UserRecord, client: ClientInfo, deadline: ContinuousClock.Instant?) async throws -> (User, SessionTokens) {
-        let at = clock.now
-        try await store.recordSignIn(id: target.id, at: at, newPasswordHash: nil, replacing: nil)
-        var signedIn = target
-        signedIn.lastSignInAt = at.roundedToMilliseconds
-        let tokens = try await issueConfirmedSession(for: signedIn, at: at, client: client, verified: target.passwordHash, deadline: deadline)
+        let (signedIn, tokens) = try await completeSignIn(
+            target, verified: target.passwordHash, password: nil, client: client, hashDeadline: nil, deadline: deadline)
         return (User(signedIn), tokens)
     }
 }

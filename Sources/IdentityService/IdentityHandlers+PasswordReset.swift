@@ -106,14 +106,12 @@ extension IdentityHandlers {
         guard !user.disabled else { throw IdentityError.userDisabled }
         let password = try policy.validate(request.password, email: email)
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
-        let first = try await revokeSessionIDs(of: userID, reason: "password_reset", except: nil)
         let at = clock.now
-        try await store.usePasswordReset(codeHash: codeHash, userID: userID, passwordHash: hash, now: at)
-        let second = try await revokeSessionIDs(of: userID, reason: "password_reset", except: nil)
+        let (_, revoked) = try await revokingSessions(of: userID, reason: "password_reset") {
+            try await store.usePasswordReset(codeHash: codeHash, userID: userID, passwordHash: hash, now: at)
+        }
         await publish(IdentityAPI.Topic.userUpdated, UserEvent(userID: userID.rawValue, version: user.version + 1, occurredAt: at))
         logger.info("password reset confirmed", metadata: ["user": "\(userID.rawValue)"])
-        var revoked = first
-        for id in second where !revoked.contains(id) { revoked.append(id) }
         return ConfirmPasswordResetResponse(revokedSessionIDs: revoked)
     }
 

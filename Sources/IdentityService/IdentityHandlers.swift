@@ -172,28 +172,11 @@ public struct IdentityHandlers: Sendable {
         if let caller = request.caller, let anonymous = try await anonymousCaller(caller) {
             return try await signIn(request, email: email, from: anonymous, deadline: deadline)
         }
-        // The address's attempt counts only once the account-wide one is allowed; one refused
-        // by the address's throttle is given back to the account-wide one.
-        let (user, stored, password) = try await accountThrottle.guarding(accountThrottle.key(normalizedEmail: email.normalized)) {
-            try await throttle.guarding(throttle.key(normalizedEmail: email.normalized, client: request.client.ip)) {
-                try await checkPassword(request.password, email: email, deadline: hashDeadline)
-            }
-        }
+        let (user, stored, password) = try await checkPasswordThrottled(
+            request.password, email: email, client: request.client, deadline: hashDeadline)
         guard !user.disabled else { throw IdentityError.userDisabled }
-        let at = clock.now
-        var upgraded: String?
-        if hasher.needsRehash(stored) {
-            do {
-                upgraded = try await hasher.hash(password, deadline: hashDeadline)
-            } catch IdentityError.overloaded {
-                upgraded = nil  // upgrade at a later sign-in
-            }
-        }
-        try await store.recordSignIn(id: user.id, at: at, newPasswordHash: upgraded, replacing: stored)
-        var signedIn = user
-        signedIn.lastSignInAt = at.roundedToMilliseconds
-        let tokens = try await issueConfirmedSession(
-            for: signedIn, at: at, client: request.client, verified: stored, upgraded: upgraded, deadline: deadline)
+        let (signedIn, tokens) = try await completeSignIn(
+            user, verified: stored, password: password, client: request.client, hashDeadline: hashDeadline, deadline: deadline)
         return AuthResponse(user: User(signedIn), tokens: tokens)
     }
 

@@ -6,13 +6,20 @@ extension SQLiteUserStore {
     /// Deletes the user and its linked identities in one statement, only while it is anonymous:
     /// a migration never deletes a user who was upgraded meanwhile. `userNotFound` otherwise.
     public func deleteAnonymous(id: UserID) async throws {
+        guard try await deleteUserRow(sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1", [id.rawValue]) else {
+            throw IdentityError.userNotFound
+        }
+    }
+
+    /// Runs `sql`, a `DELETE` of at most one users row (its identities cascade), with SQLite's
+    /// `secure_delete` on, so the freed bytes are overwritten in the file and not only unlinked,
+    /// as for every deletion of a user. Whether a row was deleted.
+    func deleteUserRow(sql: String, _ arguments: StatementArguments) async throws -> Bool {
         try await run { db in
-            // As every deletion: the freed bytes are overwritten in the file, not only unlinked.
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
-            let statement = try db.cachedStatement(sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1")
-            try statement.execute(arguments: [id.rawValue])
-            guard db.changesCount == 1 else { throw IdentityError.userNotFound }
+            try db.cachedStatement(sql: sql).execute(arguments: arguments)
+            return db.changesCount == 1
         }
     }
 }

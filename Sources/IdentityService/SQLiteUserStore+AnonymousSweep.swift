@@ -50,14 +50,8 @@ extension SQLiteUserStore: AnonymousSweepStore {
 
     /// Deletes the user if it is still anonymous and inactive since before `cutoff`.
     public func deleteAnonymous(id: UserID, inactiveBefore cutoff: Date) async throws -> Bool {
-        try await run { db in
-            // As every deletion: the freed bytes are overwritten in the file, not only unlinked.
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
-            let statement = try db.cachedStatement(
-                sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1 AND \(Self.activitySQL) < ?")
-            try statement.execute(arguments: [id.rawValue, cutoff.millisecondsSince1970])
-            return db.changesCount == 1
-        }
+        try await deleteUserRow(
+            sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1 AND \(Self.activitySQL) < ?",
+            [id.rawValue, cutoff.millisecondsSince1970])
     }
 }

@@ -212,13 +212,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     /// Deletes the user and its linked identities; `userNotFound` when there is none. The freed
     /// bytes are overwritten in the file (`secure_delete`), not only unlinked.
     public func delete(id: UserID) async throws {
-        try await run { db in
-            try db.execute(sql: "PRAGMA secure_delete = ON")
-            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
-            let statement = try db.cachedStatement(sql: "DELETE FROM users WHERE id = ?")
-            try statement.execute(arguments: [id.rawValue])
-            guard db.changesCount == 1 else { throw IdentityError.userNotFound }
-        }
+        guard try await deleteUserRow(sql: "DELETE FROM users WHERE id = ?", [id.rawValue]) else { throw IdentityError.userNotFound }
     }
 
     /// Links a provider identity (`provider`, `subject`) to a user.

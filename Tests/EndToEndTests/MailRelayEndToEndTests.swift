@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseApp
 import GatehouseTestSupport
 import Testing
 
@@ -8,21 +9,9 @@ import Testing
 struct MailRelayEndToEndTests {
     static let pw = "correct horse battery"
 
-    /// The reset code in a received mail's text: its one line of 43 base64url characters.
+    /// The reset code in a mail the relay received (its text part, decoded as the mailbox reader does).
     static func code(in message: SMTPHarness.Received) -> String? {
-        guard let text = message.decodedText ?? Self.textPart(of: message) else { return nil }
-        return text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { line in
-            line.utf8.count == 43 && line.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
-        }
-    }
-
-    /// The text/plain part of a multipart message, decoded.
-    static func textPart(of message: SMTPHarness.Received) -> String? {
-        let parts = message.data.components(separatedBy: "Content-Type: text/plain; charset=utf-8\r\n")
-        guard parts.count > 1 else { return nil }
-        let afterHeaders = parts[1].components(separatedBy: "\r\n\r\n").dropFirst().first ?? ""
-        let base64 = afterHeaders.components(separatedBy: "\r\n--").first?.components(separatedBy: "\r\n").joined() ?? ""
-        return Data(base64Encoded: base64).map { String(decoding: $0, as: UTF8.self) }
+        resetCode(in: MailboxReader.parse(message.data).text)
     }
 
     static func relayEnvironment(port: Int) -> [String: String] {

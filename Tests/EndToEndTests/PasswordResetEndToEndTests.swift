@@ -18,12 +18,8 @@ struct PasswordResetEndToEndTests {
         var subject: String
         var text: String
 
-        /// The code: the text's one line of 43 base64url characters.
-        var code: String? {
-            text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { line in
-                line.utf8.count == 43 && line.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
-            }
-        }
+        /// The code in the text.
+        var code: String? { resetCode(in: text) }
     }
 
     /// The password reset mails delivered to `stack`'s local mailbox, oldest first.

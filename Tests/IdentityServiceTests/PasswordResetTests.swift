@@ -22,12 +22,8 @@ struct PasswordResetTests {
         var text: String
         var html: String?
 
-        /// The reset code in the text: the one line of 43 base64url characters.
-        var code: String? {
-            text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { line in
-                line.utf8.count == 43 && line.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == "_" }
-            }
-        }
+        /// The reset code in the text.
+        var code: String? { resetCode(in: text) }
     }
 
     func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
