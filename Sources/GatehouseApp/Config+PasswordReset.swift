@@ -12,7 +12,7 @@ extension ConfigTable {
     /// The sender of mails.
     public static let mailFrom = ConfigKey(env: "GATEHOUSE_MAIL_FROM", defaultValue: "Gatehouse <no-reply@localhost>", secret: false, roles: "serve, identity", help: "The From of every mail: `Name <address>` or an address.")
     /// Where links in mails point.
-    public static let mailLinkBase = ConfigKey(env: "GATEHOUSE_MAIL_LINK_BASE", defaultValue: nil, secret: false, roles: "serve, identity", help: "When set (an http(s) URL, e.g. your app's universal link), mails carry a link `<base>?mode=resetPassword&code=<code>`; unset: only the code.")
+    public static let mailLinkBase = ConfigKey(env: "GATEHOUSE_MAIL_LINK_BASE", defaultValue: nil, secret: false, roles: "serve, identity", help: "Where links in mails point: `<base>?mode=<mode>&code=<code>&lang=<locale>` (modes resetPassword, verifyEmail, verifyAndChangeEmail, recoverEmail). Default: the gateway's own pages, `<GATEHOUSE_PUBLIC_URL>/actions`; set your app's universal link or your own page instead, or `none` for mails with only the code.")
 
     /// The keys above, in `ConfigTable.all`.
     static let passwordResetKeys = [rateLimitPasswordReset, passwordResetTTL, appName, mailFrom, mailLinkBase]
@@ -33,7 +33,10 @@ extension IdentityRoleSettings {
         if let problem = probe.problem {
             throw ConfigError(message: "GATEHOUSE_MAIL_FROM (--mail-from) is not a sender address (`Name <address>` or `address`): \(problem)")
         }
-        if let base = config.string(ConfigTable.mailLinkBase), !base.isEmpty {
+        let configured = config.string(ConfigTable.mailLinkBase).flatMap { $0.isEmpty ? nil : $0 }
+        if configured?.lowercased() == "none" { return settings }
+        do {
+            let base = try configured ?? (GatewayRoleSettings.publicURL(config) + "/actions")
             guard base.hasPrefix("https://") || base.hasPrefix("http://"), URL(string: base) != nil,
                 !base.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F })
             else {

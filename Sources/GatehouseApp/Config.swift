@@ -32,7 +32,7 @@ public enum ConfigTable {
     /// The port the HTTP API listens on.
     public static let httpPort = ConfigKey(env: "GATEHOUSE_HTTP_PORT", defaultValue: "8080", secret: false, roles: "serve, gateway", help: "Port the HTTP API listens on.")
     /// The base URL clients use, for OpenID discovery (and the default issuer).
-    public static let publicURL = ConfigKey(env: "GATEHOUSE_PUBLIC_URL", defaultValue: nil, secret: false, roles: "serve, gateway", help: "Base URL clients use (default http://HOST:PORT); used in OpenID discovery.")
+    public static let publicURL = ConfigKey(env: "GATEHOUSE_PUBLIC_URL", defaultValue: nil, secret: false, roles: "serve, gateway, identity", help: "Base URL clients use (default http://HOST:PORT); used in OpenID discovery and, at the identity service, for the links in mails (`<url>/actions`).")
     /// The `iss` claim that access tokens carry and the gateway requires.
     public static let issuer = ConfigKey(env: "GATEHOUSE_ISSUER", defaultValue: nil, secret: false, roles: "serve, token, gateway", help: "The `iss` of access tokens (default: the public URL).")
     /// The `aud` claim that access tokens carry and the gateway requires.
@@ -184,7 +184,7 @@ public enum ConfigTable {
         defaultSettings,
         migrationResumeTTL,
         smtpHost, smtpPort, smtpTLS, smtpUsername, smtpPasswordFile, smtpCAFile, mailMaxAttempts,
-    ] + passwordResetKeys
+    ] + passwordResetKeys + emailFlowKeys
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
     static let removed: [String: String] = [

@@ -67,6 +67,7 @@ public struct IdentityRoleSettings: Sendable {
         anonymousSweepInterval = try config.int(ConfigTable.anonymousSweepInterval, in: 0...86_400)
         service.migrationResumeTTL = TimeInterval(try config.int(ConfigTable.migrationResumeTTL, in: 10...3600))
         service.passwordReset = try Self.passwordReset(config)
+        service.emailFlows = try Self.emailFlows(config)
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)

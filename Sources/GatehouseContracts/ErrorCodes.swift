@@ -62,6 +62,16 @@ extension ErrorCode {
     /// The password reset code is unknown, expired or already used (a newer request also voids
     /// older codes): ask for a new mail.
     public static let invalidResetCode: ErrorCode = "invalid_reset_code"
+    /// The email verification code is unknown, expired, already used, or was mailed to an
+    /// address the user no longer has: ask for a new verification mail.
+    public static let invalidVerificationCode: ErrorCode = "invalid_verification_code"
+    /// The email change (or revert) code is unknown, expired, already used, or voided by a
+    /// newer change request.
+    public static let invalidEmailChangeCode: ErrorCode = "invalid_email_change_code"
+    /// Sign-in refused until the address is verified (`GATEHOUSE_EMAIL_VERIFICATION=required`).
+    public static let emailNotVerified: ErrorCode = "email_not_verified"
+    /// The address is already verified: no verification mail is sent.
+    public static let emailAlreadyVerified: ErrorCode = "email_already_verified"
 
     // Token service (proto/token.proto).
     /// The refresh token is unknown, malformed or of an ended session.
@@ -84,6 +94,7 @@ extension ErrorCode {
         .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
         .tooManyAttempts, .migrationRequired, .requiresRecentLogin, .userMismatch, .credentialAlreadyInUse,
         .providerAlreadyLinked, .invalidResumeHandle, .invalidResetCode,
+        .invalidVerificationCode, .invalidEmailChangeCode, .emailNotVerified, .emailAlreadyVerified,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
     ]
 }

@@ -69,14 +69,20 @@ public struct ChangeEmailRequest: Codable, Sendable, Hashable {
     public var caller: AuthenticatedCaller
     /// The new address; refused with `invalid_email` or `email_exists`.
     public var email: String
+    /// The confirmation mail's language (`en`, `ja`, ...; see `PasswordResetRequest.locale`).
+    public var locale: String
+    /// The client asking, for the log.
+    public var client: ClientInfo
 
-    /// A change of `caller`'s email to `email`.
-    public init(caller: AuthenticatedCaller, email: String) {
+    /// A change of `caller`'s email to `email` (confirmed from a mail to `email`, in `locale`).
+    public init(caller: AuthenticatedCaller, email: String, locale: String = "en", client: ClientInfo = ClientInfo()) {
         self.caller = caller
         self.email = email
+        self.locale = locale
+        self.client = client
     }
 
-    enum CodingKeys: Int, CodingKey { case caller = 1, email = 2 }
+    enum CodingKeys: Int, CodingKey { case caller = 1, email = 2, locale = 3, client = 4 }
 }
 
 /// `identity.changePassword` / `identity.changeEmail` reply.
@@ -87,13 +93,22 @@ public struct CredentialChangeResponse: Codable, Sendable, Hashable {
     /// the gateway refuses their access tokens at once; empty for an email change.
     public var revokedSessionIDs: [String]
 
-    /// A reply with the changed user and the sessions revoked.
-    public init(user: User, revokedSessionIDs: [String] = []) {
+    /// For an email change: the address a confirmation mail went to (the user's email is
+    /// unchanged until it is confirmed); nil otherwise.
+    public var pendingEmail: String?
+    /// For an email change: seconds the confirmation code works.
+    public var pendingExpiresIn: Int64?
+
+    /// A reply with the changed user and the sessions revoked (and, for an email change, the
+    /// address waiting for confirmation).
+    public init(user: User, revokedSessionIDs: [String] = [], pendingEmail: String? = nil, pendingExpiresIn: Int64? = nil) {
         self.user = user
         self.revokedSessionIDs = revokedSessionIDs
+        self.pendingEmail = pendingEmail
+        self.pendingExpiresIn = pendingExpiresIn
     }
 
-    enum CodingKeys: Int, CodingKey { case user = 1, revokedSessionIDs = 2 }
+    enum CodingKeys: Int, CodingKey { case user = 1, revokedSessionIDs = 2, pendingEmail = 3, pendingExpiresIn = 4 }
 }
 
 /// `identity.deleteAccount` request: the caller deletes their own account.

@@ -44,11 +44,11 @@ extension ErrorCode {
 /// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
 /// | `unauthenticated`, `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"` |
 /// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
-/// | `invalid_resume_handle`, `invalid_reset_code` | 400 |
-/// | `user_disabled`, `origin_not_allowed`, `requires_recent_login`, `user_mismatch` | 403 |
+/// | `invalid_resume_handle`, `invalid_reset_code`, `invalid_verification_code`, `invalid_email_change_code` | 400 |
+/// | `user_disabled`, `origin_not_allowed`, `requires_recent_login`, `user_mismatch`, `email_not_verified` | 403 |
 /// | `user_not_found`, `not_found` | 404 |
 /// | `method_not_allowed` | 405, `Allow` |
-/// | `email_exists`, `version_conflict`, `credential_already_in_use`, `provider_already_linked` | 409 |
+/// | `email_exists`, `version_conflict`, `credential_already_in_use`, `provider_already_linked`, `email_already_verified` | 409 |
 /// | `migration_required` (+ `anonymousUserId`, `existingUserId`, `resumeHandle`, `resumeHandleExpiresIn`) | 409 |
 /// | `request_timeout` | 408 |
 /// | `payload_too_large` | 413 |
@@ -147,9 +147,18 @@ public enum ErrorTable {
         .providerAlreadyLinked: Entry(.conflict),
         .invalidResumeHandle: Entry(.badRequest),
         .invalidResetCode: Entry(.badRequest, detail: "The reset code is unknown, expired or already used: ask for a new password reset mail."),
+        .invalidVerificationCode: Entry(
+            .badRequest,
+            detail: "The verification code is unknown, expired, already used, or for an address this account no longer has: ask for a new verification mail."),
+        .invalidEmailChangeCode: Entry(
+            .badRequest, detail: "The email change code is unknown, expired, already used, or voided by a newer change."),
+        .emailNotVerified: Entry(
+            .forbidden,
+            detail: "This account's email address is not verified yet: open the link in the verification mail, or ask for a new one."),
+        .emailAlreadyVerified: Entry(.conflict, detail: "This email address is already verified."),
         .payloadTooLarge: Entry(.contentTooLarge),
         .unsupportedMediaType: Entry(.unsupportedMediaType),
-        .rateLimited: Entry(.tooManyRequests, .retryAfter),
+        .rateLimited: Entry(.tooManyRequests, .retryAfterFromDetails),
         // Same body whether or not the account exists.
         .tooManyAttempts: Entry(
             .tooManyRequests, .retryAfterFromDetails, detail: "Too many failed attempts for this account; try again after the time in Retry-After."),

@@ -53,22 +53,29 @@ extension GatewayRoutes {
         }
     }
 
-    /// `ja` when `Accept-Language` prefers Japanese to English (by q-value, then order), else `en`.
-    static func mailLocale(_ header: String?) -> String {
+    /// The languages of `Accept-Language`, best first (by q-value, then order), as primary
+    /// subtags joined by commas (`ja-JP,ja;q=0.9,en;q=0.8` → `ja,en`), at most 8 and 64 bytes;
+    /// `en` when none is usable. The identity service mails in the first one it has templates for.
+    public static func mailLocale(_ header: String?) -> String {
         guard let header else { return "en" }
-        var best: (locale: String, q: Double)?
-        for item in header.split(separator: ",").prefix(32) {
+        var ranked: [(tag: String, q: Double, index: Int)] = []
+        for (index, item) in header.split(separator: ",").prefix(32).enumerated() {
             let parts = item.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }
             guard let tag = parts.first?.lowercased() else { continue }
             let primary = String(tag.split(separator: "-").first ?? "")
-            guard primary == "ja" || primary == "en" else { continue }
+            guard (1...8).contains(primary.utf8.count), primary.utf8.allSatisfy({ $0 >= 0x61 && $0 <= 0x7A }) else { continue }
             var q = 1.0
             for parameter in parts.dropFirst() where parameter.lowercased().hasPrefix("q=") {
                 q = Double(parameter.dropFirst(2)) ?? 0
             }
-            guard q > 0 else { continue }
-            if best == nil || q > best!.q { best = (primary, q) }
+            guard q > 0, !ranked.contains(where: { $0.tag == primary }) else { continue }
+            ranked.append((primary, q, index))
         }
-        return best?.locale ?? "en"
+        ranked.sort { $0.q != $1.q ? $0.q > $1.q : $0.index < $1.index }
+        var list = ""
+        for entry in ranked.prefix(8) where list.utf8.count + entry.tag.utf8.count + 1 <= 64 {
+            list += list.isEmpty ? entry.tag : "," + entry.tag
+        }
+        return list.isEmpty ? "en" : list
     }
 }

@@ -32,6 +32,16 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidResumeHandle
     /// The password reset code is unknown, expired or already used.
     case invalidResetCode
+    /// The email verification code is unknown, expired, used, or for an address the user no longer has.
+    case invalidVerificationCode
+    /// The email change or revert code is unknown, expired, used or voided.
+    case invalidEmailChangeCode
+    /// Password sign-in needs a verified address (`GATEHOUSE_EMAIL_VERIFICATION=required`).
+    case emailNotVerified
+    /// The address is already verified.
+    case emailAlreadyVerified
+    /// This user or address had mail of this kind too recently; retry after `retryAfterSeconds`.
+    case mailRateLimited(retryAfterSeconds: Int)
     /// The database is busy or unreachable.
     case unavailable(cause: String)
     /// The database failed in a way the caller cannot fix (the cause is only logged).
@@ -58,6 +68,11 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .credentialAlreadyInUse: return "credential already in use"
         case .providerAlreadyLinked: return "provider already linked"
         case .invalidResumeHandle: return "invalid resume handle"
+        case .invalidVerificationCode: return "invalid verification code"
+        case .invalidEmailChangeCode: return "invalid email change code"
+        case .emailNotVerified: return "email not verified"
+        case .emailAlreadyVerified: return "email already verified"
+        case .mailRateLimited(let seconds): return "mail rate limited (retry after \(seconds) s)"
         case .invalidResetCode: return "invalid reset code"
         }
     }

@@ -35,6 +35,10 @@ public struct IdentityConfiguration: Sendable {
     public var migrationResumeTTL: TimeInterval = ResumeHandles.defaultTTL
     /// Password reset: code lifetime, per-address mail limits, sender, app name and link base.
     public var passwordReset = PasswordResetSettings()
+    /// Email verification and change: mode, code lifetimes, per-user mail limits.
+    public var emailFlows = EmailFlowSettings()
+    /// The mail templates (built in unless `GATEHOUSE_MAIL_TEMPLATES` overrides them).
+    public var mailTemplates = MailTemplates.builtIn
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

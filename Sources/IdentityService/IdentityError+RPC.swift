@@ -59,6 +59,22 @@ extension IdentityError: RPCErrorConvertible {
         case .invalidResetCode:
             return RPCError(
                 .invalidResetCode, "the reset code is unknown, expired or already used: ask for a new password reset mail")
+        case .invalidVerificationCode:
+            return RPCError(
+                .invalidVerificationCode,
+                "the verification code is unknown, expired, already used, or for an address this account no longer has: ask for a new verification mail")
+        case .invalidEmailChangeCode:
+            return RPCError(
+                .invalidEmailChangeCode, "the email change code is unknown, expired, already used, or voided by a newer change")
+        case .emailNotVerified:
+            return RPCError(
+                .emailNotVerified, "this account's email address is not verified yet: open the link in the verification mail, or ask for a new one")
+        case .emailAlreadyVerified:
+            return RPCError(.emailAlreadyVerified, "this email address is already verified")
+        case .mailRateLimited(let seconds):
+            return RPCError(
+                .rateLimited, "a mail of this kind was sent to this account too recently; retry later",
+                details: [RPCError.retryAfterKey: String(seconds)])
         case .unavailable:
             return RPCError(.unavailable, "the user database is busy; retry later")
         case .storage:

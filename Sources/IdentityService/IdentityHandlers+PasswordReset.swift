@@ -33,7 +33,7 @@ extension IdentityHandlers {
         guard request.locale.utf8.count <= 64 else {
             throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes")
         }
-        let locale = PasswordResetMail.locale(request.locale)
+        let locale = mailTemplates.locale(request.locale)
         let admitted = Self.pendingResets.withLock { pending in
             guard pending < Self.maxPendingResets else { return false }
             pending += 1
@@ -67,13 +67,14 @@ extension IdentityHandlers {
                 let recipient = user.email
             else {
                 // The same work as for an account (a code and a rendered mail), thrown away.
-                _ = PasswordResetMail.builtIn.message(
-                    to: "nobody@example.invalid", code: Self.newResetCode(), locale: locale, settings: passwordReset, date: clock.now)
+                _ = mailComposer.message(
+                    .passwordReset, to: "nobody@example.invalid", code: Self.newResetCode(), ttl: passwordReset.ttl, preferences: locale,
+                    date: clock.now)
                 return .noAccount
             }
             let code = Self.newResetCode()
             let now = clock.now
-            let mail = PasswordResetMail.builtIn.message(to: recipient, code: code, locale: locale, settings: passwordReset, date: now)
+            let mail = mailComposer.message(.passwordReset, to: recipient, code: code, ttl: passwordReset.ttl, preferences: locale, date: now)
             let outcome = try await store.storePasswordReset(
                 userID: user.id, email: normalizedEmail, codeHash: Self.resetCodeHash(code), expiresAt: now.addingTimeInterval(passwordReset.ttl),
                 mail: mail, now: now, perMinute: passwordReset.perMinute, perHour: passwordReset.perHour)

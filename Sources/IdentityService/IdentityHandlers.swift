@@ -42,6 +42,14 @@ public struct IdentityHandlers: Sendable {
     public var resumeHandles = ResumeHandles()
     /// Password reset: code lifetime, per-address mail limits, the mail's sender, app name, link.
     public var passwordReset = PasswordResetSettings()
+    /// Email verification and change: mode, code lifetimes, per-user mail limits.
+    public var emailFlows = EmailFlowSettings()
+    /// The mail templates (built in unless the operator's files override them).
+    public var mailTemplates = MailTemplates.builtIn
+    /// Builds every mail: the templates with the app name, sender and link base of `passwordReset`.
+    public var mailComposer: MailComposer {
+        MailComposer(templates: mailTemplates, appName: passwordReset.appName, from: passwordReset.from, linkBase: passwordReset.linkBase)
+    }
     /// The mail outbox's delivery figures (the role's `OutboxWorker` writes them), for `stats()`.
     public var outboxMetrics = OutboxMetrics()
 

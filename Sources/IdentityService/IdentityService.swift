@@ -37,6 +37,8 @@ public struct IdentityService: Sendable {
         handlers.defaultSettingsJSON = configuration.defaultSettingsJSON
         handlers.recentLoginWindow = configuration.recentLoginWindow
         handlers.passwordReset = configuration.passwordReset
+        handlers.emailFlows = configuration.emailFlows
+        handlers.mailTemplates = configuration.mailTemplates
         let sweep = AnonymousSweep(
             store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)

@@ -106,7 +106,9 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 ALTER TABLE users ADD COLUMN providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024);
                 """)
         }
-        for register in [registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration] { register(&migrator) }
+        for register in [
+            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration,
+        ] { register(&migrator) }
         return migrator
     }
 

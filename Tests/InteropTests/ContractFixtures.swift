@@ -90,12 +90,14 @@ extension ChangePasswordRequest {
 
 extension ChangeEmailRequest {
     /// Every field set.
-    static let contractFixture = ChangeEmailRequest(caller: .contractFixture, email: "changed@example.com")
+    static let contractFixture = ChangeEmailRequest(
+        caller: .contractFixture, email: "changed@example.com", locale: "ja-JP,ja,en", client: .contractFixture)
 }
 
 extension CredentialChangeResponse {
     /// Every field set.
-    static let contractFixture = CredentialChangeResponse(user: .contractFixture, revokedSessionIDs: ["sess-2", "sess-3"])
+    static let contractFixture = CredentialChangeResponse(
+        user: .contractFixture, revokedSessionIDs: ["sess-2", "sess-3"], pendingEmail: "pending@example.com", pendingExpiresIn: 3600)
 }
 
 extension DeleteAccountRequest {
@@ -330,4 +332,31 @@ extension ConfirmPasswordResetRequest {
 extension ConfirmPasswordResetResponse {
     /// Every field set.
     static let contractFixture = ConfirmPasswordResetResponse(revokedSessionIDs: ["sess-6", "sess-7"])
+}
+
+// MARK: Email verification and change (IdentityAPI+EmailVerification.swift)
+
+extension SendEmailVerificationRequest {
+    /// Every field set.
+    static let contractFixture = SendEmailVerificationRequest(caller: .contractFixture, locale: "ja", client: .contractFixture)
+}
+
+extension SendEmailVerificationResponse {
+    /// Every field set.
+    static let contractFixture = SendEmailVerificationResponse(email: "verify@example.com", expiresIn: 86_400)
+}
+
+extension EmailVerificationRequest {
+    /// Every field set.
+    static let contractFixture = EmailVerificationRequest(email: "verify@example.com", locale: "en", client: .contractFixture)
+}
+
+extension EmailCodeRequest {
+    /// Every field set.
+    static let contractFixture = EmailCodeRequest(code: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8", locale: "ja", client: .contractFixture)
+}
+
+extension EmailCodeResponse {
+    /// Every field set.
+    static let contractFixture = EmailCodeResponse(user: .contractFixture, revokedSessionIDs: ["sess-8"])
 }

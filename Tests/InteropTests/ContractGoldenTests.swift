@@ -74,6 +74,11 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.identity.v1.PasswordResetRequest", PasswordResetRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ConfirmPasswordResetRequest", ConfirmPasswordResetRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ConfirmPasswordResetResponse", ConfirmPasswordResetResponse.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.SendEmailVerificationRequest", SendEmailVerificationRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.SendEmailVerificationResponse", SendEmailVerificationResponse.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.EmailVerificationRequest", EmailVerificationRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.EmailCodeRequest", EmailCodeRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.EmailCodeResponse", EmailCodeResponse.self, .contractFixture),
     // token.proto
     ContractCase("gatehouse.token.v1.RefreshRequest", RefreshRequest.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevokeSessionRequest", RevokeSessionRequest.self, .contractFixture),
