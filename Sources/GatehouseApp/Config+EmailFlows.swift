@@ -33,4 +33,15 @@ extension IdentityRoleSettings {
         settings.revertTTL = TimeInterval(try config.int(ConfigTable.emailRevertTTL, in: 3600...2_592_000))
         return settings
     }
+
+    /// `GATEHOUSE_MAIL_TEMPLATES`: the built-in templates with the folder's files over them, and
+    /// how many files were read (0 when the key is unset). A bad folder or file stops the start.
+    static func mailTemplates(_ config: Config) throws -> (templates: MailTemplates, files: Int) {
+        guard let folder = config.string(ConfigTable.mailTemplates), !folder.isEmpty else { return (.builtIn, 0) }
+        do {
+            return try MailTemplates.loading(directory: URL(fileURLWithPath: folder, isDirectory: true))
+        } catch let error as MailTemplates.LoadError {
+            throw ConfigError(message: "GATEHOUSE_MAIL_TEMPLATES (--mail-templates): \(error.description)")
+        }
+    }
 }

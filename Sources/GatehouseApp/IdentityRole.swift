@@ -35,6 +35,8 @@ public struct IdentityRoleSettings: Sendable {
     public var anonymousSweepInterval: Int
     /// Where mail goes (`GATEHOUSE_SMTP_*`; the local mailbox by default) and how often it is tried.
     public var mail: MailSettings
+    /// How many operator template files `GATEHOUSE_MAIL_TEMPLATES` supplied (0: built-in only).
+    public var mailTemplateFiles = 0
     /// The data folder (`GATEHOUSE_DATA_DIR`): the local mailbox is its `mailbox` folder.
     public var dataDir: String
 
@@ -68,6 +70,7 @@ public struct IdentityRoleSettings: Sendable {
         service.migrationResumeTTL = TimeInterval(try config.int(ConfigTable.migrationResumeTTL, in: 10...3600))
         service.passwordReset = try Self.passwordReset(config)
         service.emailFlows = try Self.emailFlows(config)
+        (service.mailTemplates, mailTemplateFiles) = try Self.mailTemplates(config)
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
@@ -141,6 +144,10 @@ public struct IdentityRole: Sendable {
             configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), clock: clock,
             logger: logger)
         let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
+        if settings.mailTemplateFiles > 0 {
+            logger.info(
+                "mail templates: \(settings.mailTemplateFiles) operator files over the built-in ones; locales \(settings.service.mailTemplates.locales.joined(separator: ", "))")
+        }
         let interval: Duration? = settings.anonymousSweepInterval == 0 ? nil : .seconds(settings.anonymousSweepInterval)
         let worker = OutboxWorker(
             store: service.store, transport: transport, destination: destination, clock: clock,
