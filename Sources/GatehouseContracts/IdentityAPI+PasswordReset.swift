@@ -7,7 +7,8 @@ import Foundation
 public struct PasswordResetRequest: Codable, Sendable, Hashable {
     /// The address typed by the user; refused with `invalid_email` when malformed.
     public var email: String
-    /// The mail's language: `en` or `ja` (anything else: `en`), from the gateway's `Accept-Language`.
+    /// The mail's language preferences, best first (`ja,en`, from the gateway's `Accept-Language`; at most
+    /// 64 bytes): the first language with templates, else `en`.
     public var locale: String
     /// The client asking (address and user agent), for the log.
     public var client: ClientInfo
