@@ -63,7 +63,8 @@ public struct ChangePasswordRequest: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey { case caller = 1, password = 2 }
 }
 
-/// `identity.changeEmail` request: sets the caller's email address (recent login required).
+/// `identity.changeEmail` request: asks to change the caller's email address (recent login
+/// required); the change waits for the code mailed to the new address.
 public struct ChangeEmailRequest: Codable, Sendable, Hashable {
     /// The signed-in caller.
     public var caller: AuthenticatedCaller
@@ -157,8 +158,10 @@ extension IdentityAPI {
     /// sessions. Errors: `requires_recent_login`, `weak_password`, `invalid_argument` (anonymous).
     public static let changePassword = RPCMethod<ChangePasswordRequest, CredentialChangeResponse>(
         name: "identity.changePassword", callers: [.gateway])
-    /// Sets the caller's email (recent login required); `emailVerified` becomes false. Errors:
-    /// `requires_recent_login`, `invalid_email`, `email_exists`, `invalid_argument` (anonymous).
+    /// Asks to change the caller's email (recent login required): a code is mailed to the new
+    /// address and the user is unchanged until `confirmEmailChange` (the reply's `pendingEmail`);
+    /// the same address in another case is set at once. Errors: `requires_recent_login`,
+    /// `invalid_email`, `email_exists`, `rate_limited` (per-user mail limits), `invalid_argument` (anonymous).
     public static let changeEmail = RPCMethod<ChangeEmailRequest, CredentialChangeResponse>(
         name: "identity.changeEmail", callers: [.gateway])
     /// Deletes the caller's account (recent login required unless anonymous) after revoking
@@ -168,7 +171,7 @@ extension IdentityAPI {
 }
 
 extension IdentityAPI.Topic {
-    /// Published after a user changed their email address (`UserEvent`; no `user.updated` is
-    /// published for it): the seam for a confirmation mail.
+    /// Published after a user's email address changed (`UserEvent`; no `user.updated` is
+    /// published for it): a confirmed change, a revert, or a change of case only.
     public static let userEmailChanged = "user.email_changed"
 }

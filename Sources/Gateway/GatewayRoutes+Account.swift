@@ -70,20 +70,6 @@ extension GatewayRoutes {
         }
     }
 
-    /// `PUT /v1/me/email`: sets the email address (recent login required); `emailVerified`
-    /// becomes false. Limited per address like sign-up: its `email_exists` tells whether an
-    /// address has an account, as sign-up's does, so it gets the same budget.
-    @Sendable func changeEmail(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let claims = try await authenticate(request)
-        try admit(.signUp, identifyClient(request, context).address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
-        try Self.validateEmail(body.email)
-        let reply = try await call(services.identity, IdentityAPI.changeEmail, ChangeEmailRequest(caller: Self.caller(claims), email: body.email))
-        revocations.insert(reply.revokedSessionIDs, now: clock.now)
-        return Self.json(.ok, reply.user.json, noStore: true)
-    }
-
     /// `DELETE /v1/me[?continueAnonymously=true]`: deletes the account (recent login required
     /// unless anonymous): `204`, or `201` with `{user, session}` of a new anonymous user (limited
     /// per address like anonymous sign-ups). Every session of the deleted user is refused here

@@ -100,6 +100,8 @@ struct GatewayRoutes: Sendable {
             (.post, "/v1/password-strength", passwordStrength),
             (.post, "/v1/password-reset", requestPasswordReset),
             (.post, "/v1/password-reset/confirm", confirmPasswordReset),
+            (.post, "/v1/email-change/confirm", confirmEmailChange),
+            (.post, "/v1/email-change/revert", revertEmailChange),
             (.get, "/.well-known/jwks.json", jwksDocument),
             (.get, "/.well-known/openid-configuration", openIDConfiguration),
             (.get, "/healthz", healthz),

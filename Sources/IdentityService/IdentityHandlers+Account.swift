@@ -74,29 +74,6 @@ extension IdentityHandlers {
         return CredentialChangeResponse(user: User(user), revokedSessionIDs: revoked)
     }
 
-    /// Sets the caller's email address (recent login required); `emailVerified` becomes false
-    /// when the address changes, and `user.email_changed` is published (the seam for a
-    /// confirmation mail). `invalidEmail`, `emailExists`; an anonymous caller: `invalidArgument`.
-    public func changeEmail(_ request: ChangeEmailRequest) async throws -> CredentialChangeResponse {
-        let current = try await callerUser(request.caller)
-        guard !current.isAnonymous, current.email != nil else {
-            throw IdentityError.invalidArgument(
-                field: "email", reason: "an anonymous user has no email: register an email and password with POST /v1/me/upgrade")
-        }
-        try requireRecentLogin(request.caller)
-        let email = try EmailAddress(request.email)
-        if email.typed == current.email { return CredentialChangeResponse(user: User(current)) }
-        let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { user in
-            if user.emailNormalized != email.normalized { user.emailVerified = false }
-            user.email = email.typed
-            user.emailNormalized = email.normalized
-        }
-        // A reset code mailed to the old address must not work once the address changed.
-        try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
-        await publish(IdentityAPI.Topic.userEmailChanged, user)
-        return CredentialChangeResponse(user: User(user))
-    }
-
     /// Revokes every session of the caller's user (reason `user_deleted`: the token service also
     /// blanks their client details), deletes the user (its identities cascade), revokes again
     /// (a session a racing sign-in made in between), all committed before this returns, and

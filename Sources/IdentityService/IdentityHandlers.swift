@@ -90,6 +90,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
         registerAccountMethods(&router)
         registerPasswordResetMethods(&router)
+        registerEmailChangeMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

@@ -158,7 +158,7 @@ struct AccountTests {
         }
     }
 
-    @Test("email change: invalid_email, email_exists; then the new address, emailVerified false, user.email_changed, sign-in with it")
+    @Test("email change (confirmed since issue 19 §4): invalid_email, email_exists; a free address is pending until the mailed code confirms it, then verified, user.email_changed, sign-in with it")
     func changeEmail() async throws {
         let h = try await Harness()
         defer { h.cleanup() }
@@ -166,11 +166,17 @@ struct AccountTests {
         _ = try await signUp(h, "taken@example.com")
         await expectCode(.invalidEmail) { try await h.caller.call(IdentityAPI.changeEmail, ChangeEmailRequest(caller: me, email: "not-an-email")) }
         await expectCode(.emailExists) { try await h.caller.call(IdentityAPI.changeEmail, ChangeEmailRequest(caller: me, email: "TAKEN@example.com")) }
-        _ = try await h.store.update(id: UserID(me.userID), expectedVersion: nil, now: h.clock.now) { $0.emailVerified = true }
         let reply = try await h.caller.call(IdentityAPI.changeEmail, ChangeEmailRequest(caller: me, email: "New@Example.com"))
-        #expect(reply.user.email == "New@Example.com")
-        #expect(reply.user.emailVerified == false)
+        #expect(reply.user.email == "old@example.com" && reply.pendingEmail == "New@Example.com")
         #expect(reply.revokedSessionIDs.isEmpty)
+        #expect(h.events.topics.last != "user.email_changed")
+        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "old@example.com", password: strong))
+        let sqlite = try #require(h.store as? SQLiteUserStore)
+        let mail = try #require(try await sqlite.outboxEntries().last?.message)
+        #expect(mail.kind == "change_email" && mail.to == "New@Example.com")
+        let code = try #require(resetCode(in: mail.text))
+        let confirmed = try await h.caller.call(IdentityAPI.confirmEmailChange, EmailCodeRequest(code: code))
+        #expect(confirmed.user.email == "New@Example.com" && confirmed.user.emailVerified)
         #expect(h.events.topics.last == "user.email_changed")
         #expect(try h.events.decoded().last?.event.userID == me.userID)
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "new@example.com", password: strong))
