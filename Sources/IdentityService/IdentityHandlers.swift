@@ -90,6 +90,7 @@ public struct IdentityHandlers: Sendable {
         router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
         registerAccountMethods(&router)
         registerPasswordResetMethods(&router)
+        registerEmailVerificationMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -146,11 +147,13 @@ public struct IdentityHandlers: Sendable {
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = clock.now
+        let verifyFirst = emailFlows.verification == .required
         let user = UserRecord(
             id: .random(), email: email, displayName: displayName, passwordHash: hash, settingsJSON: defaultSettingsJSON,
-            createdAt: at, lastSignInAt: at)
-        try await store.insert(user)
+            createdAt: at, lastSignInAt: verifyFirst ? nil : at)
+        try await insertSigningUp(user, email: email, locale: request.locale)
         await publish(IdentityAPI.Topic.userCreated, user)
+        if verifyFirst { return .verificationRequired(user: User(user)) }  // no session until verified
         let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
         return AuthResponse(user: User(user), tokens: tokens)
     }
@@ -183,6 +186,7 @@ public struct IdentityHandlers: Sendable {
         let (user, stored, password) = try await checkPasswordThrottled(
             request.password, email: email, client: request.client, deadline: hashDeadline)
         guard !user.disabled else { throw IdentityError.userDisabled }
+        try requireVerifiedEmail(user)
         let (signedIn, tokens) = try await completeSignIn(
             user, verified: stored, password: password, client: request.client, hashDeadline: hashDeadline, deadline: deadline)
         return AuthResponse(user: User(signedIn), tokens: tokens)
