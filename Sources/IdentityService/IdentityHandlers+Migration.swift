@@ -23,6 +23,7 @@ extension IdentityHandlers {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
+        try Self.checkLocale(request.locale)
         let password = try policy.validate(request.password, email: email.normalized)
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
         guard current.isAnonymous else { throw Self.notAnonymous }

@@ -142,6 +142,7 @@ public struct IdentityHandlers: Sendable {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
+        try Self.checkLocale(request.locale)
         let password = try policy.validate(request.password, email: email.normalized)
         // Cheap early answer for a taken email (the insert still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }

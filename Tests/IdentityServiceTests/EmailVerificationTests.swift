@@ -181,8 +181,38 @@ struct EmailVerificationTests {
         #expect(try await mails(h).map(\.to) == ["ed@example.com", "fay@example.com"])
         let code = try #require(try await mails(h).last?.code)
         #expect(try await confirm(caller, code).user.id == anon.user.id)
+        await expectCode(.invalidArgument) {
+            try await caller.call(
+                IdentityAPI.upgradeAnonymous, UpgradeAnonymousRequest(caller: me(h, anon.user.id), email: "gil@example.com", password: strong))
+        }
+        await expectCode(.invalidArgument) {
+            try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "gil@example.com", password: strong, locale: String(repeating: "ja,", count: 30)))
+        }
+        #expect(try await mails(h).count == 2)
         // Sign-in is not gated under send.
         #expect(try await caller.call(IdentityAPI.signIn, SignInRequest(email: "ed@example.com", password: strong)).hasSession)
+    }
+
+    @Test("the store writes the user and its code and mail in one transaction: a refused insert or upgrade leaves neither")
+    func oneTransaction() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let (handlers, caller) = handlers(h, .off)
+        let taken = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "jo@example.com", password: strong)).user.id
+        let pending = handlers.pendingVerification(to: "jo@example.com", normalized: "jo@example.com", locale: "en", now: h.clock.now)
+        let twin = UserRecord(id: .random(), email: try EmailAddress("JO@example.com"), createdAt: h.clock.now)
+        await expectCode(.emailExists) { try await sqlite(h).insert(twin, verification: pending) }
+        let anon = try await caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id
+        await expectCode(.emailExists) {
+            try await sqlite(h).update(id: UserID(anon), now: h.clock.now, verification: pending) { user in
+                user.email = "jo@example.com"
+                user.emailNormalized = "jo@example.com"
+                user.isAnonymous = false
+            }
+        }
+        #expect(try await mails(h).isEmpty)
+        #expect(try await sqlite(h).activeEmailVerificationCount(userID: UserID(taken), now: h.clock.now) == 0)
+        #expect(try await sqlite(h).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM email_actions") } == 0)
     }
 
     @Test("required: sign-up answers verificationRequired with no session; password sign-in is email_not_verified only with the right password; after verifying, sign-in works; re-authentication is not gated")
