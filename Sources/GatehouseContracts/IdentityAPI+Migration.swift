@@ -16,19 +16,24 @@ public struct UpgradeAnonymousRequest: Codable, Sendable, Hashable {
     public var displayName: String?
     /// The client upgrading, stored with the new session.
     public var client: ClientInfo
+    /// The languages of the verification mail (the gateway's `Accept-Language` preference list),
+    /// when the upgrade mails one (`GATEHOUSE_EMAIL_VERIFICATION` send or required).
+    public var locale: String
 
     /// An upgrade of `caller` to `email` and `password`.
     public init(
-        caller: AuthenticatedCaller, email: String, password: String, displayName: String? = nil, client: ClientInfo = ClientInfo()
+        caller: AuthenticatedCaller, email: String, password: String, displayName: String? = nil, client: ClientInfo = ClientInfo(),
+        locale: String = "en"
     ) {
         self.caller = caller
         self.email = email
         self.password = password
         self.displayName = displayName
         self.client = client
+        self.locale = locale
     }
 
-    enum CodingKeys: Int, CodingKey { case caller = 1, email = 2, password = 3, displayName = 4, client = 5 }
+    enum CodingKeys: Int, CodingKey { case caller = 1, email = 2, password = 3, displayName = 4, client = 5, locale = 6 }
 }
 
 /// `identity.resumeSignIn` request: the decision on a `migration_required` answer, with its handle.

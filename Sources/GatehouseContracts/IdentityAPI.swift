@@ -70,16 +70,20 @@ public struct SignUpRequest: Codable, Sendable, Hashable {
     public var displayName: String?
     /// The client signing up, stored with the new session.
     public var client: ClientInfo
+    /// The languages of the verification mail (`ja,en`: the gateway's `Accept-Language`
+    /// preference list), when sign-up mails one (`GATEHOUSE_EMAIL_VERIFICATION` send or required).
+    public var locale: String
 
     /// A sign-up with no display name and an unknown client unless given.
-    public init(email: String, password: String, displayName: String? = nil, client: ClientInfo = ClientInfo()) {
+    public init(email: String, password: String, displayName: String? = nil, client: ClientInfo = ClientInfo(), locale: String = "en") {
         self.email = email
         self.password = password
         self.displayName = displayName
         self.client = client
+        self.locale = locale
     }
 
-    enum CodingKeys: Int, CodingKey { case email = 1, password = 2, displayName = 3, client = 4 }
+    enum CodingKeys: Int, CodingKey { case email = 1, password = 2, displayName = 3, client = 4, locale = 5 }
 }
 
 /// `identity.signInAnonymously` request.
@@ -127,17 +131,32 @@ public struct SignInRequest: Codable, Sendable, Hashable {
 public struct AuthResponse: Codable, Sendable, Hashable {
     /// The user signed up or in.
     public var user: User
-    /// The new session's tokens.
+    /// The new session's tokens; empty (no session: `hasSession` is false) when
+    /// `verificationRequired`.
     public var tokens: SessionTokens
     /// Set when an anonymous user was migrated to `user` (and deleted) by this sign-in.
     public var migration: MigrationOutcome?
+    /// True for a sign-up under `GATEHOUSE_EMAIL_VERIFICATION=required`: the user exists and a
+    /// verification mail is queued, but no session was issued (`tokens` is empty) until the
+    /// address is verified and the user signs in.
+    public var verificationRequired: Bool
     /// A reply with the user and their new session (and the migration that led to it, if any).
-    public init(user: User, tokens: SessionTokens, migration: MigrationOutcome? = nil) {
+    public init(user: User, tokens: SessionTokens, migration: MigrationOutcome? = nil, verificationRequired: Bool = false) {
         self.user = user
         self.tokens = tokens
         self.migration = migration
+        self.verificationRequired = verificationRequired
     }
-    enum CodingKeys: Int, CodingKey { case user = 1, tokens = 2, migration = 3 }
+    /// Whether the reply carries a session (false for a sign-up that must verify its address first).
+    public var hasSession: Bool { !verificationRequired }
+    enum CodingKeys: Int, CodingKey { case user = 1, tokens = 2, migration = 3, verificationRequired = 4 }
+
+    /// A sign-up's reply without a session: the address must be verified first.
+    public static func verificationRequired(user: User) -> AuthResponse {
+        AuthResponse(
+            user: user, tokens: SessionTokens(accessToken: "", refreshToken: "", tokenType: "", expiresIn: 0, sessionID: ""),
+            verificationRequired: true)
+    }
 }
 
 /// A request naming one user (`getUser`, `deleteUser`).

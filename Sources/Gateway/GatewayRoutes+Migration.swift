@@ -23,7 +23,8 @@ extension GatewayRoutes {
         if let name = body.displayName { try Self.validateDisplayName(name) }
         return try await withPasswordPlace {
             let upgrade = UpgradeAnonymousRequest(
-                caller: Self.caller(claims), email: body.email, password: body.password, displayName: body.displayName, client: client.info)
+                caller: Self.caller(claims), email: body.email, password: body.password, displayName: body.displayName, client: client.info,
+                locale: Self.mailLocale(request.headers[.acceptLanguage]))
             let reply = try await call(services.identity, IdentityAPI.upgradeAnonymous, upgrade)
             return Self.json(.ok, reply.json, noStore: true)
         }

@@ -102,6 +102,9 @@ struct GatewayRoutes: Sendable {
             (.post, "/v1/password-reset/confirm", confirmPasswordReset),
             (.post, "/v1/email-change/confirm", confirmEmailChange),
             (.post, "/v1/email-change/revert", revertEmailChange),
+            (.post, "/v1/me/email-verification", sendEmailVerification),
+            (.post, "/v1/email-verification", requestEmailVerification),
+            (.post, "/v1/email-verification/confirm", confirmEmailVerification),
             (.get, "/.well-known/jwks.json", jwksDocument),
             (.get, "/.well-known/openid-configuration", openIDConfiguration),
             (.get, "/healthz", healthz),
@@ -121,7 +124,9 @@ struct GatewayRoutes: Sendable {
         let body = try await credentials(request, SignUpBody.self)
         if let name = body.displayName { try Self.validateDisplayName(name) }
         return try await withPasswordPlace {
-            let signUp = SignUpRequest(email: body.email, password: body.password, displayName: body.displayName, client: client.info)
+            let signUp = SignUpRequest(
+                email: body.email, password: body.password, displayName: body.displayName, client: client.info,
+                locale: Self.mailLocale(request.headers[.acceptLanguage]))
             let reply = try await call(services.identity, IdentityAPI.signUp, signUp)
             return Self.json(.created, reply.json, noStore: true)
         }

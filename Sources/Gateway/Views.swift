@@ -48,10 +48,15 @@ extension SessionTokens {
 
 extension AuthResponse {
     /// `{user, session}`: the answer to a sign-up or sign-in; `{user, session, migration}` when
-    /// the sign-in migrated an anonymous user.
+    /// the sign-in migrated an anonymous user; `{user, verificationRequired: true}` (no session)
+    /// for a sign-up that must verify its address first.
     var json: [UInt8] {
         var w = JSONObjectWriter()
         w.raw("user", user.json)
+        guard hasSession else {
+            w.bool("verificationRequired", true)
+            return w.finish()
+        }
         w.raw("session", tokens.json)
         if let migration { w.raw("migration", migration.json) }
         return w.finish()

@@ -23,6 +23,7 @@ extension IdentityHandlers {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
+        try Self.checkLocale(request.locale)
         let password = try policy.validate(request.password, email: email.normalized)
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
         guard current.isAnonymous else { throw Self.notAnonymous }
@@ -30,7 +31,7 @@ extension IdentityHandlers {
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = clock.now
-        let user = try await store.update(id: id, expectedVersion: nil, now: at) { user in
+        let user = try await updateUpgrading(id: id, email: email, locale: request.locale, now: at) { user in
             guard user.isAnonymous else { throw Self.notAnonymous }
             user.email = email.typed
             user.emailNormalized = email.normalized
@@ -73,6 +74,7 @@ extension IdentityHandlers {
             throw IdentityError.userNotFound
         }
         guard !target.disabled else { throw IdentityError.userDisabled }
+        try requireVerifiedEmail(target)
         guard let allowMigration = request.allowMigration else {
             let handle = resumeHandles.issue(
                 anonymousUserID: anonymous.id, sessionID: request.caller?.sessionID ?? "", target: target, now: clock.now)
@@ -102,6 +104,7 @@ extension IdentityHandlers {
             let target = try await store.user(id: entry.targetUserID), target.passwordHash == entry.targetPasswordHash
         else { throw IdentityError.invalidResumeHandle }
         guard !target.disabled else { throw IdentityError.userDisabled }
+        try requireVerifiedEmail(target)
         guard
             let reply = try await migrate(
                 anonymous.id, to: target, performMigration: request.allowMigration, client: request.client, deadline: deadline)

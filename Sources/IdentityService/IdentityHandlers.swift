@@ -91,6 +91,7 @@ public struct IdentityHandlers: Sendable {
         registerAccountMethods(&router)
         registerPasswordResetMethods(&router)
         registerEmailChangeMethods(&router)
+        registerEmailVerificationMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -142,16 +143,19 @@ public struct IdentityHandlers: Sendable {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
+        try Self.checkLocale(request.locale)
         let password = try policy.validate(request.password, email: email.normalized)
         // Cheap early answer for a taken email (the insert still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = clock.now
+        let verifyFirst = emailFlows.verification == .required
         let user = UserRecord(
             id: .random(), email: email, displayName: displayName, passwordHash: hash, settingsJSON: defaultSettingsJSON,
-            createdAt: at, lastSignInAt: at)
-        try await store.insert(user)
+            createdAt: at, lastSignInAt: verifyFirst ? nil : at)
+        try await insertSigningUp(user, email: email, locale: request.locale)
         await publish(IdentityAPI.Topic.userCreated, user)
+        if verifyFirst { return .verificationRequired(user: User(user)) }  // no session until verified
         let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
         return AuthResponse(user: User(user), tokens: tokens)
     }
@@ -184,6 +188,7 @@ public struct IdentityHandlers: Sendable {
         let (user, stored, password) = try await checkPasswordThrottled(
             request.password, email: email, client: request.client, deadline: hashDeadline)
         guard !user.disabled else { throw IdentityError.userDisabled }
+        try requireVerifiedEmail(user)
         let (signedIn, tokens) = try await completeSignIn(
             user, verified: stored, password: password, client: request.client, hashDeadline: hashDeadline, deadline: deadline)
         return AuthResponse(user: User(signedIn), tokens: tokens)

@@ -119,8 +119,8 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version, providers
         """
     // Built once: the statement cache is keyed by the SQL text.
-    private static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    private static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
+    static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
     // Internal (not private) so a test can check its query plan.
     static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
 
@@ -167,31 +167,34 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     public func update(
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
-        try await run { db in
-            let select = try db.cachedStatement(sql: Self.selectByIDSQL)
-            guard let row = try Row.fetchOne(select, arguments: [id.rawValue]) else { throw IdentityError.userNotFound }
-            var user = Self.record(row)
-            if let expectedVersion, expectedVersion != user.version {
-                throw IdentityError.versionConflict(current: user.version)
-            }
-            let previousVersion = user.version
-            try change(&user)
-            user.id = id
-            user.version = previousVersion + 1
-            user.updatedAt = now.roundedToMilliseconds
-            let update = try db.cachedStatement(sql: """
-                UPDATE users SET email = ?, emailNormalized = ?, emailVerified = ?, displayName = ?, photoURL = ?,
-                    passwordHash = ?, isAnonymous = ?, disabled = ?, customClaims = ?, settings = ?, createdAt = ?,
-                    updatedAt = ?, lastSignInAt = ?, tokensValidAfter = ?, version = ?, providers = ?
-                WHERE id = ? AND version = ?
-                """)
-            var values = Self.values(user)
-            values.removeFirst()
-            values += [id.rawValue, previousVersion]
-            try update.execute(arguments: StatementArguments(values))
-            guard db.changesCount == 1 else { throw IdentityError.versionConflict(current: previousVersion) }
-            return user
+        try await run { db in try Self.update(id: id, expectedVersion: expectedVersion, now: now, in: db, change) }
+    }
+
+    /// `update` inside the caller's transaction (a change and what must commit with it).
+    static func update(id: UserID, expectedVersion: Int64?, now: Date, in db: Database, _ change: (inout UserRecord) throws -> Void) throws -> UserRecord {
+        let select = try db.cachedStatement(sql: Self.selectByIDSQL)
+        guard let row = try Row.fetchOne(select, arguments: [id.rawValue]) else { throw IdentityError.userNotFound }
+        var user = Self.record(row)
+        if let expectedVersion, expectedVersion != user.version {
+            throw IdentityError.versionConflict(current: user.version)
         }
+        let previousVersion = user.version
+        try change(&user)
+        user.id = id
+        user.version = previousVersion + 1
+        user.updatedAt = now.roundedToMilliseconds
+        let update = try db.cachedStatement(sql: """
+            UPDATE users SET email = ?, emailNormalized = ?, emailVerified = ?, displayName = ?, photoURL = ?,
+                passwordHash = ?, isAnonymous = ?, disabled = ?, customClaims = ?, settings = ?, createdAt = ?,
+                updatedAt = ?, lastSignInAt = ?, tokensValidAfter = ?, version = ?, providers = ?
+            WHERE id = ? AND version = ?
+            """)
+        var values = Self.values(user)
+        values.removeFirst()
+        values += [id.rawValue, previousVersion]
+        try update.execute(arguments: StatementArguments(values))
+        guard db.changesCount == 1 else { throw IdentityError.versionConflict(current: previousVersion) }
+        return user
     }
 
     /// Stamps a sign-in; stores an upgraded hash only while the stored one is still `replacing`.
@@ -287,7 +290,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     // MARK: Mapping
 
-    private static func arguments(_ u: UserRecord) -> StatementArguments { StatementArguments(values(u)) }
+    static func arguments(_ u: UserRecord) -> StatementArguments { StatementArguments(values(u)) }
 
     private static func values(_ u: UserRecord) -> [(any DatabaseValueConvertible)?] {
         [
@@ -319,7 +322,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         return user
     }
 
-    private static func record(_ row: Row) -> UserRecord {
+    static func record(_ row: Row) -> UserRecord {
         var user = UserRecord(id: UserID(rawValue: row[0]), email: nil, createdAt: Date(millisecondsSince1970: row[11]))
         user.email = row[1]
         user.emailNormalized = row[2]

@@ -7,6 +7,7 @@ import Logging
 import NIOCore
 import Testing
 import GatehouseTestSupport
+import IdentityService
 
 @testable import Gateway
 
@@ -35,13 +36,15 @@ struct Harness {
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         logs: LogRecorder? = nil,
         sqliteUsers: Bool = false,
+        emailVerification: EmailFlowSettings.Verification = .off,
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
         let clock = reusing?.clock ?? ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
         let services: InProcessServices
         if let reusing { services = reusing.services } else {
             services = try await InProcessServices(
-                clock: clock, issuer: "https://auth.test", audience: "gatehouse-test", sqliteUsers: sqliteUsers)
+                clock: clock, issuer: "https://auth.test", audience: "gatehouse-test", sqliteUsers: sqliteUsers,
+                emailVerification: emailVerification)
             await services.signer.addSigningKey(kid: "test-key-1", publish: true)
         }
         let metrics = GatewayMetrics()

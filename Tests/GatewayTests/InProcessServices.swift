@@ -35,7 +35,11 @@ final class InProcessServices: Sendable {
 
     /// With `sqliteUsers`, the identity handlers run on a real `SQLiteUserStore` in the folder
     /// (`identity.sqlite`: the outbox and password reset need it) instead of the in-memory store.
-    init(clock: ManualClock, issuer: String, audience: String, sqliteUsers: Bool = false) async throws {
+    /// `emailVerification` sets the identity handlers' `GATEHOUSE_EMAIL_VERIFICATION` mode.
+    init(
+        clock: ManualClock, issuer: String, audience: String, sqliteUsers: Bool = false,
+        emailVerification: EmailFlowSettings.Verification = .off
+    ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-tests-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         signer = await TestSigner(issuer: issuer, audience: audience, now: { clock.now })
@@ -67,9 +71,11 @@ final class InProcessServices: Sendable {
         } else {
             users = InMemoryUserStore()
         }
-        identityHandlers = IdentityHandlers(
+        var handlers = IdentityHandlers(
             store: users, hasher: PasswordHasher(parameters: .testing, pool: pool), policy: PasswordPolicy(),
             tokens: LocalCaller(router: token.router()), clock: clock.wallClock)
+        handlers.emailFlows.verification = emailVerification
+        identityHandlers = handlers
         identityBox.caller.withLock { $0 = LocalCaller(router: identityHandlers.router()) }
     }
 

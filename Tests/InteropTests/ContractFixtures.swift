@@ -113,7 +113,7 @@ extension DeleteAccountResponse {
 extension SignUpRequest {
     /// Every field set, `displayName` present.
     static let contractFixture = SignUpRequest(
-        email: "new@example.com", password: "correct horse battery", displayName: "New", client: .contractFixture)
+        email: "new@example.com", password: "correct horse battery", displayName: "New", client: .contractFixture, locale: "ja,en")
 }
 
 extension SignInAnonymouslyRequest {
@@ -130,7 +130,8 @@ extension SignInRequest {
 
 extension AuthResponse {
     /// Every field set, nested messages populated.
-    static let contractFixture = AuthResponse(user: .contractFixture, tokens: .contractFixture, migration: .contractFixture)
+    static let contractFixture = AuthResponse(
+        user: .contractFixture, tokens: .contractFixture, migration: .contractFixture, verificationRequired: true)
 }
 
 extension MigrationOutcome {
@@ -144,7 +145,7 @@ extension UpgradeAnonymousRequest {
     /// Every field set.
     static let contractFixture = UpgradeAnonymousRequest(
         caller: .contractFixture, email: "ada@example.com", password: "correct horse battery", displayName: "Ada",
-        client: .contractFixture)
+        client: .contractFixture, locale: "ja,en")
 }
 
 extension ResumeSignInRequest {
