@@ -100,6 +100,8 @@ struct GatewayRoutes: Sendable {
             (.post, "/v1/password-strength", passwordStrength),
             (.post, "/v1/password-reset", requestPasswordReset),
             (.post, "/v1/password-reset/confirm", confirmPasswordReset),
+            (.get, "/actions", actionPage),
+            (.post, "/actions", submitAction),
             (.get, "/.well-known/jwks.json", jwksDocument),
             (.get, "/.well-known/openid-configuration", openIDConfiguration),
             (.get, "/healthz", healthz),
