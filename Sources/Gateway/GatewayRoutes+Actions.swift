@@ -75,7 +75,8 @@ extension GatewayRoutes {
             let problem = Self.problem(error)
             if problem.status.code >= 500, problem.status != .serviceUnavailable {
                 // The error's text, never the form (it holds the code and maybe a password).
-                context.logger.error("action page failed", metadata: ["code": .string(problem.code), "error": .string(String(describing: type(of: error)))])
+                let cause = (error as? RPCError).map(\.description) ?? String(describing: type(of: error))
+                context.logger.error("action page failed", metadata: ["code": .string(problem.code), "error": .string(cause)])
             }
             return page(Self.failurePage(problem, action: action, language), language)
         }
@@ -102,7 +103,7 @@ extension GatewayRoutes {
 
     static func incompletePage(_ language: ActionPages.Language) -> ActionPages.Page {
         let text = ActionText.of(language)
-        return ActionPages.Page(status: .badRequest, title: text.incompleteTitle, paragraphs: [text.incomplete])
+        return ActionPages.Page(status: .badRequest, title: text.incompleteTitle, alert: text.incomplete)
     }
 
     /// The page for a failed `POST`: the problem's status (and `Retry-After`), its words in
@@ -141,6 +142,9 @@ extension GatewayRoutes {
             }
         }
         page.retryAfter = problem.headers[.retryAfter]
+        if page.alert == nil, !page.paragraphs.isEmpty {
+            page.alert = page.paragraphs.removeFirst()  // announced (role="alert")
+        }
         return page
     }
 

@@ -109,6 +109,7 @@ struct ActionPagesTests {
             ] {
                 let html = Self.expectPage(try await h.request(.get, "/actions" + query), .badRequest)
                 #expect(html.contains(ActionText.english.incompleteTitle), "\(query)")
+                #expect(html.contains(#"<div class="alert" role="alert" id="problem">"#) && html.contains(ActionText.english.incomplete))
                 #expect(!html.contains("<form") && !html.contains("alert(1)") && !html.contains(Self.strayCode) && !html.contains("aaaaaaaa"))
             }
         }
@@ -174,6 +175,7 @@ struct ActionPagesTests {
                 h.services.fail(method, with: RPCError(refusal, "no such code"))
                 let refused = Self.expectPage(try await Self.post(h, [("mode", mode.rawValue), ("code", Self.strayCode), ("lang", "ja")]), .badRequest)
                 #expect(refused.contains(ActionText.japanese.codeRefused[mode]!) && !refused.contains(Self.strayCode))
+                #expect(refused.contains(#"role="alert""#) && !refused.contains("<form"))
 
                 h.services.fail(method, with: RPCError(.emailExists, "taken"))
                 #expect(Self.expectPage(try await Self.post(h, [("mode", mode.rawValue), ("code", Self.strayCode)]), .conflict)
