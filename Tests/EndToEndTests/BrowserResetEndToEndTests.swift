@@ -75,9 +75,11 @@ struct BrowserResetEndToEndTests {
 
         let folder = Self.artifacts
         try? FileManager.default.removeItem(at: folder)
+        // Bounded: a browser that hangs fails the test (status 124) instead of holding the run.
         let run = try await runProcess(
-            URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.script, "--link", link, "--password", Self.newPW, "--screenshots", folder.path])
-        #expect(run.status == 0, "browser_reset.py failed (screenshots in \(folder.path)):\n\(run.stderr)\n\(run.stdout)")
+            URL(fileURLWithPath: "/usr/bin/env"),
+            ["timeout", "120", "python3", Self.script, "--link", link, "--password", Self.newPW, "--screenshots", folder.path])
+        #expect(run.status == 0, "browser_reset.py failed (status \(run.status), 124: timed out; screenshots in \(folder.path)):\n\(run.stderr)\n\(run.stdout)")
         for name in ["01-form.png", "02-mismatch.png", "03-done.png"] {
             #expect(FileManager.default.fileExists(atPath: folder.appendingPathComponent(name).path), "no screenshot \(name)")
         }
