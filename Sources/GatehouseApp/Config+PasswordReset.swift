@@ -8,7 +8,7 @@ extension ConfigTable {
     /// How long a password reset code works.
     public static let passwordResetTTL = ConfigKey(env: "GATEHOUSE_PASSWORD_RESET_TTL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds a password reset code works (300–86400); it works once, and a newer request voids older codes.")
     /// The app name in mails.
-    public static let appName = ConfigKey(env: "GATEHOUSE_APP_NAME", defaultValue: "Gatehouse", secret: false, roles: "serve, identity", help: "The app's name in mails (subject and body), at most 64 characters.")
+    public static let appName = ConfigKey(env: "GATEHOUSE_APP_NAME", defaultValue: "Gatehouse", secret: false, roles: "serve, gateway, identity", help: "The app's name in mails (subject and body) and at the top of the gateway's action pages (`/actions`), at most 64 characters.")
     /// The sender of mails.
     public static let mailFrom = ConfigKey(env: "GATEHOUSE_MAIL_FROM", defaultValue: "Gatehouse <no-reply@localhost>", secret: false, roles: "serve, identity", help: "The From of every mail: `Name <address>` or an address.")
     /// Where links in mails point.

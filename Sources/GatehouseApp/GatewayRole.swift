@@ -50,6 +50,7 @@ public struct GatewayRoleSettings: Sendable {
             maxConnections: try config.int(ConfigTable.httpMaxConnections, in: 1...1_000_000),
             maxConnectionsPerAddress: try config.int(ConfigTable.httpMaxConnectionsPerAddress, in: 0...1_000_000))
         gateway.revocationHeartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
+        gateway.appName = try config.required(ConfigTable.appName)
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)

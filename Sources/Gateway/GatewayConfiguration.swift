@@ -37,6 +37,9 @@ public struct GatewayConfiguration: Sendable {
     /// The token service's heartbeat interval. A feed silent for three intervals is polled with
     /// `token.listRevocations` every three intervals until it speaks again. Default 1 s.
     public var revocationHeartbeat: Duration = .seconds(1)
+    /// The app's name at the top of the action pages (`GET /actions`; `GATEHOUSE_APP_NAME`, as in
+    /// mails). Default `Gatehouse`.
+    public var appName: String = "Gatehouse"
     /// Most sign-ups and sign-ins (the requests that hash a password) this gateway lets through at
     /// once. Past it the gateway answers 503 `overloaded` with `Retry-After` before reading the
     /// body, so refusing the excess of a burst costs almost nothing and leaves the cores to the

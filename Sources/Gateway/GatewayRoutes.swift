@@ -105,6 +105,8 @@ struct GatewayRoutes: Sendable {
             (.post, "/v1/me/email-verification", sendEmailVerification),
             (.post, "/v1/email-verification", requestEmailVerification),
             (.post, "/v1/email-verification/confirm", confirmEmailVerification),
+            (.get, "/actions", actionPage),
+            (.post, "/actions", submitAction),
             (.get, "/.well-known/jwks.json", jwksDocument),
             (.get, "/.well-known/openid-configuration", openIDConfiguration),
             (.get, "/healthz", healthz),
