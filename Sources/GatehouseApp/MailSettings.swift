@@ -31,16 +31,19 @@ public struct SMTPSettings: Sendable, Equatable {
 }
 
 /// Where the identity service's mail goes and how often it is tried (`GATEHOUSE_SMTP_*`,
-/// `GATEHOUSE_MAIL_MAX_ATTEMPTS`).
+/// `GATEHOUSE_MAIL_MAX_ATTEMPTS`, `GATEHOUSE_MAIL_DELIVERY_TIMEOUT`).
 public struct MailSettings: Sendable {
     /// The relay, or nil for the local mailbox.
     public var smtp: SMTPSettings?
     /// Attempts before a mail is dead.
     public var maxAttempts: Int
+    /// Seconds one delivery may take (`GATEHOUSE_MAIL_DELIVERY_TIMEOUT`).
+    public var deliveryTimeout: Int = 60
 
     /// Reads and checks the mail keys of `config` (the password file is read here).
     public init(config: Config) throws {
         maxAttempts = try config.int(ConfigTable.mailMaxAttempts, in: 1...100)
+        deliveryTimeout = try config.int(ConfigTable.mailDeliveryTimeout, in: 5...600)
         guard let host = config.string(ConfigTable.smtpHost)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else {
             smtp = nil
             return

@@ -4,6 +4,7 @@ import Mail
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Hands each mail to an SMTP relay on a connection of its own: `EHLO`, `STARTTLS` when
 /// configured, `AUTH PLAIN` or `LOGIN` when credentials are configured, `MAIL FROM`, `RCPT TO`,
@@ -38,24 +39,39 @@ public struct SMTPTransport: MailTransport {
     }
 
     /// Sends `data` (a whole RFC 5322 message) from `sender` to `recipients` in one conversation.
+    /// Cancelling the task closes the connection at once (whatever the relay is doing) and throws
+    /// `CancellationError`: a caller's deadline (the outbox's delivery timeout) ends a tarpit.
     func send(_ data: String, from sender: String, to recipients: [String], messageID: String) async throws {
         if let problem = configuration.problem { throw MailDeliveryError.transient("SMTP configuration: \(problem)") }
         let conversation = Conversation(configuration: configuration, logger: logger)
+        let cancellation = ConnectionCancellation()
         do {
-            let tls = try tlsContext?.get()
-            let connection = try await SMTPConnection.connect(
-                host: configuration.host, port: configuration.port, serverName: serverName,
-                implicitTLS: configuration.tls == .implicit ? tls : nil, connectTimeout: configuration.connectTimeout,
-                commandTimeout: configuration.commandTimeout, group: group)
-            do {
-                try await conversation.run(on: connection, tls: tls, serverName: serverName, data: data, from: sender, to: recipients)
-                await connection.close()
-            } catch {
-                await connection.close()
-                throw error
+            try await withTaskCancellationHandler {
+                let tls = try tlsContext?.get()
+                let connection = try await SMTPConnection.connect(
+                    host: configuration.host, port: configuration.port, serverName: serverName,
+                    implicitTLS: configuration.tls == .implicit ? tls : nil, connectTimeout: configuration.connectTimeout,
+                    commandTimeout: configuration.commandTimeout, group: group)
+                guard cancellation.attach(connection) else {
+                    await connection.close()
+                    throw CancellationError()
+                }
+                do {
+                    try await conversation.run(on: connection, tls: tls, serverName: serverName, data: data, from: sender, to: recipients)
+                    await connection.close()
+                } catch {
+                    await connection.close()
+                    throw error
+                }
+            } onCancel: {
+                cancellation.cancel()
             }
             logger.debug("mail handed to the relay", metadata: ["messageID": "\(messageID)", "relay": "\(relay)"])
         } catch {
+            if Task.isCancelled || error is CancellationError {
+                logger.debug("mail delivery cancelled; the connection is closed", metadata: ["messageID": "\(messageID)", "stage": "\(conversation.stage)"])
+                throw CancellationError()
+            }
             let failure = Self.deliveryError(error, during: conversation.stage, relay: relay, configuration: configuration)
             logger.debug("mail not handed to the relay", metadata: ["messageID": "\(messageID)", "error": "\(failure)"])
             throw failure
@@ -133,6 +149,8 @@ extension SMTPTransport {
 /// arguments), for the error that ends it.
 private final class Conversation {
     static let connecting = "connecting"
+    /// The longest wait for the answer to `QUIT` (the mail is already accepted then).
+    static let quitTimeout: Duration = .seconds(2)
 
     let configuration: SMTPConfiguration
     let logger: Logger
@@ -177,8 +195,9 @@ private final class Conversation {
         connection.send(SMTPData.stuffed(data))
         try await connection.command(nil)
         stage = "QUIT"
-        // The mail is accepted: a relay that does not answer QUIT changes nothing.
-        _ = try? await connection.command("QUIT", expect: 221...221)
+        // The mail is accepted: a relay that does not answer QUIT changes nothing, and is not
+        // waited for longer than `quitTimeout`.
+        _ = try? await connection.command("QUIT", expect: 221...221, timeout: min(configuration.commandTimeout, Self.quitTimeout))
     }
 
     /// `AUTH PLAIN` when offered, else `AUTH LOGIN`; the credentials go only in the command lines,
@@ -199,5 +218,33 @@ private final class Conversation {
                 "\(configuration.host):\(configuration.port) offers neither AUTH PLAIN nor AUTH LOGIN (it offers \(what)), and credentials are configured")
         }
         logger.debug("authenticated to the relay", metadata: ["mechanism": "\(stage)"])
+    }
+}
+
+/// The connection of one delivery, for the task's cancellation handler: cancelling before the
+/// connection exists makes `attach` refuse it; cancelling after aborts it.
+private final class ConnectionCancellation: Sendable {
+    private struct State {
+        var cancelled = false
+        var connection: SMTPConnection?
+    }
+    private let state = Mutex(State())
+
+    /// Records the new connection; false when the task was cancelled meanwhile (close it).
+    func attach(_ connection: SMTPConnection) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.connection = connection
+            return true
+        }
+    }
+
+    /// Aborts the connection, if any, and refuses any later one.
+    func cancel() {
+        let connection = state.withLock { state -> SMTPConnection? in
+            state.cancelled = true
+            return state.connection
+        }
+        connection?.abort(CancellationError())
     }
 }
