@@ -4,6 +4,7 @@ import IdentityService
 import Logging
 import Mail
 import ServiceLifecycle
+import SMTPClient
 
 /// The SMTP relay's settings (`GATEHOUSE_SMTP_*`), for the SMTP transport.
 public struct SMTPSettings: Sendable, Equatable {
@@ -78,9 +79,9 @@ public struct MailSettings: Sendable {
             caFile: config.string(ConfigTable.smtpCAFile).flatMap { $0.isEmpty ? nil : $0 })
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-    }
+    /// The SMTP client's own check (`SMTPConfiguration.isLoopback`): start-up refuses exactly
+    /// what the client would.
+    static func isLoopback(_ host: String) -> Bool { SMTPConfiguration.isLoopback(host) }
 
     /// The local mailbox of `dataDir`.
     public static func mailboxFolder(dataDir: String) -> URL {
