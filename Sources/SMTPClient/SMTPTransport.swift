@@ -35,13 +35,23 @@ public struct SMTPTransport: MailTransport {
     /// Delivers `message` to its recipient through the relay, or throws a `MailDeliveryError`.
     public func deliver(_ message: MailMessage) async throws {
         if let problem = message.problem { throw MailDeliveryError.permanent("the mail cannot be sent: \(problem)") }
-        try await send(message.rendered(), from: message.fromAddress, to: [message.to], messageID: message.messageID)
+        try await send(from: message.fromAddress, to: [message.to], messageID: message.messageID) { envelope in
+            envelope.applied(to: message).rendered()
+        }
     }
 
     /// Sends `data` (a whole RFC 5322 message) from `sender` to `recipients` in one conversation.
+    func send(_ data: String, from sender: String, to recipients: [String], messageID: String) async throws {
+        try await send(from: sender, to: recipients, messageID: messageID) { _ in data }
+    }
+
+    /// Sends the message `data` renders for the envelope the relay allows (`SMTPEnvelope`: non-ASCII
+    /// addresses as UTF-8 or IDNA) from `sender` to `recipients` in one conversation.
     /// Cancelling the task closes the connection at once (whatever the relay is doing) and throws
     /// `CancellationError`: a caller's deadline (the outbox's delivery timeout) ends a tarpit.
-    func send(_ data: String, from sender: String, to recipients: [String], messageID: String) async throws {
+    func send(
+        from sender: String, to recipients: [String], messageID: String, data: @escaping @Sendable (SMTPEnvelope) -> String
+    ) async throws {
         if let problem = configuration.problem { throw MailDeliveryError.transient("SMTP configuration: \(problem)") }
         let conversation = Conversation(configuration: configuration, logger: logger)
         let cancellation = ConnectionCancellation()
@@ -162,7 +172,8 @@ private final class Conversation {
     }
 
     func run(
-        on connection: SMTPConnection, tls: NIOSSLContext?, serverName: String?, data: String, from sender: String, to recipients: [String]
+        on connection: SMTPConnection, tls: NIOSSLContext?, serverName: String?, data: (SMTPEnvelope) -> String, from sender: String,
+        to recipients: [String]
     ) async throws {
         stage = "the greeting"
         try await connection.command(nil, expect: 220...220)
@@ -184,15 +195,18 @@ private final class Conversation {
             try await authenticate(on: connection, username: username, password: password, offered: hello.authMechanisms)
         }
         stage = "MAIL FROM"
-        try await connection.command("MAIL FROM:<\(sender)>")
-        for recipient in recipients {
+        let envelope = try SMTPEnvelope(
+            sender: sender, recipients: recipients, smtpUTF8Offered: hello.extensions.contains("SMTPUTF8"),
+            relay: "\(configuration.host):\(configuration.port)")
+        try await connection.command("MAIL FROM:<\(envelope.sender)>" + (envelope.smtpUTF8 ? " SMTPUTF8" : ""))
+        for recipient in envelope.recipients {
             stage = "RCPT TO"
             try await connection.command("RCPT TO:<\(recipient)>")
         }
         stage = "DATA"
         try await connection.command("DATA", expect: 354...354)
         stage = "the end of the message data"
-        connection.send(SMTPData.stuffed(data))
+        connection.send(SMTPData.stuffed(data(envelope)))
         try await connection.command(nil)
         stage = "QUIT"
         // The mail is accepted: a relay that does not answer QUIT changes nothing, and is not
