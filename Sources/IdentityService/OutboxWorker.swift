@@ -21,9 +21,16 @@ public final class OutboxMetrics: Sendable {
         /// The sum over delivered mails of the time from enqueue to delivery, in milliseconds
         /// (divide by `sent` for the mean).
         public var latencyMillisecondsSum: Int64 = 0
+        /// Delivered mails per bucket of that time (`IdentityStats.mailDeliveryBucketBounds`, then
+        /// one for longer), not cumulative.
+        public var latencyBuckets: [Int64] = Array(repeating: 0, count: IdentityStats.mailDeliveryBucketBounds.count + 1)
 
         /// Figures as given (zero for what is not).
-        public init(queued: Int64 = 0, sent: Int64 = 0, retried: Int64 = 0, dead: Int64 = 0, latencyMillisecondsSum: Int64 = 0) {
+        public init(
+            queued: Int64 = 0, sent: Int64 = 0, retried: Int64 = 0, dead: Int64 = 0, latencyMillisecondsSum: Int64 = 0,
+            latencyBuckets: [Int64]? = nil
+        ) {
+            if let latencyBuckets { self.latencyBuckets = latencyBuckets }
             self.queued = queued
             self.sent = sent
             self.retried = retried
@@ -264,9 +271,12 @@ public final class OutboxWorker: Sendable {
         }
         deliveredUnmarked.withLock { _ = $0.remove(entry.id) }
         let latency = max(0, now.millisecondsSince1970 - entry.createdAt.millisecondsSince1970)
+        let bucket = IdentityStats.mailDeliveryBucketBounds.firstIndex { Double(latency) / 1000 <= $0 }
+            ?? IdentityStats.mailDeliveryBucketBounds.count
         metrics.update {
             $0.sent += 1
             $0.latencyMillisecondsSum += latency
+            $0.latencyBuckets[bucket] += 1
         }
         counts.sent += 1
         logger.info("mail \(message.kind) to \(message.to) delivered to \(destination) \(message.messageID)")
@@ -335,6 +345,7 @@ extension IdentityStats {
         stats.mailRetried = mail.retried
         stats.mailDead = mail.dead
         stats.mailDeliveryLatencyMsSum = mail.latencyMillisecondsSum
+        stats.mailDeliverySecondsBuckets = mail.latencyBuckets
         return stats
     }
 }
