@@ -58,15 +58,21 @@ public struct MailSettings: Sendable {
         var password: String?
         if let file = config.string(ConfigTable.smtpPasswordFile), !file.isEmpty {
             let key = ConfigTable.smtpPasswordFile
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(file)")
-            }
+            // FileHandle rather than FileManager.contents, which gives nothing for /dev/null.
+            let unreadable = ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(file)")
+            guard let handle = FileHandle(forReadingAtPath: file) else { throw unreadable }
+            defer { try? handle.close() }
+            let data: Data
+            do { data = try handle.readToEnd() ?? Data() } catch { throw unreadable }
             var text = String(decoding: data, as: UTF8.self)
             while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
             password = text
         }
-        if username != nil, password == nil {
-            throw ConfigError(message: "\(ConfigTable.smtpUsername.env) is set: \(ConfigTable.smtpPasswordFile.env) (\(ConfigTable.smtpPasswordFile.flag)) must name the file with its password")
+        // Without a user name there is no AUTH: an (empty) password file is not used, so a compose
+        // file can always mount one (/dev/null when the relay needs no login).
+        if username == nil { password = nil }
+        if username != nil, password?.isEmpty ?? true {
+            throw ConfigError(message: "\(ConfigTable.smtpUsername.env) is set: \(ConfigTable.smtpPasswordFile.env) (\(ConfigTable.smtpPasswordFile.flag)) must name a file holding its password (it is unset or the file is empty)")
         }
         if username != nil, tls == .none, !Self.isLoopback(host) {
             throw ConfigError(message: "\(tlsKey.env)=none with \(ConfigTable.smtpUsername.env) would send the SMTP password in plain text to \(host); use starttls or implicit (only a loopback relay may go without TLS)")

@@ -24,6 +24,18 @@ struct MailDeliverySettingsTests {
         }
     }
 
+    @Test("the compose default: an empty password file (/dev/null) without a user name is no AUTH; with a user name it stops start-up")
+    func emptyPasswordFile() throws {
+        let relay = ["GATEHOUSE_SMTP_HOST": "smtp.example.com", "GATEHOUSE_SMTP_PASSWORD_FILE": "/dev/null"]
+        let settings = try MailSettings(config: Config(environment: relay.merging(["GATEHOUSE_SMTP_USERNAME": ""]) { $1 }))
+        #expect(settings.smtp?.username == nil && settings.smtp?.password == nil)
+        #expect {
+            try MailSettings(config: Config(environment: relay.merging(["GATEHOUSE_SMTP_USERNAME": "mailer"]) { $1 }))
+        } throws: { error in
+            (error as? ConfigError)?.message.contains("the file is empty") == true
+        }
+    }
+
     @Test("start-up and the SMTP client agree on which hosts are loopback (credentials without TLS)")
     func oneLoopbackCheck() throws {
         let directory = try TemporaryDirectory(prefix: "mail-loopback")
