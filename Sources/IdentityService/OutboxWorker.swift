@@ -283,7 +283,9 @@ public final class OutboxWorker: Sendable {
     }
 
     /// `transport.deliver(message)`, cancelled after `limit`: then `MailDeliveryError.transient`
-    /// (once the transport returned: the SMTP client closes its connection when cancelled).
+    /// once the transport returned (the SMTP client closes its connection when cancelled; a
+    /// transport that ignores cancellation holds the worker until it returns), unless it
+    /// delivered after all.
     /// A cancellation of the caller's task is a `CancellationError`, as before.
     static func deliver(_ message: MailMessage, through transport: any MailTransport, within limit: Duration) async throws {
         let finished = try await withThrowingTaskGroup(of: Bool.self) { group in
@@ -295,8 +297,12 @@ public final class OutboxWorker: Sendable {
                 try await Task.sleep(for: limit)
                 return false
             }
-            defer { group.cancelAll() }
-            return try await group.next() ?? false
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            if first { return true }
+            // The deadline passed and the delivery is cancelled: it may still have finished
+            // meanwhile (the relay took the mail just then), which counts as delivered.
+            return (try? await group.next()) == true
         }
         guard finished else {
             throw MailDeliveryError.transient(

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import GatehouseSupport
 import GatehouseTestSupport
@@ -15,6 +16,17 @@ final class HangingTransport: MailTransport {
     func deliver(_ message: MailMessage) async throws {
         calls.withLock { $0 += 1 }
         try await Task.sleep(for: .seconds(3600))
+    }
+}
+
+/// A transport that ignores cancellation and takes the mail after `delay` (the relay accepted
+/// it just as the deadline passed).
+struct LateTransport: MailTransport {
+    let delay: Double
+    func deliver(_ message: MailMessage) async throws {
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + delay) { done.resume() }
+        }
     }
 }
 
@@ -58,6 +70,14 @@ struct OutboxRobustnessTests {
         #expect(row.attempts == 1)
         #expect(row.lastError?.contains("GATEHOUSE_MAIL_DELIVERY_TIMEOUT") == true, "\(row.lastError ?? "nil")")
         #expect(row.nextAttemptAt == clock.now.addingTimeInterval(30))
+    }
+
+    @Test("a delivery that finishes after the deadline passed (the transport ignored the cancellation) counts as delivered")
+    func lateDeliveryCounts() async throws {
+        defer { directory.remove() }
+        try await store.enqueueMail(mail(), at: clock.now)
+        #expect(try await worker(LateTransport(delay: 0.5), deliveryTimeout: .milliseconds(50)).deliverDue() == .init(sent: 1))
+        #expect(try await store.outboxEntries().first?.state == "sent")
     }
 
     @Test("the worker's own cancellation during a hung delivery leaves the mail queued as it was")
