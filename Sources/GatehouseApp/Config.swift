@@ -160,7 +160,7 @@ public enum ConfigTable {
     /// The SMTP login.
     public static let smtpUsername = ConfigKey(env: "GATEHOUSE_SMTP_USERNAME", defaultValue: nil, secret: false, roles: "serve, identity", help: "SMTP AUTH user name (unset: no AUTH); needs GATEHOUSE_SMTP_PASSWORD_FILE.")
     /// The file with the SMTP password.
-    public static let smtpPasswordFile = ConfigKey(env: "GATEHOUSE_SMTP_PASSWORD_FILE", defaultValue: nil, secret: true, roles: "serve, identity", help: "File holding the SMTP AUTH password (one line; a trailing newline is ignored).")
+    public static let smtpPasswordFile = ConfigKey(env: "GATEHOUSE_SMTP_PASSWORD_FILE", defaultValue: nil, secret: true, roles: "serve, identity", help: "File holding the SMTP AUTH password (one line; a trailing newline is ignored). Used only with GATEHOUSE_SMTP_USERNAME, and then it must not be empty; without a user name no AUTH is sent (the compose file mounts /dev/null).")
     /// A CA file for a relay with a private certificate.
     public static let smtpCAFile = ConfigKey(env: "GATEHOUSE_SMTP_CA_FILE", defaultValue: nil, secret: false, roles: "serve, identity", help: "PEM file of CA certificates trusted for the relay, besides the system's (a private relay).")
     /// Attempts before a mail is dead-lettered.
@@ -184,7 +184,7 @@ public enum ConfigTable {
         defaultSettings,
         migrationResumeTTL,
         smtpHost, smtpPort, smtpTLS, smtpUsername, smtpPasswordFile, smtpCAFile, mailMaxAttempts,
-    ] + passwordResetKeys + emailFlowKeys
+    ] + passwordResetKeys + emailFlowKeys + mailDeliveryKeys
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
     static let removed: [String: String] = [

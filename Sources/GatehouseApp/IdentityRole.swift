@@ -151,7 +151,8 @@ public struct IdentityRole: Sendable {
         let interval: Duration? = settings.anonymousSweepInterval == 0 ? nil : .seconds(settings.anonymousSweepInterval)
         let worker = OutboxWorker(
             store: service.store, transport: transport, destination: destination, clock: clock,
-            policy: OutboxWorker.Policy(maxAttempts: settings.mail.maxAttempts), metrics: service.handlers.outboxMetrics, logger: logger)
+            policy: OutboxWorker.Policy(maxAttempts: settings.mail.maxAttempts, deliveryTimeout: .seconds(settings.mail.deliveryTimeout)),
+            metrics: service.handlers.outboxMetrics, logger: logger)
         return IdentityRole(
             server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound,
             anonymousSweeper: AnonymousSweeper(sweep: service.anonymousSweep, interval: interval, logger: logger),

@@ -4,6 +4,7 @@ import IdentityService
 import Logging
 import Mail
 import ServiceLifecycle
+import SMTPClient
 
 /// The SMTP relay's settings (`GATEHOUSE_SMTP_*`), for the SMTP transport.
 public struct SMTPSettings: Sendable, Equatable {
@@ -31,16 +32,19 @@ public struct SMTPSettings: Sendable, Equatable {
 }
 
 /// Where the identity service's mail goes and how often it is tried (`GATEHOUSE_SMTP_*`,
-/// `GATEHOUSE_MAIL_MAX_ATTEMPTS`).
+/// `GATEHOUSE_MAIL_MAX_ATTEMPTS`, `GATEHOUSE_MAIL_DELIVERY_TIMEOUT`).
 public struct MailSettings: Sendable {
     /// The relay, or nil for the local mailbox.
     public var smtp: SMTPSettings?
     /// Attempts before a mail is dead.
     public var maxAttempts: Int
+    /// Seconds one delivery may take (`GATEHOUSE_MAIL_DELIVERY_TIMEOUT`).
+    public var deliveryTimeout: Int = 60
 
     /// Reads and checks the mail keys of `config` (the password file is read here).
     public init(config: Config) throws {
         maxAttempts = try config.int(ConfigTable.mailMaxAttempts, in: 1...100)
+        deliveryTimeout = try config.int(ConfigTable.mailDeliveryTimeout, in: 5...600)
         guard let host = config.string(ConfigTable.smtpHost)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else {
             smtp = nil
             return
@@ -54,15 +58,21 @@ public struct MailSettings: Sendable {
         var password: String?
         if let file = config.string(ConfigTable.smtpPasswordFile), !file.isEmpty {
             let key = ConfigTable.smtpPasswordFile
-            guard let data = FileManager.default.contents(atPath: file) else {
-                throw ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(file)")
-            }
+            // FileHandle rather than FileManager.contents, which gives nothing for /dev/null.
+            let unreadable = ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(file)")
+            guard let handle = FileHandle(forReadingAtPath: file) else { throw unreadable }
+            defer { try? handle.close() }
+            let data: Data
+            do { data = try handle.readToEnd() ?? Data() } catch { throw unreadable }
             var text = String(decoding: data, as: UTF8.self)
             while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
             password = text
         }
-        if username != nil, password == nil {
-            throw ConfigError(message: "\(ConfigTable.smtpUsername.env) is set: \(ConfigTable.smtpPasswordFile.env) (\(ConfigTable.smtpPasswordFile.flag)) must name the file with its password")
+        // Without a user name there is no AUTH: an (empty) password file is not used, so a compose
+        // file can always mount one (/dev/null when the relay needs no login).
+        if username == nil { password = nil }
+        if username != nil, password?.isEmpty ?? true {
+            throw ConfigError(message: "\(ConfigTable.smtpUsername.env) is set: \(ConfigTable.smtpPasswordFile.env) (\(ConfigTable.smtpPasswordFile.flag)) must name a file holding its password (it is unset or the file is empty)")
         }
         if username != nil, tls == .none, !Self.isLoopback(host) {
             throw ConfigError(message: "\(tlsKey.env)=none with \(ConfigTable.smtpUsername.env) would send the SMTP password in plain text to \(host); use starttls or implicit (only a loopback relay may go without TLS)")
@@ -75,9 +85,9 @@ public struct MailSettings: Sendable {
             caFile: config.string(ConfigTable.smtpCAFile).flatMap { $0.isEmpty ? nil : $0 })
     }
 
-    static func isLoopback(_ host: String) -> Bool {
-        host == "localhost" || host == "::1" || host == "[::1]" || host.hasPrefix("127.")
-    }
+    /// The SMTP client's own check (`SMTPConfiguration.isLoopback`): start-up refuses exactly
+    /// what the client would.
+    static func isLoopback(_ host: String) -> Bool { SMTPConfiguration.isLoopback(host) }
 
     /// The local mailbox of `dataDir`.
     public static func mailboxFolder(dataDir: String) -> URL {

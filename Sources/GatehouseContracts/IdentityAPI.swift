@@ -315,6 +315,13 @@ public struct IdentityStats: Codable, Sendable, Hashable {
     public var mailDead: Int64 = 0
     /// The sum of the delivered mails' times from enqueue to delivery, in milliseconds.
     public var mailDeliveryLatencyMsSum: Int64 = 0
+    /// Delivered mails per bucket of their time from enqueue to delivery: one count per bound of
+    /// `mailDeliveryBucketBounds` (a time at most that bound and above the one before), then one
+    /// for longer times; not cumulative. Empty from a service that does not count them.
+    public var mailDeliverySecondsBuckets: [Int64] = []
+
+    /// The bucket bounds of `mailDeliverySecondsBuckets`, in seconds (`gatehouse_mail_delivery_seconds`).
+    public static let mailDeliveryBucketBounds: [Double] = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     /// A snapshot of the pool's counters; zero for what is not given.
     public init(
@@ -332,6 +339,7 @@ public struct IdentityStats: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey {
         case hashWorkers = 1, hashBusyWorkers = 2, hashQueueDepth = 3, hashQueueLimit = 4, hashCompleted = 5, hashRejected = 6
         case mailQueued = 7, mailSent = 8, mailRetried = 9, mailDead = 10, mailDeliveryLatencyMsSum = 11
+        case mailDeliverySecondsBuckets = 12
     }
 }
 

@@ -16,6 +16,8 @@ public final class SMTPHarness: @unchecked Sendable {
         public let tls: Bool
         /// The AUTH mechanism used, if any.
         public let auth_mechanism: String?
+        /// The `MAIL FROM` parameters (`SMTPUTF8`), upper-cased.
+        public let mail_options: [String]?
 
         /// The `Message-ID` header's value.
         public var messageID: String? {
@@ -57,11 +59,13 @@ public final class SMTPHarness: @unchecked Sendable {
     }
 
     /// Starts a server (`tls`: none, starttls or implicit) and waits until it listens. `certificateNames`
-    /// are the names the server's certificate is for; `auth` is `user:password`; `port` a chosen
-    /// free port (default: a new one).
+    /// are the names the server's certificate is for; `auth` is `user:password`; `slow` delays the
+    /// answer to the end of the data, `tarpit` every answer to MAIL, RCPT and DATA (seconds);
+    /// `smtpUTF8` offers SMTPUTF8; `stallQuit` delays the answer to QUIT; `port` a chosen free port (default: a new one).
     public static func start(
         tls: String = "none", certificateNames: [String] = ["localhost", "127.0.0.1"], auth: String? = nil, mechanisms: String? = nil,
-        slow: Double? = nil, port: Int? = nil
+        slow: Double? = nil, tarpit: Double? = nil, smtpUTF8: Bool = false, stallQuit: Double? = nil,
+        port: Int? = nil
     ) async throws -> SMTPHarness {
         let folder = try TemporaryDirectory(prefix: "gh-smtp")
         var arguments = [script, "serve", "--dir", folder.path, "--tls", tls, "--lifetime", "120"]
@@ -74,6 +78,9 @@ public final class SMTPHarness: @unchecked Sendable {
         if let auth { arguments += ["--auth", auth] }
         if let mechanisms { arguments += ["--mechanisms", mechanisms] }
         if let slow { arguments += ["--slow", String(slow)] }
+        if let tarpit { arguments += ["--tarpit", String(tarpit)] }
+        if smtpUTF8 { arguments.append("--smtputf8") }
+        if let stallQuit { arguments += ["--stall-quit", String(stallQuit)] }
         let port = port ?? freeLoopbackPort()
         arguments += ["--port", String(port)]
         let log = folder.file("server.log")
@@ -92,6 +99,9 @@ public final class SMTPHarness: @unchecked Sendable {
         }
         return harness
     }
+
+    /// Whether a `tarpit` server has begun stalling a conversation.
+    public var stalled: Bool { FileManager.default.fileExists(atPath: folder.path("stalled")) }
 
     /// Every message accepted so far, in the order received.
     public func messages() throws -> [Received] {

@@ -50,6 +50,9 @@ public final class GatewayMetrics: Sendable {
     /// One counter per (class, reason), made at start: counting a refusal takes no lock.
     private let throttled: [Prometheus.Counter]
 
+    /// The identity service's latest mail delivery histogram (`recordMail`), shown by `render()`.
+    let mailDelivery = Mutex<MailDeliveryHistogram?>(nil)
+
     /// Counts one request of `kind` refused for `reason`.
     func recordThrottled(_ kind: RateLimitClass, _ reason: ThrottleReason) {
         throttled[kind.rawValue * ThrottleReason.allCases.count + (reason == .clientAddress ? 0 : 1)].increment()
@@ -172,6 +175,7 @@ public final class GatewayMetrics: Sendable {
         gauge("dead", "Mails given up on (dead-lettered) since the identity service started.").set(stats.mailDead)
         gauge("delivery_latency_milliseconds_sum", "Sum of the delivered mails' times from enqueue to delivery (ms); divide by gatehouse_mail_sent for the mean.")
             .set(stats.mailDeliveryLatencyMsSum)
+        if let histogram = MailDeliveryHistogram(stats) { mailDelivery.withLock { $0 = histogram } }
     }
 
     /// Sets the revocation-state gauges (at each scrape).
@@ -187,5 +191,5 @@ public final class GatewayMetrics: Sendable {
     }
 
     /// The Prometheus text exposition.
-    func render() -> [UInt8] { registry.emitToBuffer() }
+    func render() -> [UInt8] { registry.emitToBuffer() + renderMailDelivery() }
 }

@@ -131,15 +131,33 @@ extension IdentityHandlers {
     /// `except`, each committed in the token service: a failure before the write changes nothing
     /// but revokes, and a session a racing sign-in made before the write is caught by the second
     /// (one made after it sees the new hash: `issueConfirmedSession`). Returns `write`'s result and
-    /// the ids of both revocations, for the gateway.
+    /// the ids of both revocations, for the gateway. Once `write` is done the change happened:
+    /// a failing second revocation is tried `secondRevocationAttempts` times, then logged as an
+    /// error and the change answered as done with what the first revoked (never an error after
+    /// the password changed, which a client would take for "nothing changed").
     func revokingSessions<T>(
         of id: UserID, reason: String, except: String? = nil, around write: () async throws -> T
     ) async throws -> (T, [String]) {
         var revoked = try await revokeSessionIDs(of: id, reason: reason, except: except)
         let result = try await write()
-        for session in try await revokeSessionIDs(of: id, reason: reason, except: except) where !revoked.contains(session) {
-            revoked.append(session)
+        for attempt in 1...Self.secondRevocationAttempts {
+            do {
+                for session in try await revokeSessionIDs(of: id, reason: reason, except: except) where !revoked.contains(session) {
+                    revoked.append(session)
+                }
+                break
+            } catch {
+                guard attempt < Self.secondRevocationAttempts else {
+                    logger.error(
+                        "the second revocation of user \(id.rawValue)'s sessions (\(reason)) failed \(attempt) times after the change was written; a session a racing sign-in made before the write lives until it expires or is revoked: \(error)")
+                    break
+                }
+                try? await Task.sleep(for: .milliseconds(50 * attempt * attempt))
+            }
         }
         return (result, revoked)
     }
+
+    /// How often the revocation after a credential change is tried before the change is answered anyway.
+    static let secondRevocationAttempts = 3
 }

@@ -6,8 +6,9 @@ import Mail
 /// `<folder>/<ms>-<message id>.eml` holding `MailMessage.rendered()`, readable by its owner only
 /// (0600, the folder 0700) and written atomically (a temporary file renamed into place), so a
 /// reader never sees half a mail. `gatehouse mail list|show` prints them. A mail delivered
-/// again (after a crash) is a second file with the same `Message-ID`.
-public struct LocalMailbox: MailTransport {
+/// again (after a crash) is a second file with the same `Message-ID`. Files are removed by the
+/// outbox's hourly purge once older than its retention (`purge(deliveredBefore:)`).
+public struct LocalMailbox: RetainingMailTransport {
     /// The mailbox folder (`<data folder>/mailbox`).
     public let folder: URL
     /// The time in the file names.
@@ -40,6 +41,20 @@ public struct LocalMailbox: MailTransport {
         } catch {
             throw MailDeliveryError.transient("cannot write to the mailbox \(folder.path): \(error)")
         }
+    }
+
+    /// Removes the files (mails, and temporary files left by a crash) whose name says they were
+    /// written before `date`; other files are left alone. A missing folder holds nothing.
+    public func purge(deliveredBefore date: Date) throws -> Int {
+        guard FileManager.default.fileExists(atPath: folder.path) else { return 0 }
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        let cutoff = date.millisecondsSince1970
+        var removed = 0
+        for name in names {
+            guard let dash = name.firstIndex(of: "-"), let written = Int64(name[..<dash]), written < cutoff, name.contains(".eml") else { continue }
+            if unlink(folder.appendingPathComponent(name).path) == 0 { removed += 1 }
+        }
+        return removed
     }
 
     static func makeFolder(_ path: String) throws {

@@ -113,7 +113,8 @@ public struct MailComposer: Sendable {
     }
 
     /// The mail of `kind` to `recipient` carrying `code` (valid `ttl` seconds), in the best locale
-    /// for `preferences`, made at `date`; `extra` adds variables (`oldEmail`, `newEmail`).
+    /// for `preferences`, made at `date`; `extra` adds variables (`oldEmail`, `newEmail`). The mail
+    /// expires with its code (`expiresAt` = `date` + `ttl`): the outbox does not send it later.
     public func message(
         _ kind: MailTemplates.Kind, to recipient: String, code: String, ttl: TimeInterval, preferences: String, date: Date,
         extra: [String: String] = [:]
@@ -129,7 +130,7 @@ public struct MailComposer: Sendable {
         let rendered = templates.render(kind, preferences: locale, values: values)
         return MailMessage(
             kind: kind.rawValue, from: from, to: recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,
-            date: date, domain: Self.domain(of: from))
+            date: date, domain: Self.domain(of: from), expiresAt: date.addingTimeInterval(ttl))
     }
 
     /// The sender's domain, for the Message-ID (`gatehouse.invalid` when it has none).

@@ -21,9 +21,16 @@ public final class OutboxMetrics: Sendable {
         /// The sum over delivered mails of the time from enqueue to delivery, in milliseconds
         /// (divide by `sent` for the mean).
         public var latencyMillisecondsSum: Int64 = 0
+        /// Delivered mails per bucket of that time (`IdentityStats.mailDeliveryBucketBounds`, then
+        /// one for longer), not cumulative.
+        public var latencyBuckets: [Int64] = Array(repeating: 0, count: IdentityStats.mailDeliveryBucketBounds.count + 1)
 
         /// Figures as given (zero for what is not).
-        public init(queued: Int64 = 0, sent: Int64 = 0, retried: Int64 = 0, dead: Int64 = 0, latencyMillisecondsSum: Int64 = 0) {
+        public init(
+            queued: Int64 = 0, sent: Int64 = 0, retried: Int64 = 0, dead: Int64 = 0, latencyMillisecondsSum: Int64 = 0,
+            latencyBuckets: [Int64]? = nil
+        ) {
+            if let latencyBuckets { self.latencyBuckets = latencyBuckets }
             self.queued = queued
             self.sent = sent
             self.retried = retried
@@ -46,7 +53,10 @@ public final class OutboxMetrics: Sendable {
 /// Delivers the outbox through a `MailTransport` (issue 19): due rows are handed to the
 /// transport one at a time; a delivered mail is marked sent with its body blanked; a transient
 /// failure is tried again after a backoff (`Policy.delay`); a permanent failure, or the last
-/// attempt allowed, marks it dead. Sent and dead rows are purged after `Policy.retention`.
+/// attempt allowed, marks it dead; so does a mail whose code expired before it could be sent
+/// (`MailMessage.expiresAt`). One delivery may take `Policy.deliveryTimeout`. Sent and dead
+/// rows are purged after `Policy.retention`, as is mail a `RetainingMailTransport` (the local
+/// mailbox) holds.
 ///
 /// At least once: a row is marked sent only after the transport returned, so a crash between
 /// the two delivers it again after restart, with the same `Message-ID`. One worker per
@@ -70,11 +80,16 @@ public final class OutboxWorker: Sendable {
         public var batchSize: Int
         /// The longest the worker sleeps without being woken (5 s).
         public var pollInterval: Duration
+        /// The longest one delivery may take (`GATEHOUSE_MAIL_DELIVERY_TIMEOUT`, 60 s): then its
+        /// task is cancelled (the SMTP client closes its connection) and the attempt counts as a
+        /// transient failure, so a hung or tarpitting relay cannot hold the worker.
+        public var deliveryTimeout: Duration
 
         /// The documented defaults, or the values given.
         public init(
             maxAttempts: Int = 10, baseDelay: TimeInterval = 30, maxDelay: TimeInterval = 3600, jitter: Double = 0.2,
-            retention: TimeInterval = 7 * 86_400, batchSize: Int = 50, pollInterval: Duration = .seconds(5)
+            retention: TimeInterval = 7 * 86_400, batchSize: Int = 50, pollInterval: Duration = .seconds(5),
+            deliveryTimeout: Duration = .seconds(60)
         ) {
             self.maxAttempts = max(1, maxAttempts)
             self.baseDelay = baseDelay
@@ -83,6 +98,7 @@ public final class OutboxWorker: Sendable {
             self.retention = retention
             self.batchSize = max(1, batchSize)
             self.pollInterval = pollInterval
+            self.deliveryTimeout = deliveryTimeout
         }
 
         /// The wait after failed attempt number `attempt` (1 for the first): `baseDelay`
@@ -208,8 +224,18 @@ public final class OutboxWorker: Sendable {
     private func deliver(_ entry: OutboxEntry, counts: inout PassCounts) async throws {
         let message = entry.message
         let attempt = entry.attempts + 1
+        if let expiresAt = message.expiresAt, expiresAt <= clock.now, !deliveredUnmarked.withLock({ $0.contains(entry.id) }) {
+            // Its code no longer works: sending it would only confuse the reader.
+            try await store.markOutboxFailed(id: entry.id, attempts: entry.attempts, error: "expired", nextAttemptAt: nil)
+            metrics.update { $0.dead += 1 }
+            counts.dead += 1
+            logger.notice("mail \(message.kind) to \(message.to) \(message.messageID) is dead: its code expired before it could be delivered")
+            return
+        }
         do {
-            if !deliveredUnmarked.withLock({ $0.contains(entry.id) }) { try await transport.deliver(message) }
+            if !deliveredUnmarked.withLock({ $0.contains(entry.id) }) {
+                try await Self.deliver(message, through: transport, within: policy.deliveryTimeout)
+            }
         } catch is CancellationError {
             // Stopping: the mail stays queued as it was, and is delivered (again) after restart.
             throw CancellationError()
@@ -245,12 +271,43 @@ public final class OutboxWorker: Sendable {
         }
         deliveredUnmarked.withLock { _ = $0.remove(entry.id) }
         let latency = max(0, now.millisecondsSince1970 - entry.createdAt.millisecondsSince1970)
+        let bucket = IdentityStats.mailDeliveryBucketBounds.firstIndex { Double(latency) / 1000 <= $0 }
+            ?? IdentityStats.mailDeliveryBucketBounds.count
         metrics.update {
             $0.sent += 1
             $0.latencyMillisecondsSum += latency
+            $0.latencyBuckets[bucket] += 1
         }
         counts.sent += 1
         logger.info("mail \(message.kind) to \(message.to) delivered to \(destination) \(message.messageID)")
+    }
+
+    /// `transport.deliver(message)`, cancelled after `limit`: then `MailDeliveryError.transient`
+    /// once the transport returned (the SMTP client closes its connection when cancelled; a
+    /// transport that ignores cancellation holds the worker until it returns), unless it
+    /// delivered after all.
+    /// A cancellation of the caller's task is a `CancellationError`, as before.
+    static func deliver(_ message: MailMessage, through transport: any MailTransport, within limit: Duration) async throws {
+        let finished = try await withThrowingTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                try await transport.deliver(message)
+                return true
+            }
+            group.addTask {
+                try await Task.sleep(for: limit)
+                return false
+            }
+            let first = try await group.next() ?? false
+            group.cancelAll()
+            if first { return true }
+            // The deadline passed and the delivery is cancelled: it may still have finished
+            // meanwhile (the relay took the mail just then), which counts as delivered.
+            return (try? await group.next()) == true
+        }
+        guard finished else {
+            throw MailDeliveryError.transient(
+                "the delivery did not finish within \(limit.formattedSeconds) (GATEHOUSE_MAIL_DELIVERY_TIMEOUT); the connection was closed")
+        }
     }
 
     private func purgeIfDue() async throws {
@@ -266,6 +323,22 @@ public final class OutboxWorker: Sendable {
         try await store.purgePasswordResets(before: now.addingTimeInterval(-86_400))
         try await store.purgeEmailActions(before: now.addingTimeInterval(-86_400))
         if purged > 0 { logger.info("purged \(purged) sent or dead mails older than \(Int(policy.retention / 86_400)) days from the outbox") }
+        if let mailbox = transport as? any RetainingMailTransport {
+            do {
+                let removed = try mailbox.purge(deliveredBefore: now.addingTimeInterval(-policy.retention))
+                if removed > 0 { logger.info("purged \(removed) mails older than \(Int(policy.retention / 86_400)) days from \(destination)") }
+            } catch {
+                logger.warning("could not purge old mail from \(destination): \(error)")
+            }
+        }
+    }
+}
+
+extension Duration {
+    /// `60 s`, `1.5 s`: whole seconds without a fraction.
+    var formattedSeconds: String {
+        let seconds = Double(components.seconds) + Double(components.attoseconds) / 1e18
+        return seconds == seconds.rounded() ? "\(Int(seconds)) s" : "\(seconds) s"
     }
 }
 
@@ -278,6 +351,7 @@ extension IdentityStats {
         stats.mailRetried = mail.retried
         stats.mailDead = mail.dead
         stats.mailDeliveryLatencyMsSum = mail.latencyMillisecondsSum
+        stats.mailDeliverySecondsBuckets = mail.latencyBuckets
         return stats
     }
 }

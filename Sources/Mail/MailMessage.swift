@@ -20,11 +20,14 @@ public struct MailMessage: Codable, Sendable, Hashable {
     public var html: String?
     /// When the mail was made (the `Date` header).
     public var date: Date
+    /// When the code the mail carries stops working, or nil (a notice): a mail still queued then
+    /// is not sent (the outbox marks it dead, `expired`). Absent from rows stored before it existed.
+    public var expiresAt: Date?
 
     /// A mail; `messageID` defaults to a new random one at `domain`.
     public init(
         messageID: String? = nil, kind: String, from: String, to: String, subject: String, text: String, html: String? = nil,
-        date: Date, domain: String = "gatehouse.invalid"
+        date: Date, domain: String = "gatehouse.invalid", expiresAt: Date? = nil
     ) {
         self.messageID = messageID ?? Self.newMessageID(domain: domain)
         self.kind = kind
@@ -34,6 +37,7 @@ public struct MailMessage: Codable, Sendable, Hashable {
         self.text = text
         self.html = html
         self.date = date
+        self.expiresAt = expiresAt
     }
 
     /// A new `<random@domain>` message id (128 random bits).
@@ -152,6 +156,13 @@ public struct MailMessage: Codable, Sendable, Hashable {
 public protocol MailTransport: Sendable {
     /// Delivers `message`, or throws a `MailDeliveryError` saying whether a retry may succeed.
     func deliver(_ message: MailMessage) async throws
+}
+
+/// A transport that keeps what it delivered (the local mailbox): the outbox's hourly purge
+/// removes mail delivered before the outbox's retention, as it purges its own sent rows.
+public protocol RetainingMailTransport: MailTransport {
+    /// Removes the mail delivered before `date`; returns how many were removed.
+    func purge(deliveredBefore date: Date) throws -> Int
 }
 
 /// Why a delivery failed, and whether to try again.

@@ -51,11 +51,27 @@ public struct SMTPConfiguration: Sendable, Equatable {
     }
 
     /// Whether `host` is a loopback address or `localhost` (where credentials may travel in plain text).
-    public var hostIsLoopback: Bool {
-        let name = host.lowercased().trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if name == "localhost" || name.hasSuffix(".localhost") || name == "::1" { return true }
-        let parts = name.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    public var hostIsLoopback: Bool { Self.isLoopback(host) }
+
+    /// Whether `host` names this machine over loopback: `localhost` or a name under `.localhost`
+    /// (RFC 6761), an IPv4 address in 127.0.0.0/8, `::1` or an IPv4-mapped 127 address, with or
+    /// without brackets. The one check for start-up (`MailSettings`) and the client.
+    public static func isLoopback(_ host: String) -> Bool {
+        var name = host.lowercased().trimmingCharacters(in: .whitespaces)
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name.hasSuffix(".") { name.removeLast() }
+        if name == "localhost" || name.hasSuffix(".localhost") { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, name, &v4) == 1 {
+            return withUnsafeBytes(of: &v4) { $0[0] == 127 }
+        }
+        var v6 = in6_addr()
+        guard inet_pton(AF_INET6, name, &v6) == 1 else { return false }
+        return withUnsafeBytes(of: &v6) { bytes in
+            let loopback = bytes[0..<15].allSatisfy { $0 == 0 } && bytes[15] == 1
+            let mapped = bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF && bytes[12] == 127
+            return loopback || mapped
+        }
     }
 
     /// Whether `host` is an IP address (verified against the certificate's IP addresses, never sent as SNI).

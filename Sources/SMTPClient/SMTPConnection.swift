@@ -3,8 +3,8 @@ import NIOPosix
 import NIOSSL
 
 /// One TCP connection to the relay: commands out, replies in, each reply awaited with a deadline.
-/// Used by one task at a time (one conversation).
-struct SMTPConnection {
+/// Used by one task at a time (one conversation); `abort(_:)` may be called from anywhere.
+struct SMTPConnection: Sendable {
     let channel: any Channel
     let replies: SMTPReplyHandler
     let commandTimeout: Duration
@@ -32,10 +32,11 @@ struct SMTPConnection {
 
     /// Sends `line` (CRLF added) when given, then waits for the next reply and throws
     /// `SMTPFailure.rejected` unless its code is in `expected`.
+    /// `timeout` replaces `commandTimeout` for this reply (a shorter wait for `QUIT`).
     @discardableResult
-    func command(_ line: String?, expect expected: ClosedRange<Int> = 250...259) async throws -> SMTPReply {
+    func command(_ line: String?, expect expected: ClosedRange<Int> = 250...259, timeout: Duration? = nil) async throws -> SMTPReply {
         if let line { send(Array((line + "\r\n").utf8)) }
-        let reply = try await nextReply()
+        let reply = try await nextReply(timeout: timeout ?? commandTimeout)
         guard expected.contains(reply.code) else { throw SMTPFailure.rejected(reply) }
         return reply
     }
@@ -46,11 +47,11 @@ struct SMTPConnection {
         channel.writeAndFlush(channel.allocator.buffer(bytes: bytes), promise: nil)
     }
 
-    /// The next reply, or `SMTPFailure.timeout` (and the connection closed) after `commandTimeout`.
-    func nextReply() async throws -> SMTPReply {
+    /// The next reply, or `SMTPFailure.timeout` (and the connection closed) after `timeout`.
+    func nextReply(timeout: Duration) async throws -> SMTPReply {
         let future = replies.nextReply()
         let replies = self.replies, channel = self.channel
-        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(commandTimeout)) {
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(timeout)) {
             replies.fail(SMTPFailure.timeout)
             channel.close(promise: nil)
         }
@@ -70,6 +71,13 @@ struct SMTPConnection {
             let handler = try NIOSSLClientHandler(context: context, serverHostname: serverName)
             try channel.pipeline.syncOperations.addHandler(handler, position: .first)
         }.get()
+    }
+
+    /// Ends the conversation from outside it (the delivery's task was cancelled): the reply being
+    /// awaited, and every later one, fails with `error`, and the connection is closed at once.
+    func abort(_ error: any Error) {
+        replies.fail(error)
+        channel.close(promise: nil)
     }
 
     /// Closes the connection (nothing to wait for if it is already closed).

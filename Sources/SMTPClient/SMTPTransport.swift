@@ -4,6 +4,7 @@ import Mail
 import NIOCore
 import NIOPosix
 import NIOSSL
+import Synchronization
 
 /// Hands each mail to an SMTP relay on a connection of its own: `EHLO`, `STARTTLS` when
 /// configured, `AUTH PLAIN` or `LOGIN` when credentials are configured, `MAIL FROM`, `RCPT TO`,
@@ -34,28 +35,53 @@ public struct SMTPTransport: MailTransport {
     /// Delivers `message` to its recipient through the relay, or throws a `MailDeliveryError`.
     public func deliver(_ message: MailMessage) async throws {
         if let problem = message.problem { throw MailDeliveryError.permanent("the mail cannot be sent: \(problem)") }
-        try await send(message.rendered(), from: message.fromAddress, to: [message.to], messageID: message.messageID)
+        try await send(from: message.fromAddress, to: [message.to], messageID: message.messageID) { envelope in
+            envelope.applied(to: message).rendered()
+        }
     }
 
     /// Sends `data` (a whole RFC 5322 message) from `sender` to `recipients` in one conversation.
     func send(_ data: String, from sender: String, to recipients: [String], messageID: String) async throws {
+        try await send(from: sender, to: recipients, messageID: messageID) { _ in data }
+    }
+
+    /// Sends the message `data` renders for the envelope the relay allows (`SMTPEnvelope`: non-ASCII
+    /// addresses as UTF-8 or IDNA) from `sender` to `recipients` in one conversation.
+    /// Cancelling the task closes the connection at once (whatever the relay is doing) and throws
+    /// `CancellationError`: a caller's deadline (the outbox's delivery timeout) ends a tarpit.
+    func send(
+        from sender: String, to recipients: [String], messageID: String, data: @escaping @Sendable (SMTPEnvelope) -> String
+    ) async throws {
         if let problem = configuration.problem { throw MailDeliveryError.transient("SMTP configuration: \(problem)") }
         let conversation = Conversation(configuration: configuration, logger: logger)
+        let cancellation = ConnectionCancellation()
         do {
-            let tls = try tlsContext?.get()
-            let connection = try await SMTPConnection.connect(
-                host: configuration.host, port: configuration.port, serverName: serverName,
-                implicitTLS: configuration.tls == .implicit ? tls : nil, connectTimeout: configuration.connectTimeout,
-                commandTimeout: configuration.commandTimeout, group: group)
-            do {
-                try await conversation.run(on: connection, tls: tls, serverName: serverName, data: data, from: sender, to: recipients)
-                await connection.close()
-            } catch {
-                await connection.close()
-                throw error
+            try await withTaskCancellationHandler {
+                let tls = try tlsContext?.get()
+                let connection = try await SMTPConnection.connect(
+                    host: configuration.host, port: configuration.port, serverName: serverName,
+                    implicitTLS: configuration.tls == .implicit ? tls : nil, connectTimeout: configuration.connectTimeout,
+                    commandTimeout: configuration.commandTimeout, group: group)
+                guard cancellation.attach(connection) else {
+                    await connection.close()
+                    throw CancellationError()
+                }
+                do {
+                    try await conversation.run(on: connection, tls: tls, serverName: serverName, data: data, from: sender, to: recipients)
+                    await connection.close()
+                } catch {
+                    await connection.close()
+                    throw error
+                }
+            } onCancel: {
+                cancellation.cancel()
             }
             logger.debug("mail handed to the relay", metadata: ["messageID": "\(messageID)", "relay": "\(relay)"])
         } catch {
+            if Task.isCancelled || error is CancellationError {
+                logger.debug("mail delivery cancelled; the connection is closed", metadata: ["messageID": "\(messageID)", "stage": "\(conversation.stage)"])
+                throw CancellationError()
+            }
             let failure = Self.deliveryError(error, during: conversation.stage, relay: relay, configuration: configuration)
             logger.debug("mail not handed to the relay", metadata: ["messageID": "\(messageID)", "error": "\(failure)"])
             throw failure
@@ -133,6 +159,8 @@ extension SMTPTransport {
 /// arguments), for the error that ends it.
 private final class Conversation {
     static let connecting = "connecting"
+    /// The longest wait for the answer to `QUIT` (the mail is already accepted then).
+    static let quitTimeout: Duration = .seconds(2)
 
     let configuration: SMTPConfiguration
     let logger: Logger
@@ -144,7 +172,8 @@ private final class Conversation {
     }
 
     func run(
-        on connection: SMTPConnection, tls: NIOSSLContext?, serverName: String?, data: String, from sender: String, to recipients: [String]
+        on connection: SMTPConnection, tls: NIOSSLContext?, serverName: String?, data: (SMTPEnvelope) -> String, from sender: String,
+        to recipients: [String]
     ) async throws {
         stage = "the greeting"
         try await connection.command(nil, expect: 220...220)
@@ -166,19 +195,23 @@ private final class Conversation {
             try await authenticate(on: connection, username: username, password: password, offered: hello.authMechanisms)
         }
         stage = "MAIL FROM"
-        try await connection.command("MAIL FROM:<\(sender)>")
-        for recipient in recipients {
+        let envelope = try SMTPEnvelope(
+            sender: sender, recipients: recipients, smtpUTF8Offered: hello.extensions.contains("SMTPUTF8"),
+            relay: "\(configuration.host):\(configuration.port)")
+        try await connection.command("MAIL FROM:<\(envelope.sender)>" + (envelope.smtpUTF8 ? " SMTPUTF8" : ""))
+        for recipient in envelope.recipients {
             stage = "RCPT TO"
             try await connection.command("RCPT TO:<\(recipient)>")
         }
         stage = "DATA"
         try await connection.command("DATA", expect: 354...354)
         stage = "the end of the message data"
-        connection.send(SMTPData.stuffed(data))
+        connection.send(SMTPData.stuffed(data(envelope)))
         try await connection.command(nil)
         stage = "QUIT"
-        // The mail is accepted: a relay that does not answer QUIT changes nothing.
-        _ = try? await connection.command("QUIT", expect: 221...221)
+        // The mail is accepted: a relay that does not answer QUIT changes nothing, and is not
+        // waited for longer than `quitTimeout`.
+        _ = try? await connection.command("QUIT", expect: 221...221, timeout: min(configuration.commandTimeout, Self.quitTimeout))
     }
 
     /// `AUTH PLAIN` when offered, else `AUTH LOGIN`; the credentials go only in the command lines,
@@ -199,5 +232,33 @@ private final class Conversation {
                 "\(configuration.host):\(configuration.port) offers neither AUTH PLAIN nor AUTH LOGIN (it offers \(what)), and credentials are configured")
         }
         logger.debug("authenticated to the relay", metadata: ["mechanism": "\(stage)"])
+    }
+}
+
+/// The connection of one delivery, for the task's cancellation handler: cancelling before the
+/// connection exists makes `attach` refuse it; cancelling after aborts it.
+private final class ConnectionCancellation: Sendable {
+    private struct State {
+        var cancelled = false
+        var connection: SMTPConnection?
+    }
+    private let state = Mutex(State())
+
+    /// Records the new connection; false when the task was cancelled meanwhile (close it).
+    func attach(_ connection: SMTPConnection) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.connection = connection
+            return true
+        }
+    }
+
+    /// Aborts the connection, if any, and refuses any later one.
+    func cancel() {
+        let connection = state.withLock { state -> SMTPConnection? in
+            state.cancelled = true
+            return state.connection
+        }
+        connection?.abort(CancellationError())
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseApp
 import GatehouseTestSupport
 import Testing
 #if canImport(Glibc)
@@ -24,7 +25,9 @@ struct ComposeProject {
         return files
     }
 
-    static func load() async throws -> ComposeProject {
+    /// `variables` are what an operator would put in `deploy/.env`; `files` are written into the
+    /// copy of `deploy/` (e.g. `secrets/smtp-password`).
+    static func load(variables: [String: String] = [:], files: [String: String] = [:]) async throws -> ComposeProject {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("gh-compose-\(UUID().uuidString)")
         let deploy = root.appendingPathComponent("deploy")
         let secrets = deploy.appendingPathComponent("secrets")
@@ -34,8 +37,10 @@ struct ComposeProject {
                 at: BuiltProducts.packageRoot.appendingPathComponent("deploy/\(name)"), to: deploy.appendingPathComponent(name))
         }
         try await generateSecrets(into: secrets)
-        // Only PATH and HOME: nothing from the caller's environment (or a deploy/.env) is interpolated.
+        for (name, content) in files { try Data(content.utf8).write(to: deploy.appendingPathComponent(name)) }
+        // Only PATH, HOME and `variables`: nothing from the caller's environment (or a deploy/.env) is interpolated.
         let environment = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin", "HOME": root.path]
+            .merging(variables) { $1 }
         let composed = try await runProcess(
             try which("docker-compose"), ["-f", deploy.appendingPathComponent("docker-compose.yml").path, "config"],
             environment: environment)
@@ -253,22 +258,15 @@ struct DeployTests {
         }
     }
 
-    @Test("the compose environment, run as three processes, passes the healthchecks and the README's smoke test")
-    func composeEnvironment() async throws {
-        let project = try await ComposeProject.load()
-        defer { project.remove() }
+    /// Runs the compose file's three services as processes (the documented loopback
+    /// substitutions), each started once its dependencies pass their healthcheck.
+    static func start(_ project: ComposeProject) async throws -> RunningCompose {
         let services = project.services
         let substitution = LoopbackSubstitution(services: services)
         let dockerfile = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/Dockerfile"), encoding: .utf8)
         let image = imageEnvironment(dockerfile: dockerfile)
         let binary = try gatehouseBinary()
-        var processes: [Process] = []
-        defer {
-            for process in processes where process.isRunning {
-                process.terminate()
-                process.waitUntilExit()
-            }
-        }
+        let running = RunningCompose(substitution: substitution)
 
         // Each service's environment: the image's ENV, overridden by compose's, made local, plus PATH.
         var environments: [String: [String: String]] = [:]
@@ -294,7 +292,7 @@ struct DeployTests {
             let name = try #require(ready.first, "depends_on has a cycle")
             let service = services[name] ?? [:]
             let log = project.root.appendingPathComponent("\(name).log")
-            processes.append(try launchProcess(binary, service["command"] as? [String] ?? [], environment: environments[name], log: log))
+            running.processes.append(try launchProcess(binary, service["command"] as? [String] ?? [], environment: environments[name], log: log))
             let check = (service["healthcheck"] as? [String: Any])?["test"] as? [String] ?? []
             try #require(check.prefix(3) == ["CMD", "gatehouse", "healthcheck"], "\(check)")
             do {
@@ -306,6 +304,17 @@ struct DeployTests {
             healthy.insert(name)
         }
 
+        return running
+    }
+
+    @Test("the compose environment, run as three processes, passes the healthchecks and the README's smoke test")
+    func composeEnvironment() async throws {
+        let project = try await ComposeProject.load()
+        defer { project.remove() }
+        let running = try await Self.start(project)
+        defer { running.stop() }
+        let substitution = running.substitution
+        let processes = running.processes
         // The smoke test from deploy/README.md, against the gateway's published port.
         let readme = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
         let start = try #require(readme.range(of: "<!-- smoke -->\n```sh\n"))
@@ -323,5 +332,62 @@ struct DeployTests {
         #expect(smoke.stdout.components(separatedBy: #""accessToken""#).count == 3, "sign-up and refresh each print a session: \(smoke.stdout)")
         #expect(!smoke.stdout.contains("\"code\""), "an error came back: \(smoke.stdout)")
         for process in processes { #expect(process.isRunning) }
+    }
+
+    @Test("the mail settings of deploy/.env reach the identity service: a password reset mail arrives at the relay, from MAIL_FROM, naming APP_NAME, linking to PUBLIC_URL")
+    func composeRelay() async throws {
+        let relay = try await SMTPHarness.start()
+        defer { relay.stop() }
+        let project = try await ComposeProject.load(
+            variables: [
+                "GATEHOUSE_SMTP_HOST": "127.0.0.1", "GATEHOUSE_SMTP_PORT": "\(relay.port)", "GATEHOUSE_SMTP_TLS": "none",
+                "GATEHOUSE_SMTP_PASSWORD_SECRET": "./secrets/smtp-password", "GATEHOUSE_MAIL_FROM": "Example <no-reply@example.com>",
+                "GATEHOUSE_APP_NAME": "Example App", "GATEHOUSE_PUBLIC_URL": "https://auth.example.test",
+            ],
+            files: ["secrets/smtp-password": "unused-without-a-user-name\n"])
+        defer { project.remove() }
+        let identity = project.services["identity"]?["environment"] as? [String: Any] ?? [:]
+        #expect(identity["GATEHOUSE_SMTP_PASSWORD_FILE"] as? String == "/run/secrets/smtp_password")
+        #expect(project.secretFiles["smtp_password"]?.hasSuffix("/deploy/secrets/smtp-password") == true)
+        for (name, service) in project.services {
+            let text = "\(service["environment"] ?? "")"
+            #expect(!text.contains("unused-without-a-user-name"), "\(name)'s environment holds the SMTP password")
+        }
+        let running = try await Self.start(project)
+        defer { running.stop() }
+        let port = try #require(running.substitution.ports[8080])
+        let script = """
+            curl -fsS -X POST 127.0.0.1:\(port)/v1/accounts -H 'Content-Type: application/json' \\
+              -d '{"email":"relay@example.com","password":"correct horse battery staple"}' > /dev/null
+            curl -fsS -X POST 127.0.0.1:\(port)/v1/password-reset -H 'Content-Type: application/json' -d '{"email":"relay@example.com"}'
+            """
+        let requested = try await runProcess(
+            URL(fileURLWithPath: "/bin/bash"), ["-euo", "pipefail", "-c", script],
+            environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"])
+        #expect(requested.status == 0, "\(requested.stderr)")
+        try await waitUntil("the reset mail at the relay") { try relay.messages().count == 1 }
+        let mail = try #require(try relay.messages().first)
+        #expect(mail.rcpt_tos == ["relay@example.com"] && mail.mail_from == "no-reply@example.com")
+        #expect(mail.header("From") == "Example <no-reply@example.com>")
+        #expect(mail.header("Subject")?.contains("Example App") == true, "\(mail.header("Subject") ?? "")")
+        #expect(mail.data.contains("X-Gatehouse-Kind: password_reset"))
+        let text = MailboxReader.parse(mail.data).text
+        #expect(text.contains("https://auth.example.test/actions?mode=resetPassword&code="), "\(text)")
+    }
+}
+
+/// The compose services running as processes.
+final class RunningCompose: @unchecked Sendable {
+    let substitution: LoopbackSubstitution
+    var processes: [Process] = []
+
+    init(substitution: LoopbackSubstitution) { self.substitution = substitution }
+
+    /// Stops every process.
+    func stop() {
+        for process in processes where process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
     }
 }

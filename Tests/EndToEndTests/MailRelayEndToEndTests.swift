@@ -44,6 +44,9 @@ struct MailRelayEndToEndTests {
         #expect(try await stack.request("POST", "/v1/password-reset", json: ["email": "nobody@example.com"]).status == 202)
         let metrics = String(decoding: try await stack.request("GET", "/metrics").body, as: UTF8.self)
         #expect(metrics.contains("gatehouse_mail_sent 1"), "\(metrics.split(separator: "\n").filter { $0.contains("mail") })")
+        // The delivery time histogram counted in the identity process, shown by the gateway's.
+        #expect(metrics.contains("gatehouse_mail_delivery_seconds_bucket{le=\"+Inf\"} 1\n"))
+        #expect(metrics.contains("gatehouse_mail_delivery_seconds_count 1\n"))
         #expect(try relay.messages().count == 1)
     }
 

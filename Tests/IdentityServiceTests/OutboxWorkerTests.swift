@@ -81,7 +81,7 @@ struct OutboxWorkerTests {
         // Sent once: the next pass has nothing to do.
         #expect(try await outbox.deliverDue() == .init())
         #expect(transport.delivered.count == 1)
-        #expect(outbox.metrics.snapshot == .init(queued: 0, sent: 1, retried: 0, dead: 0, latencyMillisecondsSum: 2000))
+        #expect(outbox.metrics.snapshot == .init(queued: 0, sent: 1, retried: 0, dead: 0, latencyMillisecondsSum: 2000, latencyBuckets: [0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]))
     }
 
     @Test("a transient failure is retried after the backoff, with the same Message-ID, then delivered")

@@ -6,14 +6,19 @@
       CA signed, for the NAMEs: DNS names or IP addresses).
 
   smtp_server.py serve --port P --dir D [--tls none|starttls|implicit] [--certs C]
-                       [--auth USER:PASSWORD] [--mechanisms PLAIN,LOGIN] [--slow SECONDS] [--lifetime SECONDS]
+                       [--auth USER:PASSWORD] [--mechanisms PLAIN,LOGIN] [--slow SECONDS] [--tarpit SECONDS]
+                       [--smtputf8] [--stall-quit SECONDS] [--lifetime SECONDS]
       Listens on 127.0.0.1:P. With --tls starttls the server requires STARTTLS before any mail
       command; with implicit, TLS from the first byte (C/server.pem, C/server.key). --auth requires
       AUTH (refused over plain text) with these credentials; --mechanisms limits the mechanisms
-      offered. --slow waits that long before answering the end of a message's data.
+      offered. --slow waits that long before answering the end of a message's data. --tarpit waits
+      that long before answering each of MAIL, RCPT and DATA (a tarpitting relay: every answer in
+      time, the whole conversation slow), and writes D/stalled when it first stalls. --smtputf8
+      offers SMTPUTF8 (RFC 6531: non-ASCII addresses); without it such an address is refused.
+      --stall-quit waits that long before answering QUIT.
       Recipients whose local part is `reject550` are refused with 550, `defer451` deferred with 451.
       Each accepted message is written to D/messages/<n>.json (mail_from, rcpt_tos, data, tls,
-      auth_mechanism); D/ready is written once the server listens. Exits after --lifetime seconds
+      auth_mechanism, mail_options); D/ready is written once the server listens. Exits after --lifetime seconds
       (default 300) so a test that died leaves nothing running for long.
 """
 import argparse
@@ -73,13 +78,36 @@ def make_certs(folder, names):
 
 
 class Handler:
-    def __init__(self, folder, slow):
+    def __init__(self, folder, slow, tarpit=0, stall_quit=0):
+        self.stall_quit = stall_quit
         self.folder = folder
         self.slow = slow
+        self.tarpit = tarpit
         self.count = 0
         os.makedirs(os.path.join(folder, "messages"), exist_ok=True)
 
+    async def stall(self):
+        if not self.tarpit:
+            return
+        marker = os.path.join(self.folder, "stalled")
+        if not os.path.exists(marker):
+            with open(marker, "w") as f:
+                f.write("stalled")
+        await asyncio.sleep(self.tarpit)
+
+    async def handle_QUIT(self, server, session, envelope):
+        if self.stall_quit:
+            await asyncio.sleep(self.stall_quit)
+        return "221 Bye"
+
+    async def handle_MAIL(self, server, session, envelope, address, mail_options):
+        await self.stall()
+        envelope.mail_from = address
+        envelope.mail_options.extend(mail_options)
+        return "250 OK"
+
     async def handle_RCPT(self, server, session, envelope, address, rcpt_options):
+        await self.stall()
         local = address.split("@")[0].lower()
         if local == "reject550":
             return "550 5.1.1 No such user here"
@@ -89,6 +117,7 @@ class Handler:
         return "250 OK"
 
     async def handle_DATA(self, server, session, envelope):
+        await self.stall()
         if self.slow:
             await asyncio.sleep(self.slow)
         self.count += 1
@@ -99,6 +128,7 @@ class Handler:
             # session.ssl is set by STARTTLS only; the transport knows about implicit TLS.
             "tls": session.ssl is not None or server.transport.get_extra_info("ssl_object") is not None,
             "auth_mechanism": getattr(session, "gatehouse_mechanism", None),
+            "mail_options": envelope.mail_options,
         }
         path = os.path.join(self.folder, "messages", "%d.json" % self.count)
         with open(path + ".tmp", "w") as f:
@@ -122,7 +152,7 @@ def serve(args):
     if args.tls != "none":
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.load_cert_chain(os.path.join(args.certs, "server.pem"), os.path.join(args.certs, "server.key"))
-    kwargs = {"hostname": "harness.test", "timeout": 60}
+    kwargs = {"hostname": "harness.test", "timeout": 60, "enable_SMTPUTF8": args.smtputf8}
     if args.tls == "starttls":
         kwargs.update(tls_context=context, require_starttls=True)
     if args.auth:
@@ -133,7 +163,7 @@ def serve(args):
         if args.mechanisms:
             offered = set(args.mechanisms.upper().split(","))
             kwargs["auth_exclude_mechanism"] = [m for m in ("PLAIN", "LOGIN") if m not in offered]
-    handler = Handler(args.dir, args.slow)
+    handler = Handler(args.dir, args.slow, args.tarpit, args.stall_quit)
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     server = loop.run_until_complete(loop.create_server(
@@ -162,6 +192,9 @@ def main():
     parser.add_argument("--auth")
     parser.add_argument("--mechanisms")
     parser.add_argument("--slow", type=float, default=0)
+    parser.add_argument("--tarpit", type=float, default=0)
+    parser.add_argument("--smtputf8", action="store_true")
+    parser.add_argument("--stall-quit", type=float, default=0)
     parser.add_argument("--lifetime", type=float, default=300)
     serve(parser.parse_args())
 

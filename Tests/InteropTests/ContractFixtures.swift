@@ -205,6 +205,7 @@ extension IdentityStats {
         stats.mailRetried = 9
         stats.mailDead = 10
         stats.mailDeliveryLatencyMsSum = 11_000_000_000
+        stats.mailDeliverySecondsBuckets = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12_000_000_000]
         return stats
     }()
 }
