@@ -45,7 +45,7 @@ struct ActionText: Sendable {
             .verifyAndChangeEmail: ("Confirm your new email address", ["Press the button to make this address the email address of your account."], "Confirm new address"),
             .recoverEmail: (
                 "Undo the email address change",
-                ["Press the button to put back your previous email address. Every device signed in to your account will be signed out."],
+                ["Press the button to put back your previous email address. Every device signed in to your account will be signed out, and your password will stop working: a mail to set a new one will follow."],
                 "Restore my previous address"),
         ],
         done: [
@@ -56,7 +56,7 @@ struct ActionText: Sendable {
                 "Your previous email address is back",
                 [
                     "Your account uses {email} again, and every device has been signed out.",
-                    "If you did not change the address yourself, someone may know your password: reset your password now.",
+                    "Your password no longer works: we sent {email} a mail to set a new one (whoever changed the address may know the old one).",
                 ]),
         ],
         codeRefused: [
@@ -97,7 +97,7 @@ struct ActionText: Sendable {
             .resetPassword: ("新しいパスワードの設定", ["新しいパスワードを 2 回入力してください。ログイン中のすべての端末からログアウトされます。"], "パスワードを変更"),
             .verifyEmail: ("メールアドレスの確認", ["このメールアドレスがご本人のものであることを確認するには、ボタンを押してください。"], "メールアドレスを確認"),
             .verifyAndChangeEmail: ("新しいメールアドレスの確認", ["このアドレスをアカウントのメールアドレスにするには、ボタンを押してください。"], "新しいアドレスを確定"),
-            .recoverEmail: ("メールアドレス変更の取り消し", ["以前のメールアドレスに戻すには、ボタンを押してください。ログイン中のすべての端末からログアウトされます。"], "以前のアドレスに戻す"),
+            .recoverEmail: ("メールアドレス変更の取り消し", ["以前のメールアドレスに戻すには、ボタンを押してください。ログイン中のすべての端末からログアウトされ、現在のパスワードは使えなくなります。新しいパスワードを設定するメールをお送りします。"], "以前のアドレスに戻す"),
         ],
         done: [
             .resetPassword: ("パスワードを変更しました", ["新しいパスワードでログインしてください。ログイン中だったすべての端末はログアウトされました。"]),
@@ -107,7 +107,7 @@ struct ActionText: Sendable {
                 "以前のメールアドレスに戻しました",
                 [
                     "アカウントのメールアドレスは再び {email} になり、すべての端末がログアウトされました。",
-                    "ご自身で変更していない場合、パスワードを他人に知られているおそれがあります。今すぐパスワードを再設定してください。",
+                    "現在のパスワードは使えなくなりました。新しいパスワードを設定するメールを {email} にお送りしました(アドレスを変更した人が以前のパスワードを知っているおそれがあります)。",
                 ]),
         ],
         codeRefused: [

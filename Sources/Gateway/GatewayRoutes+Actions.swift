@@ -154,6 +154,7 @@ extension GatewayRoutes {
         case let e as GatewayError: e
         case let e as RPCError: GatewayError(e)
         case is NIOTooManyBytesError: .payloadTooLarge(actionFormLimit)
+        case let e as HTTPLayerError: e.problem
         case is CancellationError: .serviceUnavailable
         default: .internal
         }

@@ -34,7 +34,10 @@ extension IdentityHandlers {
         try Self.checkClient(request.client)
         let preferences = try Self.emailChangeLocale(request.locale)
         if email.typed == currentEmail { return CredentialChangeResponse(user: User(current)) }
-        if email.normalized == currentNormalized {
+        // The same mailbox (only ASCII letter case differs): applied at once. Addresses equal only
+        // after Unicode folding (full-width letters, ...) go through the confirmation like any other.
+        if email.normalized == currentNormalized, email.typed.lowercased() == currentEmail.lowercased(),
+            email.typed.unicodeScalars.allSatisfy(\.isASCII) {
             let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.email = email.typed }
             await publish(IdentityAPI.Topic.userEmailChanged, user)
             return CredentialChangeResponse(user: User(user))
@@ -101,8 +104,15 @@ extension IdentityHandlers {
         else { throw IdentityError.invalidEmailChangeCode }
         guard !user.disabled else { throw IdentityError.userDisabled }
         if let holder = try await store.user(normalizedEmail: code.emailNormalized), holder.id != user.id { throw IdentityError.emailExists }
+        // The password ends too (a takeover usually set its own): a reset mail to the restored
+        // address, in the revert's transaction, lets the owner set a new one.
+        let resetCode = Self.newResetCode()
+        let (composer, resetTTL, preferences) = (mailComposer, passwordReset.ttl, try Self.emailChangeLocale(request.locale))
+        let reset = SQLiteUserStore.RevertPasswordReset(codeHash: Self.resetCodeHash(resetCode), expiresAt: now.addingTimeInterval(resetTTL)) { to in
+            composer.message(.passwordReset, to: to, code: resetCode, ttl: resetTTL, preferences: preferences, date: now)
+        }
         let (id, revoked) = try await revokingSessions(of: user.id, reason: "email_reverted") {
-            try await sqlite.revertEmailChange(codeHash: codeHash, now: now)
+            try await sqlite.revertEmailChange(codeHash: codeHash, now: now, reset: reset)
         }
         guard let reverted = try await store.user(id: id) else { throw IdentityError.userNotFound }
         await publish(IdentityAPI.Topic.userEmailChanged, reverted)

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IdentityCore
 
 /// One-time codes mailed for an address (issue 19 §3–§4): verifying the user's address,
 /// confirming a change to a new address, and reverting a confirmed change from the old one.
@@ -40,6 +41,41 @@ extension SQLiteUserStore {
                 CREATE INDEX email_actions_user ON email_actions(userId, purpose, createdAt);
                 """)
         }
+    }
+
+    /// Migration 0008: an address named by an unused `revert_email` code stays its user's: no
+    /// other user can take it (sign-up, upgrade, an email change, an operator's write) until the
+    /// code is used, voided or purged (a day after it expired). Without it, whoever took over an
+    /// account and moved it to their own address could register the old address at once, and the
+    /// owner's revert would fail with `email_exists`. The triggers raise `email_reserved`, which
+    /// `translate` turns into `emailExists`.
+    static func registerEmailReservationMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("0008-email-reservations") { db in
+            let reserved = """
+                NEW.emailNormalized IS NOT NULL AND EXISTS (
+                    SELECT 1 FROM email_actions WHERE purpose = 'revert_email' AND usedAt IS NULL
+                    AND emailNormalized = NEW.emailNormalized AND userId <> NEW.id)
+                """
+            try db.execute(sql: """
+                CREATE INDEX email_actions_reserved ON email_actions(emailNormalized) WHERE purpose = 'revert_email' AND usedAt IS NULL;
+                CREATE TRIGGER users_email_reserved_insert BEFORE INSERT ON users WHEN \(reserved)
+                BEGIN SELECT RAISE(ABORT, 'email_reserved: users.emailNormalized'); END;
+                CREATE TRIGGER users_email_reserved_update BEFORE UPDATE OF emailNormalized ON users
+                WHEN NEW.emailNormalized IS NOT OLD.emailNormalized AND \(reserved)
+                BEGIN SELECT RAISE(ABORT, 'email_reserved: users.emailNormalized'); END;
+                """)
+        }
+    }
+
+    /// Whether `normalized` is another user's address, or reserved for another user by an unused
+    /// revert code (in the caller's transaction).
+    static func emailTakenOrReserved(_ normalized: String, userID: UserID, in db: Database) throws -> Bool {
+        try Row.fetchOne(
+            db, sql: """
+                SELECT 1 FROM users WHERE emailNormalized = ?1 AND id <> ?2
+                UNION ALL SELECT 1 FROM email_actions WHERE purpose = 'revert_email' AND usedAt IS NULL
+                AND emailNormalized = ?1 AND userId <> ?2 LIMIT 1
+                """, arguments: [normalized, userID.rawValue]) != nil
     }
 
     /// Deletes the email action rows that expired or were used before `cutoff` (the outbox

@@ -107,9 +107,11 @@ extension SQLiteUserStore {
     /// else `emailExists`); restores the old address, verified (version + 1); voids the user's
     /// change and verify codes, the revert codes made AFTER this one (a later change's), and
     /// password reset codes. Revert codes made before this one stay usable: whoever changed the
-    /// address twice cannot disarm the first owner's revert with the second one. Returns the
-    /// user's id.
-    public func revertEmailChange(codeHash: Data, now: Date) async throws -> UserID {
+    /// address twice cannot disarm the first owner's revert with the second one. With `reset`,
+    /// the password is cleared (whoever took the account usually set their own) and a password
+    /// reset code with its mail to the restored address is stored in the same transaction.
+    /// Returns the user's id.
+    public func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset? = nil) async throws -> UserID {
         try await run { db in
             let nowMs = now.millisecondsSince1970
             guard let code = try Self.emailChangeLiveCode(codeHash, .revertEmail, nowMs: nowMs, in: db) else {
@@ -125,7 +127,32 @@ extension SQLiteUserStore {
                 sql: "UPDATE email_actions SET usedAt = ? WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND id > ?",
                 arguments: [nowMs, code.userID.rawValue, EmailActionPurpose.revertEmail.rawValue, code.id])
             try Self.emailChangeVoidResets(code.userID, nowMs: nowMs, in: db)
+            if let reset {
+                try db.execute(sql: "UPDATE users SET passwordHash = NULL WHERE id = ?", arguments: [code.userID.rawValue])
+                try db.execute(
+                    sql: "INSERT INTO password_resets (userId, codeHash, expiresAt, createdAt) VALUES (?, ?, ?, ?)",
+                    arguments: [code.userID.rawValue, reset.codeHash, reset.expiresAt.millisecondsSince1970, nowMs])
+                try Self.enqueue(reset.mail(code.email), in: db, at: now)
+            }
             return code.userID
+        }
+    }
+
+    /// What a revert stores to end the password: a reset code (its hash and expiry) and its mail
+    /// to the restored address.
+    public struct RevertPasswordReset: Sendable {
+        /// The SHA-256 of the new reset code.
+        public var codeHash: Data
+        /// When the reset code stops working.
+        public var expiresAt: Date
+        /// The reset mail, given the restored address.
+        public var mail: @Sendable (String) -> MailMessage
+
+        /// A reset to store with a revert.
+        public init(codeHash: Data, expiresAt: Date, mail: @escaping @Sendable (String) -> MailMessage) {
+            self.codeHash = codeHash
+            self.expiresAt = expiresAt
+            self.mail = mail
         }
     }
 
@@ -177,7 +204,7 @@ extension SQLiteUserStore {
     }
 
     static func emailChangeAddressTaken(_ normalized: String, userID: UserID, in db: Database) throws -> Bool {
-        try Row.fetchOne(db, sql: "SELECT 1 FROM users WHERE emailNormalized = ? AND id <> ?", arguments: [normalized, userID.rawValue]) != nil
+        try emailTakenOrReserved(normalized, userID: userID, in: db)
     }
 
     /// Seconds until one more change mail is allowed (nil: allowed now): past the per-minute or

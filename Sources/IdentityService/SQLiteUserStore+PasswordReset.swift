@@ -79,7 +79,10 @@ extension SQLiteUserStore {
     }
 
     /// In one transaction: marks the code (still unused and unexpired, of `userID`) and every
-    /// other unused code of the user used, and sets the user's password hash (version + 1).
+    /// other unused code of the user used, voids the user's pending email changes (a change asked
+    /// from a session the reset is ending must not complete after it), and sets the user's
+    /// password hash (version + 1). The address is marked verified: the code was mailed to it
+    /// (an email change voids older codes), so using it proves the mailbox.
     /// `invalidResetCode` when the code no longer qualifies (used meanwhile, expired).
     public func usePasswordReset(codeHash: Data, userID: UserID, passwordHash: String, now: Date) async throws {
         try await run { db in
@@ -90,9 +93,10 @@ extension SQLiteUserStore {
             guard db.changesCount == 1 else { throw IdentityError.invalidResetCode }
             try db.execute(
                 sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, userID.rawValue])
+            try Self.voidEmailActions(userID: userID.rawValue, purposes: [.changeEmail], at: nowMs, in: db)
             // Only while the user is enabled (a disabled user gets no new password this way).
             try db.execute(
-                sql: "UPDATE users SET passwordHash = ?, version = version + 1, updatedAt = ? WHERE id = ? AND disabled = 0",
+                sql: "UPDATE users SET passwordHash = ?, emailVerified = 1, version = version + 1, updatedAt = ? WHERE id = ? AND disabled = 0",
                 arguments: [passwordHash, nowMs, userID.rawValue])
             guard db.changesCount == 1 else { throw IdentityError.invalidResetCode }
         }
@@ -110,13 +114,15 @@ extension SQLiteUserStore {
         }
     }
 
-    /// Voids every unused code of `userID` (its email or password changed: a code mailed before
-    /// must not outlive the credentials it was sent for).
+    /// Voids every unused reset code and every pending email change of `userID` (its password
+    /// changed: a code mailed before must not outlive the credentials it was sent for, and a
+    /// change asked from a session the change ends must not complete after it).
     public func voidPasswordResets(userID: UserID, at now: Date) async throws {
         try await run { db in
             try db.execute(
                 sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL",
                 arguments: [now.millisecondsSince1970, userID.rawValue])
+            try Self.voidEmailActions(userID: userID.rawValue, purposes: [.changeEmail], at: now.millisecondsSince1970, in: db)
         }
     }
 

@@ -107,7 +107,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 """)
         }
         for register in [
-            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration,
+            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration,
         ] { register(&migrator) }
         return migrator
     }
@@ -374,7 +374,8 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         case let error as DatabaseError:
             let message = error.message ?? ""
             switch error.extendedResultCode {
-            case .SQLITE_CONSTRAINT_UNIQUE where message.contains("users.emailNormalized"):
+            case .SQLITE_CONSTRAINT_UNIQUE where message.contains("users.emailNormalized"),
+                .SQLITE_CONSTRAINT_TRIGGER where message.contains("email_reserved"):
                 return IdentityError.emailExists
             case .SQLITE_CONSTRAINT_PRIMARYKEY where message.contains("identities."):
                 return IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")

@@ -107,7 +107,15 @@ struct EmailChangeEndToEndTests {
         for token in [session(refreshed).refresh, other.refresh] {
             #expect(try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": token]).status == 401)
         }
-        let restored = try await signIn(stack, "old@example.com")
+        // The password ended with the revert (a takeover usually sets its own): the old password is
+        // refused, and the reset mail to the restored address sets a new one.
+        #expect(try await signIn(stack, "old@example.com").status == 401)
+        let reset = try await Self.code(stack, "password_reset", number: 1)
+        #expect(reset.to == "old@example.com")
+        let newPassword = "saffron kettle obelisk"
+        let confirmedReset = try await stack.request("POST", "/v1/password-reset/confirm", json: ["code": reset.code, "password": newPassword])
+        #expect(confirmedReset.status == 204)
+        let restored = try await stack.request("POST", "/v1/sessions", json: ["email": "old@example.com", "password": newPassword])
         #expect(restored.status == 200)
         let user = restored.json["user"] as? [String: Any] ?? [:]
         #expect(user["email"] as? String == "old@example.com" && user["emailVerified"] as? Bool == true)

@@ -181,8 +181,8 @@ struct AccountTests {
         #expect(try h.events.decoded().last?.event.userID == me.userID)
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "new@example.com", password: strong))
         await expectCode(.invalidCredentials) { try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "old@example.com", password: strong)) }
-        // The old address is free again.
-        _ = try await signUp(h, "old@example.com")
+        // The old address stays reserved for its owner while the revert code mailed to it lives.
+        await expectCode(.emailExists) { _ = try await signUp(h, "old@example.com") }
     }
 
     @Test("deletion: the user is gone, its sessions revoked (user_deleted), user.deleted; a retry succeeds and publishes again; an anonymous user needs no recent login and may continue anonymously")

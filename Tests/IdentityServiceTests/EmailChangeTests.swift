@@ -138,7 +138,14 @@ struct EmailChangeTests {
         await expectCode(.invalidResetCode) {
             try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: resetCode, password: "saffron kettle obelisk"))
         }
-        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "ann@example.com", password: strong))
+        // The password ended with the revert: a reset mail to the restored address sets a new one.
+        await expectCode(.invalidCredentials) { try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "ann@example.com", password: strong)) }
+        #expect(try await user(h, me).passwordHash == nil)
+        let mail = try #require(try await outbox(h, "password_reset").last)
+        #expect(mail.to == "ann@example.com")
+        let newPassword = "saffron kettle obelisk"
+        _ = try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: try #require(mail.code), password: newPassword))
+        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "ann@example.com", password: newPassword))
         // The new address is free again.
         _ = try await signUp(h, "ann.new@example.com")
     }
@@ -205,7 +212,7 @@ struct EmailChangeTests {
         #expect(try await user(h, dee).email == "dee@example.com")
     }
 
-    @Test("taken meanwhile: confirming when the new address got an account is email_exists and the code stays usable; reverting when the old one did is email_exists and revokes nothing")
+    @Test("taken meanwhile: confirming when the new address got an account is email_exists and the code stays usable; the old address is reserved for its owner until the revert code is used: sign-up and changes to it are email_exists, the revert works")
     func takenMeanwhile() async throws {
         let h = try await Harness()
         defer { h.cleanup() }
@@ -219,10 +226,34 @@ struct EmailChangeTests {
         let revocations = h.tokens.revocations.count  // the squatter's deletion
 
         let revertCode = try await lastCode(h, "email_changed")
-        _ = try await signUp(h, "eve@example.com")
-        await expectCode(.emailExists) { try await revert(h, revertCode) }
-        #expect(h.tokens.revocations.count == revocations)
-        #expect(try await user(h, me).email == "eve2@example.com")
+        // Whoever took the account cannot register the old address to make the revert fail.
+        await expectCode(.emailExists) { _ = try await signUp(h, "EVE@example.com") }
+        let other = try await signUp(h, "eve.other@example.com")
+        await expectCode(.emailExists) { _ = try await change(h, other, "eve@example.com") }
+        #expect(try await revert(h, revertCode).user.email == "eve@example.com")
+        #expect(h.tokens.revocations.count > revocations)
+        // Used, the code reserves nothing: the address is simply its owner's again.
+        await expectCode(.emailExists) { _ = try await signUp(h, "eve@example.com") }
+    }
+
+    @Test("a password change or reset voids a pending email change: a change asked from a session the new password ends cannot complete after it")
+    func passwordEndsPendingChange() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let me = try await signUp(h, "fay@example.com")
+        _ = try await change(h, me, "fay.attacker@example.com")
+        let pending = try await lastCode(h, "change_email")
+        _ = try await h.caller.call(IdentityAPI.changePassword, ChangePasswordRequest(caller: me, password: "saffron kettle obelisk"))
+        await expectCode(.invalidEmailChangeCode) { try await confirm(h, pending) }
+
+        h.clock.advance(by: 61)
+        _ = try await change(h, me, "fay.attacker2@example.com")
+        let pending2 = try await lastCode(h, "change_email")
+        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "fay@example.com", locale: "en") == .queued)
+        let reset = try await lastCode(h, "password_reset")
+        _ = try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: reset, password: "another fine passphrase"))
+        await expectCode(.invalidEmailChangeCode) { try await confirm(h, pending2) }
+        #expect(try await user(h, me).email == "fay@example.com")
     }
 
     @Test("chained changes A→B→C: the revert to B does not disarm A's; A's revert voids B's")
@@ -268,6 +299,11 @@ struct EmailChangeTests {
         #expect(cased.pendingEmail == nil && cased.user.email == "Fay@Example.com")
         #expect(h.events.topics.last == "user.email_changed")
         #expect(try await outbox(h, "change_email").isEmpty)
+        // Equal only after Unicode folding (full-width letters): maybe another mailbox, so confirmed like any change.
+        let folded = try await change(h, me, "ｆａｙ@example.com")
+        #expect(folded.pendingEmail == "ｆａｙ@example.com" && folded.user.email == "Fay@Example.com")
+        #expect(try await outbox(h, "change_email").count == 1)
+        h.clock.advance(by: 3601)  // out of the limits' windows
 
         _ = try await change(h, me, "fay1@example.com")
         h.clock.advance(by: 20)
@@ -284,7 +320,7 @@ struct EmailChangeTests {
         }
         h.clock.advance(by: 61)
         await expectCode(.rateLimited) { try await change(h, me, "fay6@example.com") }
-        #expect(try await outbox(h, "change_email").count == 5)
+        #expect(try await outbox(h, "change_email").count == 6)  // 5 in the hour, and the full-width one before it
         h.clock.advance(by: 3600)
         _ = try await change(h, me, "fay6@example.com")
     }
