@@ -73,4 +73,42 @@ struct MailRelayEndToEndTests {
         try await waitUntil("the mail at the relay once it is back", timeout: .seconds(15)) { try relay.messages().count == 1 }
         #expect(try relay.messages().first?.rcpt_tos == ["bo@example.com"])
     }
+
+    @Test("verification and email change through the relay: each code is read from the message the relay received (sign-up mail under send, the change to the new address, the notice to the old one)")
+    func verifyAndChangeThroughTheRelay() async throws {
+        let relay = try await SMTPHarness.start()
+        defer { relay.stop() }
+        let stack = Stack()
+        defer { stack.stopAll() }
+        var environment = Self.relayEnvironment(port: relay.port)
+        environment["GATEHOUSE_EMAIL_VERIFICATION"] = "send"
+        try stack.start("identity", environment: environment)
+        try stack.start("token")
+        try stack.start("gateway")
+        try await stack.waitReady()
+        func message(_ kind: String, to address: String) async throws -> SMTPHarness.Received {
+            try await waitUntil("a \(kind) message to \(address) at the relay", timeout: .seconds(15)) {
+                try relay.messages().contains { $0.header("X-Gatehouse-Kind") == kind && $0.rcpt_tos == [address] }
+            }
+            return try #require(try relay.messages().last { $0.header("X-Gatehouse-Kind") == kind && $0.rcpt_tos == [address] })
+        }
+        let user = try await signUpUser(stack, "cy@example.com", password: Self.pw)
+
+        // Verification: mailed at sign-up (send), confirmed with the relayed code.
+        let verify = try #require(Self.code(in: try await message("verify_email", to: "cy@example.com")))
+        #expect(try await stack.request("POST", "/v1/email-verification/confirm", json: ["code": verify]).status == 204)
+        #expect(try await stack.request("GET", "/v1/me", bearer: user.access).json["emailVerified"] as? Bool == true)
+
+        // Email change: the code goes to the new address; confirming sends the notice to the old one.
+        #expect(try await stack.request("PUT", "/v1/me/email", json: ["email": "cy.new@example.com"], bearer: user.access).status == 202)
+        let change = try #require(Self.code(in: try await message("change_email", to: "cy.new@example.com")))
+        #expect(try await stack.request("POST", "/v1/email-change/confirm", json: ["code": change]).status == 204)
+        #expect(try await stack.request("GET", "/v1/me", bearer: user.access).json["email"] as? String == "cy.new@example.com")
+        let notice = try await message("email_changed", to: "cy@example.com")
+        let revert = try #require(Self.code(in: notice))
+        #expect(try await stack.request("POST", "/v1/email-change/revert", json: ["code": revert]).status == 204)
+        #expect(try await stack.request("GET", "/v1/me", bearer: user.access).status == 401)
+        // The revert's password reset mail reaches the relay too.
+        _ = try await message("password_reset", to: "cy@example.com")
+    }
 }
