@@ -260,7 +260,7 @@ let package = Package(
         // deadline, shared by the test targets (no production target depends on it).
         .target(
             name: "GatehouseTestSupport",
-            dependencies: ["GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "ProtoCodec", "CTestSupport"],
+            dependencies: ["GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "ProtoCodec", "CTestSupport", "Mail"],
             swiftSettings: swiftSettings
         ),
         // Caps how many tests run at once in the test process (see parallelism.c).

@@ -41,17 +41,10 @@ extension GatewayRoutes {
     /// address has an account or is verified (the identity service does the work after
     /// answering). Limited per client address (`passwordReset` class, shared with password reset).
     @Sendable func requestEmailVerification(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.passwordReset, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
-        try Self.validateEmail(body.email)
-        let locale = Self.mailLocale(request.headers[.acceptLanguage])
-        let ask = EmailVerificationRequest(email: body.email, locale: locale, client: client.info)
-        _ = try await call(services.identity, IdentityAPI.requestEmailVerification, ask)
-        var headers = HTTPFields()
-        headers[.cacheControl] = "no-store"
-        return Response(status: .accepted, headers: headers)
+        try await requestMailByAddress(request, context) { email, locale, client in
+            let ask = EmailVerificationRequest(email: email, locale: locale, client: client)
+            _ = try await call(services.identity, IdentityAPI.requestEmailVerification, ask)
+        }
     }
 
     /// `POST /v1/email-verification/confirm` `{code}`: 204; the code's address is verified (access

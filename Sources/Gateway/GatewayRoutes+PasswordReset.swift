@@ -22,13 +22,23 @@ extension GatewayRoutes {
     /// `POST /v1/password-reset` `{email}`: 202, nothing else to tell. The mail's language comes
     /// from `Accept-Language` (`ja` or `en`). Limited per client address (`passwordReset`).
     @Sendable func requestPasswordReset(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        try await requestMailByAddress(request, context) { email, locale, client in
+            _ = try await call(services.identity, IdentityAPI.requestPasswordReset, PasswordResetRequest(email: email, locale: locale, client: client))
+        }
+    }
+
+    /// A request by address for a mail (password reset, email verification): limited per client
+    /// address (`passwordReset` class), `{email}` checked, the languages of `Accept-Language`
+    /// passed on with the client; 202 with no body whatever the address.
+    func requestMailByAddress(
+        _ request: Request, _ context: GatewayRequestContext, _ send: (String, String, ClientInfo) async throws -> Void
+    ) async throws -> Response {
         let client = identifyClient(request, context)
         try admit(.passwordReset, client.address)
         var request = request
         let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
-        let locale = Self.mailLocale(request.headers[.acceptLanguage])
-        _ = try await call(services.identity, IdentityAPI.requestPasswordReset, PasswordResetRequest(email: body.email, locale: locale, client: client.info))
+        try await send(body.email, Self.mailLocale(request.headers[.acceptLanguage]), client.info)
         var headers = HTTPFields()
         headers[.cacheControl] = "no-store"
         return Response(status: .accepted, headers: headers)

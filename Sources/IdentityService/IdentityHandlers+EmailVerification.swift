@@ -11,9 +11,6 @@ import Synchronization
 /// (in the same transaction as the user's insert or upgrade). The code verifies the address only
 /// while it is still the user's.
 extension IdentityHandlers {
-    /// Verification requests by address whose work (after the answer) is still running.
-    static let pendingVerifications = Mutex<Int>(0)
-
     /// Registers `identity.sendEmailVerification`, `requestEmailVerification` and `confirmEmailVerification`.
     func registerEmailVerificationMethods(_ router: inout RPCRouter) {
         router.register(IdentityAPI.sendEmailVerification) { request, _ in try await sendEmailVerification(request) }
@@ -101,21 +98,8 @@ extension IdentityHandlers {
         let email = try EmailAddress(request.email)
         try Self.checkClient(request.client)
         try Self.checkLocale(request.locale)
-        let admitted = Self.pendingVerifications.withLock { pending in
-            guard pending < Self.maxPendingResets else { return false }
-            pending += 1
-            return true
-        }
-        guard admitted else {
-            logger.warning("email verification request dropped: \(Self.maxPendingResets) requests are still being prepared")
-            return Empty()
-        }
         let locale = request.locale
-        Task.detached(priority: .utility) {
-            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...80)))
-            _ = await self.sendEmailVerification(normalizedEmail: email.normalized, locale: locale)
-            Self.pendingVerifications.withLock { $0 -= 1 }
-        }
+        afterAnswer("email verification request") { _ = await self.sendEmailVerification(normalizedEmail: email.normalized, locale: locale) }
         return Empty()
     }
 

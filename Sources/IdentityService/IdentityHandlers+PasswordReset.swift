@@ -10,11 +10,33 @@ import Synchronization
 /// not the address has an account, and the work (look-up, code, mail) happens after the answer.
 /// A code is 32 random bytes (base64url); only its SHA-256 is stored; it is never logged.
 extension IdentityHandlers {
-    /// Reset requests whose work (after the answer) is still running, in this process.
-    static let pendingResets = Mutex<Int>(0)
+    /// Mail requests by address (password reset, email verification) whose work (after the
+    /// answer) is still running, in this process.
+    static let pendingMailRequests = Mutex<Int>(0)
     /// Past this many pending, a request is answered the same but its work is dropped (logged at
     /// warning): a flood from many addresses cannot pile up unbounded work.
-    static let maxPendingResets = 1024
+    static let maxPendingMailRequests = 1024
+
+    /// Runs `work` after the answer of a request by address is on its way: a short random pause
+    /// first (measured on 2 cores, work started at once slowed the answers of known emails by
+    /// ~60 µs against unknown ones), at most `maxPendingMailRequests` at once (past that the work
+    /// of `what` is dropped and logged; the answer is the same).
+    func afterAnswer(_ what: String, _ work: @escaping @Sendable () async -> Void) {
+        let admitted = Self.pendingMailRequests.withLock { pending in
+            guard pending < Self.maxPendingMailRequests else { return false }
+            pending += 1
+            return true
+        }
+        guard admitted else {
+            logger.warning("\(what) dropped: \(Self.maxPendingMailRequests) requests are still being prepared")
+            return
+        }
+        Task.detached(priority: .utility) {
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...80)))
+            await work()
+            Self.pendingMailRequests.withLock { $0 -= 1 }
+        }
+    }
 
     /// Registers `identity.requestPasswordReset` and `identity.confirmPasswordReset`.
     func registerPasswordResetMethods(_ router: inout RPCRouter) {
@@ -34,22 +56,7 @@ extension IdentityHandlers {
             throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes")
         }
         let locale = mailTemplates.locale(request.locale)
-        let admitted = Self.pendingResets.withLock { pending in
-            guard pending < Self.maxPendingResets else { return false }
-            pending += 1
-            return true
-        }
-        guard admitted else {
-            logger.warning("password reset dropped: \(Self.maxPendingResets) requests are still being prepared")
-            return Empty()
-        }
-        Task.detached(priority: .utility) {
-            // After the answer is on its way (measured on 2 cores, work started at once slowed the
-            // answers of known emails by ~60 µs against unknown ones): a short random pause.
-            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...80)))
-            _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale)
-            Self.pendingResets.withLock { $0 -= 1 }
-        }
+        afterAnswer("password reset") { _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale) }
         return Empty()
     }
 

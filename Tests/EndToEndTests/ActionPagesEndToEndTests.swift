@@ -12,13 +12,8 @@ struct ActionPagesEndToEndTests {
 
     /// The link in the newest delivered mail of `kind` (waiting for the `count`th), split into its query items.
     static func link(_ stack: Stack, _ kind: String, number count: Int) async throws -> (path: String, items: [String: String]) {
-        let reader = MailboxReader(dataDir: stack.dataDir.path)
-        func mails() throws -> [String] {
-            try reader.files().map { try reader.read($0) }.filter { $0.headers["x-gatehouse-kind"] == kind }.map(\.text)
-        }
-        try await waitUntil("mail \(count) of \(kind) is delivered") { try mails().count >= count }
-        let text = try mails()[count - 1]
-        let link = try #require(text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("http") })
+        try await waitUntil("mail \(count) of \(kind) is delivered") { try stack.deliveredMails(kind).count >= count }
+        let link = try #require(try stack.deliveredMails(kind)[count - 1].link)
         #expect(link.hasPrefix(stack.baseURL + "/actions?"), "\(link)")
         let components = try #require(URLComponents(string: link))
         let items = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }) { first, _ in first }

@@ -58,11 +58,8 @@ struct BrowserResetEndToEndTests {
         #expect(try await stack.request("POST", "/v1/password-reset", json: ["email": "ada@example.com"]).status == 202)
 
         // The link in the delivered mail points at this gateway's pages (the default link base).
-        let reader = MailboxReader(dataDir: stack.dataDir.path)
-        try await waitUntil("the reset mail is delivered") { try !reader.files().isEmpty }
-        let mail = try reader.read(try #require(try reader.files().first))
-        let link = try #require(
-            mail.text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.first { $0.hasPrefix("http") })
+        try await waitUntil("the reset mail is delivered") { try !stack.deliveredMails("password_reset").isEmpty }
+        let link = try #require(try stack.deliveredMails("password_reset").first?.link)
         #expect(link.hasPrefix(stack.baseURL + "/actions?mode=resetPassword&code="), "\(link)")
         #expect(link.hasSuffix("&lang=en"))
 

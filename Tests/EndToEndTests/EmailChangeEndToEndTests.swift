@@ -10,21 +10,8 @@ import Testing
 struct EmailChangeEndToEndTests {
     static let pw = "correct horse battery"
 
-    /// One delivered mail: recipient and text.
-    struct Delivered {
-        var to: String
-        var text: String
-
-        /// The code in the text.
-        var code: String? { resetCode(in: text) }
-    }
-
     /// The mails of `kind` delivered to `stack`'s local mailbox, oldest first.
-    static func mails(_ stack: Stack, _ kind: String) throws -> [Delivered] {
-        let reader = MailboxReader(dataDir: stack.dataDir.path)
-        return try reader.files().map { try reader.read($0) }.filter { $0.headers["x-gatehouse-kind"] == kind }
-            .map { Delivered(to: $0.headers["to"] ?? "", text: $0.text) }
-    }
+    static func mails(_ stack: Stack, _ kind: String) throws -> [DeliveredMail] { try stack.deliveredMails(kind) }
 
     /// Waits for the `count`th mail of `kind` and returns its code.
     static func code(_ stack: Stack, _ kind: String, number count: Int) async throws -> (to: String, code: String) {

@@ -10,19 +10,8 @@ import Testing
 struct EmailVerificationEndToEndTests {
     static let pw = "correct horse battery"
 
-    /// One delivered verification mail: recipient, subject and code.
-    struct Delivered {
-        var to: String
-        var subject: String
-        var code: String?
-    }
-
     /// The verification mails delivered to `stack`'s local mailbox, oldest first.
-    static func mails(_ stack: Stack) throws -> [Delivered] {
-        let reader = MailboxReader(dataDir: stack.dataDir.path)
-        return try reader.files().map { try reader.read($0) }.filter { $0.headers["x-gatehouse-kind"] == "verify_email" }
-            .map { Delivered(to: $0.headers["to"] ?? "", subject: $0.headers["subject"] ?? "", code: resetCode(in: $0.text)) }
-    }
+    static func mails(_ stack: Stack) throws -> [DeliveredMail] { try stack.deliveredMails("verify_email") }
 
     /// A stack of three processes, the identity service in `mode`.
     static func start(_ mode: String) async throws -> Stack {

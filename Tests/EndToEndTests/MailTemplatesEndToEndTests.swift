@@ -25,11 +25,7 @@ struct MailTemplatesEndToEndTests {
             let created = try await stack.request("POST", "/v1/accounts", json: ["email": email, "password": "correct horse battery"])
             #expect(created.status == 201)
         }
-        let reader = MailboxReader(dataDir: stack.dataDir.path)
-        func mail(to address: String) throws -> (subject: String, text: String)? {
-            try reader.files().map { try reader.read($0) }.first { $0.headers["to"] == address }
-                .map { ($0.headers["subject"] ?? "", $0.text) }
-        }
+        func mail(to address: String) throws -> DeliveredMail? { try stack.deliveredMails().first { $0.to == address } }
         for (email, language) in [("zh@example.com", "zh-CN,zh;q=0.9"), ("en@example.com", "en-GB"), ("fr@example.com", "fr, ja;q=0.5")] {
             let asked = try await stack.request("POST", "/v1/password-reset", json: ["email": email], headers: ["Accept-Language": language])
             #expect(asked.status == 202)

@@ -12,22 +12,8 @@ struct PasswordResetEndToEndTests {
     static let pw = "correct horse battery"
     static let newPW = "saffron kettle obelisk"
 
-    /// One delivered mail: recipient, subject and text.
-    struct Queued {
-        var to: String
-        var subject: String
-        var text: String
-
-        /// The code in the text.
-        var code: String? { resetCode(in: text) }
-    }
-
     /// The password reset mails delivered to `stack`'s local mailbox, oldest first.
-    static func outbox(_ stack: Stack) throws -> [Queued] {
-        let reader = MailboxReader(dataDir: stack.dataDir.path)
-        return try reader.files().map { try reader.read($0) }.filter { $0.headers["x-gatehouse-kind"] == "password_reset" }
-            .map { Queued(to: $0.headers["to"] ?? "", subject: $0.headers["subject"] ?? "", text: $0.text) }
-    }
+    static func outbox(_ stack: Stack) throws -> [DeliveredMail] { try stack.deliveredMails("password_reset") }
 
     @Test("A30: a known email gets a mail with a code; a second request voids the first; confirming sets the password and revokes every session; an unknown email gets the same 202 and no mail; a malformed one invalid_email")
     func a30() async throws {

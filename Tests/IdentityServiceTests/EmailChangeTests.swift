@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import GRDB
 import IdentityCore
+import Mail
 @testable import IdentityService
 import RPCRouting
 import Testing
@@ -14,26 +15,9 @@ import Testing
 struct EmailChangeTests {
     let strong = "glacier lantern marmalade"
 
-    /// One queued mail as the outbox holds it.
-    struct Queued: Decodable {
-        var kind: String
-        var to: String
-        var subject: String
-        var text: String
-        var html: String?
-
-        /// The code in the text.
-        var code: String? { resetCode(in: text) }
-    }
-
     func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
 
-    func outbox(_ h: Harness, _ kind: String) async throws -> [Queued] {
-        let rows = try await sqlite(h).read { db in
-            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [kind])
-        }
-        return try rows.map { try JSONDecoder().decode(Queued.self, from: Data($0.utf8)) }
-    }
+    func outbox(_ h: Harness, _ kind: String) async throws -> [MailMessage] { try await queuedMails(in: sqlite(h), kind: kind) }
 
     /// The code of the last mail of `kind`.
     func lastCode(_ h: Harness, _ kind: String) async throws -> String {

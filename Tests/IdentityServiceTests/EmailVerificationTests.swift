@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import GRDB
 import IdentityCore
+import Mail
 @testable import IdentityService
 import RPCRouting
 import Testing
@@ -11,17 +12,6 @@ import Testing
 @Suite("Identity: email verification")
 struct EmailVerificationTests {
     let strong = "glacier lantern marmalade"
-
-    /// One queued mail as the outbox holds it.
-    struct Queued: Decodable {
-        var kind: String
-        var to: String
-        var subject: String
-        var text: String
-
-        /// The code in the text.
-        var code: String? { resetCode(in: text) }
-    }
 
     /// The harness's handlers in `mode`, and a caller over them.
     func handlers(_ h: Harness, _ mode: EmailFlowSettings.Verification) -> (IdentityHandlers, LocalCaller) {
@@ -32,12 +22,7 @@ struct EmailVerificationTests {
 
     func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
 
-    func mails(_ h: Harness) async throws -> [Queued] {
-        let rows = try await sqlite(h).read { db in
-            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = 'verify_email' ORDER BY id")
-        }
-        return try rows.map { try JSONDecoder().decode(Queued.self, from: Data($0.utf8)) }
-    }
+    func mails(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: sqlite(h), kind: "verify_email") }
 
     func me(_ h: Harness, _ id: String) -> AuthenticatedCaller { AuthenticatedCaller(userID: id, sessionID: "sid-1", authTime: h.clock.now) }
 

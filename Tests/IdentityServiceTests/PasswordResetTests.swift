@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import GRDB
 import IdentityCore
+import Mail
 @testable import IdentityService
 import RPCRouting
 import Testing
@@ -13,25 +14,9 @@ struct PasswordResetTests {
     let strong = "glacier lantern marmalade"
     let fresh = "saffron kettle obelisk"
 
-    /// One queued mail as the outbox holds it.
-    struct Queued: Decodable {
-        var kind: String
-        var to: String
-        var from: String
-        var subject: String
-        var text: String
-        var html: String?
-
-        /// The reset code in the text.
-        var code: String? { resetCode(in: text) }
-    }
-
     func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
 
-    func outbox(_ h: Harness) async throws -> [Queued] {
-        let rows = try await sqlite(h).read { db in try String.fetchAll(db, sql: "SELECT message FROM outbox ORDER BY id") }
-        return try rows.map { try JSONDecoder().decode(Queued.self, from: Data($0.utf8)) }
-    }
+    func outbox(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: sqlite(h)) }
 
     func signUp(_ h: Harness, _ email: String) async throws -> String {
         try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: email, password: strong)).user.id
