@@ -8,6 +8,7 @@ import Mustache
 /// (`MailTemplates.loading(directory:)`, `GATEHOUSE_MAIL_TEMPLATES`).
 ///
 /// Variables every kind gets: `appName`, `code`, `link` (absent when mails carry no link),
+/// `linkBase` (the configured base of links, absent likewise),
 /// `minutes`, `hours` and `days` (how long the code works, rounded up), `email` (the recipient).
 /// `change_email` and `email_changed` also get `oldEmail` and `newEmail`.
 public struct MailTemplates: Sendable {
@@ -127,6 +128,7 @@ public struct MailComposer: Sendable {
         ]
         for (key, value) in extra { values[key] = value }
         if let link = link(kind, code: code, locale: locale) { values["link"] = link }
+        if let base = linkBase, !base.isEmpty { values["linkBase"] = base }
         let rendered = templates.render(kind, preferences: locale, values: values)
         return MailMessage(
             kind: kind.rawValue, from: from, to: recipient, subject: rendered.subject, text: rendered.text, html: rendered.html,

@@ -50,7 +50,7 @@ struct MailTemplatesTests {
         let dir = try folder([
             "password_reset.en.subject.mustache": "{{{appName}}}: your reset code",
             "password_reset.zh.subject.mustache": "重置您的 {{{appName}}} 密码",
-            "password_reset.zh.text.mustache": "您的重置代码: {{{code}}}\n{{#link}}{{{link}}}{{/link}}\n",
+            "password_reset.zh.text.mustache": "您的重置代码: {{{code}}}\n{{#link}}{{{link}}}{{/link}}\n{{{linkBase}}}/help\n",
             "README.txt": "not a template: ignored",
         ])
         defer { dir.remove() }
@@ -62,7 +62,7 @@ struct MailTemplatesTests {
         #expect(en.text.contains("K1") && en.html != nil)  // the built-in body stays
         let zh = composer.message(.passwordReset, to: "a@example.com", code: "K2", ttl: 3600, preferences: "zh-TW,ja", date: date)
         #expect(zh.subject == "重置您的 Sakura 密码" && zh.text.contains("您的重置代码: K2") && zh.html == nil)
-        #expect(zh.text.contains("lang=zh"))
+        #expect(zh.text.contains("lang=zh") && zh.text.contains("https://s.example/a/help"))
         #expect(zh.problem == nil)
         // Other kinds have no zh: the next preference (ja) wins.
         let verify = composer.message(.verifyEmail, to: "a@example.com", code: "K3", ttl: 3600, preferences: "zh-TW,ja", date: date)
