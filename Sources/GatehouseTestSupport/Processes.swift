@@ -1,3 +1,4 @@
+import CTestSupport
 import Foundation
 import Synchronization
 #if canImport(Glibc)
@@ -54,92 +55,92 @@ public struct ProcessResult: Sendable {
     }
 }
 
-/// One process started at a time: Foundation's `Process.run()` on Linux has crashed (SIGSEGV in a
-/// memcpy of its launch) when parallel tests started processes at the same moment.
-private let launchLock = NSLock()
-
-/// Starts `process` under the launch lock (every test that starts a process goes through here).
-public func start(_ process: Process) throws {
-    launchLock.lock()
-    defer { launchLock.unlock() }
-    try process.run()
-}
-
 /// Runs `executable` (in `directory`, if given) to completion without holding a thread of the cooperative pool while it
 /// runs (parallel suites share two of them). Output goes through temporary files, so a chatty
 /// child cannot fill a pipe and block.
 public func runProcess(
     _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, stdin: Data? = nil, in directory: URL? = nil
 ) async throws -> ProcessResult {
-    let folder = try TemporaryDirectory(prefix: "gh-run")
-    defer { folder.remove() }
-    let out = folder.file("stdout"), err = folder.file("stderr")
-    FileManager.default.createFile(atPath: out.path, contents: nil)
-    FileManager.default.createFile(atPath: err.path, contents: nil)
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let directory { process.currentDirectoryURL = directory }
-    let outHandle = try FileHandle(forWritingTo: out), errHandle = try FileHandle(forWritingTo: err)
-    process.standardOutput = outHandle
-    process.standardError = errHandle
-    let input = Pipe()
-    process.standardInput = stdin == nil ? FileHandle.nullDevice : input
-    try start(process)
-    if let stdin {
-        input.fileHandleForWriting.write(stdin)
-        try input.fileHandleForWriting.close()
+    let run = try ChildRun(executable, arguments, environment: environment, stdin: stdin, in: directory)
+    await run.process.exited()
+    return run.result()
+}
+
+/// `runProcess`, blocking the calling thread (for static initializers and synchronous helpers).
+public func runProcessSync(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessResult {
+    let run = try ChildRun(executable, arguments, environment: environment, stdin: nil, in: nil)
+    run.process.waitUntilExit()
+    return run.result()
+}
+
+/// One child run to completion, its output in temporary files.
+private struct ChildRun {
+    let folder: TemporaryDirectory
+    let process: ChildProcess
+
+    init(_ executable: URL, _ arguments: [String], environment: [String: String]?, stdin: Data?, in directory: URL?) throws {
+        folder = try TemporaryDirectory(prefix: "gh-run")
+        let out = open(folder.path("stdout"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        let err = open(folder.path("stderr"), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        defer {
+            close(out)
+            close(err)
+        }
+        guard out >= 0, err >= 0 else { throw ProcessFailure("cannot create the output files of \(executable.path)") }
+        var input: Int32?
+        if let stdin {
+            let file = folder.path("stdin")
+            try stdin.write(to: URL(fileURLWithPath: file))
+            input = open(file, O_RDONLY | O_CLOEXEC)
+        }
+        defer { if let input { close(input) } }
+        process = try ChildProcess.spawn(
+            executable, arguments, environment: environment, directory: directory, stdin: input, stdout: out, stderr: err)
     }
-    await process.exited()
-    try outHandle.close()
-    try errHandle.close()
-    return ProcessResult(
-        status: process.terminationStatus,
-        stdout: (try? String(contentsOf: out, encoding: .utf8)) ?? "",
-        stderr: (try? String(contentsOf: err, encoding: .utf8)) ?? "")
+
+    func result() -> ProcessResult {
+        defer { folder.remove() }
+        return ProcessResult(
+            status: process.terminationStatus,
+            stdout: (try? String(contentsOf: folder.file("stdout"), encoding: .utf8)) ?? "",
+            stderr: (try? String(contentsOf: folder.file("stderr"), encoding: .utf8)) ?? "")
+    }
 }
 
 /// Starts `executable` in the background and returns it running. Its output goes to `log`
 /// (created or truncated) when given, else nowhere. Stop it with `stop(signal:)`.
 public func launchProcess(
     _ executable: URL, _ arguments: [String], environment: [String: String]? = nil, log: URL? = nil
-) throws -> Process {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    if let log {
-        FileManager.default.createFile(atPath: log.path, contents: nil)
-        let handle = try FileHandle(forWritingTo: log)
-        process.standardOutput = handle
-        process.standardError = handle
-    } else {
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-    }
-    process.standardInput = FileHandle.nullDevice
-    try start(process)
-    return process
+) throws -> ChildProcess {
+    guard let log else { return try ChildProcess.spawn(executable, arguments, environment: environment) }
+    let fd = open(log.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { throw ProcessFailure("cannot create the log file \(log.path)") }
+    defer { close(fd) }
+    return try ChildProcess.spawn(executable, arguments, environment: environment, stdout: fd, stderr: fd)
 }
 
 /// Runs `executable`, reads its standard output until at least `count` lines arrived (or it
 /// closed its output), kills it with SIGKILL, and returns every complete line it printed,
 /// including those printed between the last read and the kill, with the ended process.
 /// For crash tests: a child prints a line after each acknowledged write.
-public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], count: Int) async throws -> (lines: [String], process: Process) {
-    let process = Process()
-    process.executableURL = executable
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    try start(process)
+public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], count: Int) async throws -> (lines: [String], process: ChildProcess) {
+    var ends: [Int32] = [0, 0]
+    guard gatehouse_pipe_cloexec(&ends) == 0 else { throw ProcessFailure("cannot make a pipe: errno \(errno)") }
+    let process: ChildProcess
+    do {
+        process = try ChildProcess.spawn(executable, arguments, stdout: ends[1])
+        close(ends[1])
+    } catch {
+        close(ends[0])
+        close(ends[1])
+        throw error
+    }
+    let handle = FileHandle(fileDescriptor: ends[0], closeOnDealloc: true)
     // The reads block: they run on a dispatch thread, not on the cooperative pool.
     let lines: [String] = await withCheckedContinuation { continuation in
         DispatchQueue.global().async {
             var buffer = Data()
             var lines: [String] = []
-            let handle = output.fileHandleForReading
             func split() {
                 while let newline = buffer.firstIndex(of: 0x0A) {
                     lines.append(String(decoding: buffer[buffer.startIndex..<newline], as: UTF8.self))
@@ -158,32 +159,13 @@ public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], coun
                 let chunk = handle.availableData
                 if chunk.isEmpty { break }
                 buffer.append(chunk)
+                split()
             }
-            split()
             process.waitUntilExit()
             continuation.resume(returning: lines)
         }
     }
     return (lines, process)
-}
-
-/// Waiting for and stopping child processes without blocking the cooperative pool.
-extension Process {
-    /// Waits until the process has ended, on a dispatch thread (not the cooperative pool).
-    public func exited() async {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            DispatchQueue.global().async {
-                self.waitUntilExit()
-                continuation.resume()
-            }
-        }
-    }
-
-    /// Sends `signal` (SIGTERM: a graceful shutdown) if it is still running, and waits until it ended.
-    public func stop(signal: Int32 = SIGTERM) async {
-        if isRunning { kill(processIdentifier, signal) }
-        await exited()
-    }
 }
 
 /// Ports handed out by `freeLoopbackPort()` in this test process, never handed out twice.

@@ -47,12 +47,12 @@ public final class SMTPHarness: @unchecked Sendable {
     /// The loopback port it listens on.
     public let port: Int
     /// The server process.
-    public let process: Process
+    public let process: ChildProcess
 
     /// The test CA's certificate (PEM), when the server speaks TLS.
     public var caFile: String { folder.path("certs/ca.pem") }
 
-    private init(folder: TemporaryDirectory, port: Int, process: Process) {
+    private init(folder: TemporaryDirectory, port: Int, process: ChildProcess) {
         self.folder = folder
         self.port = port
         self.process = process

@@ -21,16 +21,12 @@ struct BrowserResetEndToEndTests {
 
     /// What is missing to drive a browser, or nil (asks the script, once).
     static let missing: String? = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", script, "--check"]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        do { try start(process) } catch { return "python3 could not be started: \(error)" }
-        let said = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? nil : said.trimmingCharacters(in: .whitespacesAndNewlines)
+        do {
+            let checked = try runProcessSync(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, "--check"])
+            return checked.status == 0 ? nil : (checked.stdout + checked.stderr).trimmingCharacters(in: .whitespacesAndNewlines)
+        } catch {
+            return "python3 could not be started: \(error)"
+        }
     }()
 
     /// Where the screenshots go.

@@ -379,7 +379,7 @@ struct DeployTests {
 /// The compose services running as processes.
 final class RunningCompose: @unchecked Sendable {
     let substitution: LoopbackSubstitution
-    var processes: [Process] = []
+    var processes: [ChildProcess] = []
 
     init(substitution: LoopbackSubstitution) { self.substitution = substitution }
 

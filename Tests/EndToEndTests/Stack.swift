@@ -21,7 +21,7 @@ final class Stack: @unchecked Sendable {
     let environment: [String: String]
     let httpPort: Int
     let dataDir: URL
-    var processes: [String: Process] = [:]
+    var processes: [String: ChildProcess] = [:]
     /// The clock every process of the stack reads (`GATEHOUSE_TEST_CLOCK_FILE`): the system time
     /// plus an offset the test moves with `advanceClock(by:)`.
     let clock: OffsetClockFile

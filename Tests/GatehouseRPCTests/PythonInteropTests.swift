@@ -10,17 +10,8 @@ let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
 
 /// Runs a command and returns its exit status and standard output.
 func run(_ arguments: [String]) throws -> (status: Int32, output: String, error: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try start(process)
-    let outData = out.fileHandleForReading.readDataToEndOfFile()
-    let errData = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    let result = try runProcessSync(URL(fileURLWithPath: "/usr/bin/env"), arguments)
+    return (result.status, result.stdout, result.stderr)
 }
 
 /// Compiles every proto/*.proto with a stock protoc (grpcio-tools) into a temporary folder.
