@@ -186,7 +186,7 @@ public enum PasswordHashing {
         return ok == 1 && constantTimeEquals(key, phc.hash)
     }
 
-    private static func scryptWithinLimits(logN: UInt64, r: UInt64, p: UInt64, _ limits: HashVerifyLimits) -> Bool {
+    static func scryptWithinLimits(logN: UInt64, r: UInt64, p: UInt64, _ limits: HashVerifyLimits) -> Bool {
         guard logN >= 1, logN <= 30, r >= 1, r <= 1024, p >= 1, p <= limits.maxParallelism else { return false }
         return 128 * r * (UInt64(1) << logN) <= limits.maxScryptMemoryBytes
     }
