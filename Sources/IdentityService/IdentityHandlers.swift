@@ -92,6 +92,7 @@ public struct IdentityHandlers: Sendable {
         registerPasswordResetMethods(&router)
         registerEmailChangeMethods(&router)
         registerEmailVerificationMethods(&router)
+        registerImportMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

@@ -362,3 +362,40 @@ extension EmailCodeResponse {
     /// Every field set.
     static let contractFixture = EmailCodeResponse(user: .contractFixture, revokedSessionIDs: ["sess-8"])
 }
+
+// MARK: import and export (identity.importUsers, identity.exportUsers)
+
+extension ImportedUser {
+    /// Every field set, optionals present.
+    static let contractFixture = ImportedUser(
+        id: "imported-user-0000000001", email: "imported@example.com", emailVerified: true, displayName: "Imported Ada",
+        photoURL: "https://example.com/i.png", passwordHash: "$2b$10$abcdefghijklmnopqrstuu0123456789012345678901234567890",
+        providers: ["google.com", "apple.com"], customClaimsJSON: #"{"tier":2}"#, disabled: true,
+        createdAt: Date(timeIntervalSince1970: 1_600_000_000.123))
+}
+
+extension ImportUsersRequest {
+    /// Every field set.
+    static let contractFixture = ImportUsersRequest(users: [.contractFixture, .contractFixture], mode: "update")
+}
+
+extension ImportResult {
+    /// Every field set.
+    static let contractFixture = ImportResult(
+        index: 7, outcome: "failed", userID: "imported-user-0000000001", errorCode: "invalid_argument", errorMessage: "an unknown hash format")
+}
+
+extension ImportUsersResponse {
+    /// Every field set.
+    static let contractFixture = ImportUsersResponse(results: [.contractFixture])
+}
+
+extension ExportUsersRequest {
+    /// Every field set.
+    static let contractFixture = ExportUsersRequest(afterID: "imported-user-0000000000", pageSize: 500, includeHashes: true)
+}
+
+extension ExportUsersResponse {
+    /// Every field set.
+    static let contractFixture = ExportUsersResponse(users: [.contractFixture], nextAfterID: "imported-user-0000000001")
+}

@@ -1,0 +1,148 @@
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import IdentityCore
+import RPCRouting
+
+// Bulk import and export of users (issue 22 §5; `gatehouse users import|export`). Each item is
+// checked as a sign-up would be before anything is written; a refused item is reported with a
+// stable code and a reason (never its hash) and does not stop the others.
+extension IdentityHandlers {
+    func registerImportMethods(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.importUsers) { request, _ in try await importUsers(request) }
+        router.register(IdentityAPI.exportUsers) { request, _ in try await exportUsers(request) }
+    }
+
+    /// Imports a batch of at most 1,000 users (`identity.importUsers`) in one transaction.
+    public func importUsers(_ request: ImportUsersRequest) async throws -> ImportUsersResponse {
+        guard request.users.count <= IdentityAPI.maxImportBatch else {
+            throw IdentityError.invalidArgument(field: "users", reason: "at most \(IdentityAPI.maxImportBatch) users per call (\(request.users.count))")
+        }
+        let update: Bool
+        switch request.mode {
+        case "", "skip": update = false
+        case "update": update = true
+        default: throw IdentityError.invalidArgument(field: "mode", reason: "must be skip or update")
+        }
+        guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "import needs the SQLite user store") }
+        let now = clock.now
+        var results = [ImportResult?](repeating: nil, count: request.users.count)
+        var candidates: [ImportCandidate] = []
+        var positions: [Int] = []
+        for (index, item) in request.users.enumerated() {
+            switch Self.importCandidate(item, now: now) {
+            case .success(let candidate):
+                candidates.append(candidate)
+                positions.append(index)
+            case .failure(let error):
+                results[index] = Self.failure(index, error)
+            }
+        }
+        let writes = candidates.isEmpty ? [] : try await sqlite.importUsers(candidates, update: update, now: now)
+        for (position, write) in zip(positions, writes) {
+            let index = Int32(position)
+            switch write {
+            case .created(let id): results[position] = ImportResult(index: index, outcome: "created", userID: id.rawValue)
+            case .updated(let id): results[position] = ImportResult(index: index, outcome: "updated", userID: id.rawValue)
+            case .skipped(let id): results[position] = ImportResult(index: index, outcome: "skipped", userID: id.rawValue)
+            case .failed(let error): results[position] = Self.failure(position, error)
+            }
+        }
+        let created = writes.filter { if case .created = $0 { true } else { false } }.count
+        logger.info("imported a batch of \(request.users.count) users: \(created) created")
+        return ImportUsersResponse(results: results.map { $0! })
+    }
+
+    /// One page of users in id order (`identity.exportUsers`).
+    public func exportUsers(_ request: ExportUsersRequest) async throws -> ExportUsersResponse {
+        guard (0...Int32(IdentityAPI.maxImportBatch)).contains(request.pageSize) else {
+            throw IdentityError.invalidArgument(field: "pageSize", reason: "must be 1 to \(IdentityAPI.maxImportBatch) (0: \(IdentityAPI.maxImportBatch))")
+        }
+        guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "export needs the SQLite user store") }
+        let limit = request.pageSize == 0 ? IdentityAPI.maxImportBatch : Int(request.pageSize)
+        let records = try await sqlite.users(after: request.afterID, limit: limit)
+        let users = records.map { record in
+            ImportedUser(
+                id: record.id.rawValue, email: record.email, emailVerified: record.emailVerified, displayName: record.displayName,
+                photoURL: record.photoURL, passwordHash: request.includeHashes ? record.passwordHash : nil, providers: record.linkedProviders,
+                customClaimsJSON: record.customClaimsJSON.isEmpty ? nil : record.customClaimsJSON, disabled: record.disabled,
+                createdAt: record.createdAt)
+        }
+        return ExportUsersResponse(users: users, nextAfterID: records.count == limit ? records.last!.id.rawValue : "")
+    }
+
+    /// The failed result of item `index`: the error's code and message (never a hash).
+    static func failure(_ index: Int, _ error: IdentityError) -> ImportResult {
+        let wire = error.rpcError
+        return ImportResult(index: Int32(index), outcome: "failed", errorCode: wire.code.rawValue, errorMessage: wire.message)
+    }
+
+    /// The checked form of `item`, or the `IdentityError` of its first problem.
+    static func importCandidate(_ item: ImportedUser, now: Date) -> Result<ImportCandidate, IdentityError> {
+        do {
+            return .success(try checkedCandidate(item, now: now))
+        } catch let error as IdentityError {
+            return .failure(error)
+        } catch {
+            return .failure(.invalidArgument(field: "user", reason: "\(error)"))
+        }
+    }
+
+    private static func checkedCandidate(_ item: ImportedUser, now: Date) throws -> ImportCandidate {
+        var id = UserID.random()
+        if let given = item.id {
+            guard UserID.isWellFormed(given), given.utf8.count >= 22 else {
+                throw IdentityError.invalidArgument(field: "id", reason: "an id must be 22 to 64 characters among A-Z a-z 0-9 - _")
+            }
+            id = UserID(given)
+        }
+        let email = try item.email.map { try EmailAddress($0) }
+        let displayName = try item.displayName.flatMap { try validDisplayName($0) }
+        let photoURL = try item.photoURL.flatMap { try validPhotoURL($0) }
+        let hash = item.passwordHash.flatMap { $0.isEmpty ? nil : $0 }
+        if let hash, let problem = PasswordHashing.importProblem(hash) {
+            throw IdentityError.invalidArgument(field: "passwordHash", reason: problem)
+        }
+        if email == nil, hash != nil {
+            throw IdentityError.invalidArgument(field: "email", reason: "a user with a password hash needs an email address")
+        }
+        let claims = try item.customClaimsJSON.map { try CustomClaims.validated($0) }
+        let providers = try validProviders(item.providers)
+        var record = UserRecord(
+            id: id, email: email, emailVerified: email != nil && item.emailVerified, displayName: displayName, photoURL: photoURL,
+            passwordHash: hash, isAnonymous: email == nil, disabled: item.disabled, customClaimsJSON: claims ?? "",
+            createdAt: item.createdAt ?? now, updatedAt: now)
+        record.linkedProviders = providers
+        let createdAt = item.createdAt.map(\.roundedToMilliseconds)
+        let (givesName, givesPhoto) = (item.displayName != nil, item.photoURL != nil)
+        let apply: @Sendable (inout UserRecord) -> Void = { user in
+            if let email {
+                user.email = email.typed
+                user.emailNormalized = email.normalized
+                user.isAnonymous = false
+            }
+            user.emailVerified = user.email != nil && item.emailVerified
+            if givesName { user.displayName = displayName }
+            if givesPhoto { user.photoURL = photoURL }
+            if let hash { user.passwordHash = hash }
+            if let claims { user.customClaimsJSON = claims }
+            user.linkedProviders = providers
+            user.disabled = item.disabled
+            if let createdAt { user.createdAt = createdAt }
+        }
+        return ImportCandidate(record: record, idGiven: item.id != nil, apply: apply)
+    }
+
+    /// Linked provider ids: 1–64 printable ASCII characters without commas, not `password`;
+    /// sorted, each once.
+    static func validProviders(_ providers: [String]) throws -> [String] {
+        for provider in providers {
+            guard !provider.isEmpty, provider.utf8.count <= 64, provider != "password",
+                provider.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: ",") })
+            else {
+                throw IdentityError.invalidArgument(field: "providers", reason: "a provider id is 1 to 64 printable ASCII characters without commas, not password")
+            }
+        }
+        return Array(Set(providers)).sorted()
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+import IdentityCore
+
+/// One checked item of a bulk import: the record to insert when no user matches, and the change
+/// that `update` mode applies to a match.
+public struct ImportCandidate: Sendable {
+    /// The user to insert (with the item's id or a new one).
+    public var record: UserRecord
+    /// Whether the item named its id: a match is looked up by id first, then by email.
+    public var idGiven: Bool
+    /// What `update` mode writes over a matched user.
+    public var apply: @Sendable (inout UserRecord) -> Void
+
+    /// A checked item.
+    public init(record: UserRecord, idGiven: Bool, apply: @escaping @Sendable (inout UserRecord) -> Void) {
+        self.record = record
+        self.idGiven = idGiven
+        self.apply = apply
+    }
+}
+
+/// What the store did with one import item.
+public enum ImportWrite: Sendable, Equatable {
+    /// Inserted as a new user.
+    case created(UserID)
+    /// A match, overwritten (`update` mode).
+    case updated(UserID)
+    /// A match, left as it was (`skip` mode).
+    case skipped(UserID)
+    /// Refused by the store (e.g. `emailExists`); nothing of the item was written.
+    case failed(IdentityError)
+}
+
+// Bulk import and export (issue 22 §5): one write transaction per batch, a savepoint per item so a
+// refused item leaves the others written; export pages in id order.
+extension SQLiteUserStore {
+    /// Writes `candidates` in one transaction, each in its own savepoint; `update` overwrites a
+    /// matched user (by id when the item named one, else by normalized email), otherwise a match
+    /// is skipped. One result per candidate, in order.
+    public func importUsers(_ candidates: [ImportCandidate], update: Bool, now: Date) async throws -> [ImportWrite] {
+        try await run { db in
+            var results: [ImportWrite] = []
+            results.reserveCapacity(candidates.count)
+            let byID = try db.cachedStatement(sql: "SELECT id FROM users WHERE id = ?")
+            let byEmail = try db.cachedStatement(sql: "SELECT id FROM users WHERE emailNormalized = ?")
+            let insert = try db.cachedStatement(sql: Self.insertSQL)
+            for candidate in candidates {
+                do {
+                    var written = ImportWrite.failed(.storage(cause: "not written"))
+                    try db.inSavepoint {
+                        var match: String?
+                        if candidate.idGiven { match = try String.fetchOne(byID, arguments: [candidate.record.id.rawValue]) }
+                        if match == nil, let email = candidate.record.emailNormalized {
+                            match = try String.fetchOne(byEmail, arguments: [email])
+                        }
+                        if let match {
+                            let id = UserID(match)
+                            if update {
+                                _ = try Self.update(id: id, expectedVersion: nil, now: now, in: db, candidate.apply)
+                                written = .updated(id)
+                            } else {
+                                written = .skipped(id)
+                            }
+                        } else {
+                            try insert.execute(arguments: Self.arguments(candidate.record))
+                            written = .created(candidate.record.id)
+                        }
+                        return .commit
+                    }
+                    results.append(written)
+                } catch {
+                    let translated = Self.translate(error)
+                    if let identityError = translated as? IdentityError, !Self.abortsImport(identityError) {
+                        results.append(.failed(identityError))
+                    } else {
+                        throw translated
+                    }
+                }
+            }
+            return results
+        }
+    }
+
+    /// Whether a store error ends the whole batch (busy, storage) rather than one item.
+    static func abortsImport(_ error: IdentityError) -> Bool {
+        switch error {
+        case .unavailable, .storage: return true
+        default: return false
+        }
+    }
+
+    /// Up to `limit` users with an id after `afterID` ("" from the first), in id order.
+    public func users(after afterID: String, limit: Int) async throws -> [UserRecord] {
+        let sql = Self.selectByIDSQL.replacingOccurrences(of: "WHERE id = ?", with: "WHERE id > ? ORDER BY id LIMIT ?")
+        return try await read { db in
+            let statement = try db.cachedStatement(sql: sql)
+            return try Row.fetchAll(statement, arguments: [afterID, limit]).map(Self.record)
+        }
+    }
+}

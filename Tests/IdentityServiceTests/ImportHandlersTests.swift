@@ -1,0 +1,153 @@
+import Foundation
+import GatehouseContracts
+import GatehouseTestSupport
+import IdentityCore
+import IdentityService
+import RPCRouting
+import Testing
+
+/// Bulk import and export (`identity.importUsers`, `identity.exportUsers`; issue 22 §5) against
+/// the real SQLite store.
+@Suite struct ImportHandlersTests {
+    /// Made by Python's `bcrypt.hashpw(b"old bcrypt passphrase", bcrypt.gensalt(4))`.
+    static let bcryptHash = "$2b$04$AzTUpxHc9OS8jAz0KJzAG.AzmYKsCUwxwhKMEi5lnAojb4YNiEirK"
+    static let bcryptPassword = "old bcrypt passphrase"
+
+    func importing(_ h: Harness, _ users: [ImportedUser], mode: String = "skip") async throws -> [ImportResult] {
+        try await h.caller.call(IdentityAPI.importUsers, ImportUsersRequest(users: users, mode: mode)).results
+    }
+
+    @Test func importCreatesThenSkipsOrUpdatesMatches() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let argon = try PasswordHashing.argon2idHash(Array("old argon passphrase".utf8), parameters: .testing)
+        let users = [
+            ImportedUser(
+                id: "firebase-local-id-0000000001", email: "Ada@Example.com", emailVerified: true, displayName: "Ada",
+                passwordHash: argon, providers: ["google.com"], customClaimsJSON: #"{"tier":2}"#,
+                createdAt: Date(timeIntervalSince1970: 1_600_000_000.5)),
+            ImportedUser(email: "bob@example.com", passwordHash: Self.bcryptHash, disabled: true),
+        ]
+        let first = try await importing(h, users)
+        #expect(first.map(\.outcome) == ["created", "created"])
+        #expect(first[0].userID == "firebase-local-id-0000000001" && first[1].userID.count == 22)
+        let ada = try #require(try await h.store.user(id: UserID("firebase-local-id-0000000001")))
+        #expect(ada.email == "Ada@Example.com" && ada.emailNormalized == "ada@example.com" && ada.emailVerified)
+        #expect(ada.passwordHash == argon && ada.linkedProviders == ["google.com"] && ada.customClaimsJSON == #"{"tier":2}"#)
+        #expect(ada.createdAt == Date(timeIntervalSince1970: 1_600_000_000.5) && !ada.isAnonymous)
+        #expect(try await h.store.user(normalizedEmail: "bob@example.com")?.disabled == true)
+
+        // Again: every item matches (by id, else by email) and nothing changes.
+        let again = try await importing(h, users)
+        #expect(again.map(\.outcome) == ["skipped", "skipped"])
+        #expect(again.map(\.userID) == first.map(\.userID))
+        #expect(try await h.store.count() == 2)
+        #expect(try await h.store.user(id: ada.id)?.version == ada.version)
+
+        // Update mode overwrites with what the item gives; an absent hash keeps the stored one.
+        var changed = users[0]
+        changed.displayName = "Ada L."
+        changed.passwordHash = nil
+        changed.emailVerified = false
+        let updated = try await importing(h, [changed], mode: "update")
+        #expect(updated.map(\.outcome) == ["updated"])
+        let after = try #require(try await h.store.user(id: ada.id))
+        #expect(after.displayName == "Ada L." && !after.emailVerified && after.passwordHash == argon && after.version == ada.version + 1)
+        #expect(try await h.store.count() == 2)
+    }
+
+    @Test func badItemsAreReportedAndTheOthersWritten() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        _ = try await importing(h, [ImportedUser(id: "taken-address-user-00001", email: "taken@example.com")])
+        let results = try await importing(
+            h,
+            [
+                ImportedUser(email: "not an email"),
+                ImportedUser(email: "ok1@example.com", passwordHash: "md5$abc"),
+                ImportedUser(email: "ok2@example.com", passwordHash: "$2b$31$AzTUpxHc9OS8jAz0KJzAG.AzmYKsCUwxwhKMEi5lnAojb4YNiEirK"),
+                ImportedUser(email: "ok3@example.com", customClaimsJSON: #"{"sub":"x"}"#),
+                ImportedUser(id: "short", email: "ok4@example.com"),
+                ImportedUser(passwordHash: Self.bcryptHash),
+                ImportedUser(email: "ok5@example.com", displayName: String(repeating: "n", count: 300)),
+                ImportedUser(email: "ok6@example.com", providers: ["password"]),
+                ImportedUser(email: "fine@example.com", passwordHash: Self.bcryptHash),
+            ])
+        #expect(results.map(\.outcome) == Array(repeating: "failed", count: 8) + ["created"])
+        #expect(results.map(\.index) == Array(0..<9))
+        #expect(results[0].errorCode == "invalid_email")
+        #expect(results[1].errorCode == "invalid_argument" && results[1].errorMessage.contains("unknown hash format"))
+        #expect(results[2].errorMessage.contains("bcrypt cost 31"))
+        #expect(results[3].errorMessage.contains("`sub` is a reserved claim name"))
+        #expect(results.allSatisfy { !$0.errorMessage.contains("AzTUpxHc9OS8") })
+        #expect(try await h.store.count() == 2)
+
+        // An update that moves a user onto an address another user has: email_exists, the rest written.
+        let moved = try await importing(
+            h,
+            [
+                ImportedUser(id: "moving-user-0000000000001", email: "first@example.com"),
+                ImportedUser(id: "moving-user-0000000000001", email: "taken@example.com"),
+                ImportedUser(email: "later@example.com"),
+            ], mode: "update")
+        #expect(moved.map(\.outcome) == ["created", "failed", "created"])
+        #expect(moved[1].errorCode == "email_exists")
+        #expect(try await h.store.user(id: UserID("moving-user-0000000000001"))?.email == "first@example.com")
+    }
+
+    @Test func anImportedBcryptUserSignsInWithItsOldPasswordAndGetsArgon2id() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let results = try await importing(h, [ImportedUser(email: "carol@example.com", passwordHash: Self.bcryptHash)])
+        let id = UserID(results[0].userID)
+        await expectCode(.invalidCredentials) {
+            try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "carol@example.com", password: "wrong passphrase here"))
+        }
+        let signedIn = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "carol@example.com", password: Self.bcryptPassword))
+        #expect(signedIn.user.id == id.rawValue)
+        let stored = try #require(try await h.store.user(id: id)?.passwordHash)
+        #expect(stored.hasPrefix("$argon2id$"))
+        #expect(PasswordHashing.verify(Array(Self.bcryptPassword.utf8), against: stored))
+    }
+
+    @Test func exportPagesInIDOrderAndRoundTrips() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        var users: [ImportedUser] = []
+        for n in 0..<5 {
+            let providers: [String] = n == 0 ? ["apple.com", "google.com"] : []
+            let claims: String? = n == 1 ? #"{"role":"admin"}"# : nil
+            let created = Date(timeIntervalSince1970: 1_600_000_000 + Double(n))
+            users.append(
+                ImportedUser(
+                    id: "export-user-000000000000\(4 - n)", email: "u\(n)@example.com", emailVerified: n % 2 == 0, displayName: "U\(n)",
+                    photoURL: "https://example.com/\(n).png", passwordHash: Self.bcryptHash, providers: providers,
+                    customClaimsJSON: claims, disabled: n == 3, createdAt: created))
+        }
+        _ = try await importing(h, users)
+        var pages: [[ImportedUser]] = []
+        var cursor = ""
+        repeat {
+            let page = try await h.caller.call(IdentityAPI.exportUsers, ExportUsersRequest(afterID: cursor, pageSize: 2, includeHashes: true))
+            pages.append(page.users)
+            cursor = page.nextAfterID
+        } while !cursor.isEmpty && pages.count < 10
+        #expect(pages.map(\.count) == [2, 2, 1])
+        let exported = pages.flatMap { $0 }
+        #expect(exported.map { $0.id } == Array(users.map { $0.id }.reversed()))
+        #expect(Set(exported) == Set(users))
+        let withoutHashes = try await h.caller.call(IdentityAPI.exportUsers, ExportUsersRequest())
+        #expect(withoutHashes.users.count == 5 && withoutHashes.users.allSatisfy { $0.passwordHash == nil } && withoutHashes.nextAfterID == "")
+        await expectCode(.invalidArgument) { try await h.caller.call(IdentityAPI.exportUsers, ExportUsersRequest(pageSize: 1001)) }
+    }
+
+    @Test func wholeCallRefusalsAndCallers() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let many = (0...1000).map { ImportedUser(email: "m\($0)@example.com") }
+        await expectCode(.invalidArgument) { try await importing(h, many) }
+        await expectCode(.invalidArgument) { try await importing(h, [ImportedUser(email: "x@example.com")], mode: "replace") }
+        #expect(try await h.store.count() == 0)
+        #expect(IdentityAPI.importUsers.callers.isEmpty && IdentityAPI.exportUsers.callers.isEmpty)
+    }
+}
