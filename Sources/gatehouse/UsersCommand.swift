@@ -14,7 +14,7 @@ struct Users: AsyncParsableCommand {
             keys, a tcp endpoint needs GATEHOUSE_ALLOW_PLAINTEXT=true. Not available under `gatehouse serve`, \
             whose services have no endpoint outside the process.
             """,
-        subcommands: [DisableUser.self, EnableUser.self, DeleteUser.self, SetClaims.self]
+        subcommands: [DisableUser.self, EnableUser.self, DeleteUser.self, SetClaims.self, ImportUsers.self, ExportUsers.self]
     )
 }
 
