@@ -48,6 +48,11 @@ extension IdentityHandlers {
             case .failed(let error): results[position] = Self.failure(position, error)
             }
         }
+        // A user an update leaves disabled loses its sessions, as with `setDisabled` (again on a
+        // re-run: revoking is idempotent), after the batch committed.
+        for (position, write) in zip(positions, writes) {
+            if case .updated(let id) = write, request.users[position].disabled { try await revokeSessions(of: id, reason: "user_disabled") }
+        }
         let created = writes.filter { if case .created = $0 { true } else { false } }.count
         logger.info("imported a batch of \(request.users.count) users: \(created) created")
         return ImportUsersResponse(results: results.map { $0! })

@@ -54,6 +54,13 @@ import Testing
         let after = try #require(try await h.store.user(id: ada.id))
         #expect(after.displayName == "Ada L." && !after.emailVerified && after.passwordHash == argon && after.version == ada.version + 1)
         #expect(try await h.store.count() == 2)
+        #expect(h.tokens.revocations.isEmpty)
+
+        // An update that disables a user revokes its sessions, as `setDisabled` does.
+        changed.disabled = true
+        #expect(try await importing(h, [changed], mode: "update").map(\.outcome) == ["updated"])
+        #expect(h.tokens.revocations.map(\.userID) == [ada.id.rawValue])
+        #expect(try await h.store.user(id: ada.id)?.disabled == true)
     }
 
     @Test func badItemsAreReportedAndTheOthersWritten() async throws {
