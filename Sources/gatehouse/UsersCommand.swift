@@ -2,8 +2,8 @@ import ArgumentParser
 import Foundation
 import GatehouseApp
 
-/// `gatehouse users disable|enable|delete|set-claims`: administrative calls to the running identity
-/// service (`AdminClient`). One line on stdout and exit 0 on success; one line on stderr and
+/// `gatehouse users disable|enable|delete|set-claims|import|export`: administrative calls to the
+/// running identity service (`AdminClient`); import and export print their own report. One line on stdout and exit 0 on success; one line on stderr and
 /// exit 1 on an error.
 struct Users: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
