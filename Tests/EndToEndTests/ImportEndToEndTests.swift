@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseTestSupport
+import IdentityService
 import Testing
 
 /// `gatehouse users import|export` (issue 22 §5) against three processes: hashes made by the
@@ -114,5 +115,38 @@ struct ImportEndToEndTests {
         #expect(g["createdAt"] as? String == "2020-09-13T12:26:40.123Z" && g["passwordHash"] == nil)
         let badFlags = try await runUsersCommand(stack, ["import", file.path, "--format", "firebase", "--hash-key", "abc="])
         #expect(badFlags.status != 0 && badFlags.stderr.contains("--salt-separator"), "\(badFlags.stderr)")
+    }
+
+    /// The stored form of the firebase/scrypt README's test vector (user1password).
+    static let firebaseVector =
+        "$firebase-scrypt$ln=14,r=8,p=1$Bw==$jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==$42xEC+ixf3L2lw==$lSrfV15cpx95/sZS2W9c9Kp6i/LVgQNDNC/qzrCnh1SAyZvqmZqAjTdn3aoItz+VHjoZilo78198JAdRuid5lQ=="
+
+    // Runs once the Firebase scrypt verifier (issue 22 part H1) is in: until then the identity
+    // service refuses `$firebase-scrypt$` hashes at import, as it must for a format it cannot check.
+    @Test(
+        "firebase import with the project's hash parameters: the user signs in with its Firebase password, which becomes Argon2id",
+        .enabled(if: PasswordHashing.importProblem(ImportEndToEndTests.firebaseVector) == nil, "needs the $firebase-scrypt$ verifier"))
+    func firebasePasswordSignsIn() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try await stack.startThreeRoles()
+        let file = stack.dataDir.appendingPathComponent("firebase.json")
+        let export = #"{"users":[{"localId":"passwordLocalId000000000002","email":"p@example.com","emailVerified":true,"#
+            + #""passwordHash":"lSrfV15cpx95/sZS2W9c9Kp6i/LVgQNDNC/qzrCnh1SAyZvqmZqAjTdn3aoItz+VHjoZilo78198JAdRuid5lQ==","salt":"42xEC+ixf3L2lw==","#
+            + #""providerUserInfo":[{"providerId":"password","rawId":"p@example.com"}]}]}"#
+        try Data(export.utf8).write(to: file)
+        let result = try await runUsersCommand(
+            stack,
+            [
+                "import", file.path, "--format", "firebase", "--hash-key",
+                "jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==", "--salt-separator", "Bw==",
+                "--rounds", "8", "--mem-cost", "14",
+            ])
+        #expect(result.status == 0 && result.stdout == "created 1, updated 0, skipped 0, failed 0\n", "\(result.stdout)\(result.stderr)")
+        #expect(try await exported(stack)["p@example.com"]?["passwordHash"] as? String == Self.firebaseVector)
+        #expect(try await signIn(stack, "p@example.com", "user1passwordx") == 401)
+        #expect(try await signIn(stack, "p@example.com", "user1password") == 200)
+        let stored = try #require(try await exported(stack)["p@example.com"]?["passwordHash"] as? String)
+        #expect(stored.hasPrefix("$argon2id$"))
     }
 }
