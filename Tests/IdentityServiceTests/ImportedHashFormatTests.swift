@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
+import IdentityCore
 @testable import IdentityService
 import Testing
 
@@ -9,6 +10,8 @@ import Testing
 @Suite struct ImportedHashFormatTests {
     /// Not NFKC-sensitive, with non-ASCII bytes, so the tools and Gatehouse hash the same bytes.
     static let password = "correct horse ✓ bätterý"
+    /// Changed by NFKC (full-width letters, a ligature): other systems hashed it as typed.
+    static let asTyped = "ｃｏｒｒｅｃｔ ｈｏｒｓｅ ﬁve"
     let wrong = Array("correct horse ✓ bätterY".utf8)
 
     /// One hash per tool and format, made once by python3 (scripts/setup installs the packages).
@@ -20,6 +23,7 @@ import Testing
             from passlib.hash import pbkdf2_sha256, scrypt
             out["passlib-pbkdf2-sha256"] = pbkdf2_sha256.hash(pw)
             out["passlib-scrypt"] = scrypt.using(rounds=12).hash(pw)
+            out["passlib-pbkdf2-sha256-as-typed"] = pbkdf2_sha256.hash(sys.argv[2])
             import bcrypt
             out["bcrypt"] = bcrypt.hashpw(pw.encode(), bcrypt.gensalt(rounds=5)).decode()
             from argon2 import PasswordHasher, Type
@@ -31,7 +35,7 @@ import Testing
             out["django-pbkdf2-sha256"] = make_password(pw)
             print(json.dumps(out))
             """#
-        guard let result = try? runProcessSync(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, password]) else {
+        guard let result = try? runProcessSync(URL(fileURLWithPath: "/usr/bin/env"), ["python3", "-c", script, password, asTyped]) else {
             return ["error": "cannot start python3"]
         }
         guard result.status == 0, let hashes = try? JSONDecoder().decode([String: String].self, from: Data(result.stdout.utf8)) else {
@@ -170,6 +174,17 @@ import Testing
         try await h.store.insert(django)
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "django@example.com", password: Self.password))
         #expect(try await h.store.user(id: django.id)?.passwordHash?.hasPrefix("$argon2id$v=19$m=1024,t=1,p=1$") == true)
+    }
+
+    @Test func signInWithAPasswordNFKCChangesMatchesTheHashMadeAsTyped() async throws {
+        #expect(PasswordPolicy.normalize(Self.asTyped) == "correct horse five")
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let user = try makeUser("typed@example.com", hash: try #require(Self.generated["passlib-pbkdf2-sha256-as-typed"]))
+        try await h.store.insert(user)
+        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "typed@example.com", password: Self.asTyped))
+        #expect(try await h.store.user(id: user.id)?.passwordHash?.hasPrefix("$argon2id$") == true)
+        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "typed@example.com", password: Self.asTyped))
     }
 
     @Test func unknownFormatMessageNamesTheNewFormats() {
