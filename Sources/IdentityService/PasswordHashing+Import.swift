@@ -37,6 +37,8 @@ extension PasswordHashing {
             guard scryptWithinLimits(logN: ln, r: r, p: p, limits) else { return "scrypt costs exceed the limits" }
             return nil
         }
-        return "an unknown hash format (Argon2 PHC, bcrypt $2a$/$2b$/$2y$, scrypt $7$ or $scrypt$ are read)"
+        if encoded.hasPrefix(firebaseScryptPrefix) { return firebaseScryptProblem(encoded, limits) }
+        if isPBKDF2SHA256(encoded) { return pbkdf2Problem(encoded, limits) }
+        return "an unknown hash format (Argon2 PHC, bcrypt $2a$/$2b$/$2y$, scrypt $7$ or $scrypt$, $firebase-scrypt$, PBKDF2-SHA256 pbkdf2_sha256$ or $pbkdf2-sha256$ are read)"
     }
 }

@@ -44,6 +44,8 @@ public struct HashVerifyLimits: Sendable, Hashable {
     public var maxBcryptCost: Int = 14
     /// scrypt needs 128 × r × N bytes.
     public var maxScryptMemoryBytes: UInt64 = 256 * 1024 * 1024
+    /// Largest PBKDF2 iteration count an imported hash may ask for (Django 5.2 writes 1,000,000).
+    public var maxPBKDF2Iterations: UInt64 = 2_000_000
     /// The default bounds.
     public init() {}
 }
@@ -75,7 +77,9 @@ public enum PasswordHashing {
     }
 
     /// Whether `password` matches `encoded`: Argon2id/i/d PHC strings, bcrypt (`$2a$`, `$2b$`,
-    /// `$2y$`), scrypt (`$7$` as written by libxcrypt, or passlib's `$scrypt$ln=..,r=..,p=..$salt$hash`).
+    /// `$2y$`), scrypt (`$7$` as written by libxcrypt, or passlib's `$scrypt$ln=..,r=..,p=..$salt$hash`),
+    /// Firebase's modified scrypt (`$firebase-scrypt$`) and PBKDF2-SHA256 (Django's `pbkdf2_sha256$`,
+    /// passlib's `$pbkdf2-sha256$`).
     /// An unknown or malformed hash, or one over `limits`, never matches.
     public static func verify(_ password: [UInt8], against encoded: String, limits: HashVerifyLimits = HashVerifyLimits()) -> Bool {
         if encoded.hasPrefix("$argon2") { return verifyArgon2(password, encoded, limits) }
@@ -88,6 +92,8 @@ public enum PasswordHashing {
             return verifyCrypt(password, encoded)
         }
         if encoded.hasPrefix("$scrypt$") { return verifyScryptPHC(password, encoded, limits) }
+        if encoded.hasPrefix(firebaseScryptPrefix) { return verifyFirebaseScrypt(password, encoded, limits) }
+        if isPBKDF2SHA256(encoded) { return verifyPBKDF2(password, encoded, limits) }
         return false
     }
 
