@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import IdentityService
 
 /// The formats `gatehouse users import` reads.
 public enum UserImportFormat: String, Sendable, CaseIterable {
@@ -31,12 +32,10 @@ public struct FirebaseHashParameters: Sendable, Hashable {
         self.memCost = memCost
     }
 
-    /// The stored form of a Firebase user's password (`$firebase-scrypt$`, the form issue 22 part
-    /// H1 verifies). The ONE place that builds it here: once `PasswordHashing.firebaseScryptString`
-    /// is merged, this should call it instead.
+    /// The stored form of a Firebase user's password (`$firebase-scrypt$`, which
+    /// `PasswordHashing.verify` checks with Firebase's modified scrypt).
     public func storedHash(salt: [UInt8], hash: [UInt8]) -> String {
-        func b64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
-        return "$firebase-scrypt$ln=\(memCost),r=\(rounds),p=1$\(b64(saltSeparator))$\(b64(signerKey))$\(b64(salt))$\(b64(hash))"
+        PasswordHashing.firebaseScryptString(salt: salt, saltSeparator: saltSeparator, signerKey: signerKey, rounds: rounds, memCost: memCost, hash: hash)
     }
 }
 

@@ -1,6 +1,5 @@
 import Foundation
 import GatehouseTestSupport
-import IdentityService
 import Testing
 
 /// `gatehouse users import|export` (issue 22 §5) against three processes: hashes made by the
@@ -121,11 +120,7 @@ struct ImportEndToEndTests {
     static let firebaseVector =
         "$firebase-scrypt$ln=14,r=8,p=1$Bw==$jxspr8Ki0RYycVU8zykbdLGjFQ3McFUH0uiiTvC8pVMXAn210wjLNmdZJzxUECKbm0QsEmYUSDzZvpjeJ9WmXA==$42xEC+ixf3L2lw==$lSrfV15cpx95/sZS2W9c9Kp6i/LVgQNDNC/qzrCnh1SAyZvqmZqAjTdn3aoItz+VHjoZilo78198JAdRuid5lQ=="
 
-    // Runs once the Firebase scrypt verifier (issue 22 part H1) is in: until then the identity
-    // service refuses `$firebase-scrypt$` hashes at import, as it must for a format it cannot check.
-    @Test(
-        "firebase import with the project's hash parameters: the user signs in with its Firebase password, which becomes Argon2id",
-        .enabled(if: PasswordHashing.importProblem(ImportEndToEndTests.firebaseVector) == nil, "needs the $firebase-scrypt$ verifier"))
+    @Test("firebase import with the project's hash parameters: the user signs in with its Firebase password, which becomes Argon2id")
     func firebasePasswordSignsIn() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
