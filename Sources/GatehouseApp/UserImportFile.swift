@@ -117,10 +117,25 @@ public final class UserImportFile {
                 let number = line
                 line += 1
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { continue }
+                if bytes.count > Self.maxRecordBytes {
+                    return ImportFileItem(line: number, user: .failure(ImportLineError("the line is longer than \(Self.maxRecordBytes) bytes")))
+                }
                 return ImportFileItem(line: number, user: Result { try Self.jsonlUser(Array(bytes)) }.mapError { $0 as! ImportLineError })
             }
             if buffer.count - position > Self.maxRecordBytes {
-                throw ImportLineError("line \(line) is longer than \(Self.maxRecordBytes) bytes")
+                // Refuse the line, not the file: drop it up to its end.
+                let number = line
+                position = buffer.count
+                while true {
+                    guard try fill() else { break }
+                    if let end = buffer[position...].firstIndex(of: UInt8(ascii: "\n")) {
+                        position = end + 1
+                        line += 1
+                        break
+                    }
+                    position = buffer.count
+                }
+                return ImportFileItem(line: number, user: .failure(ImportLineError("the line is longer than \(Self.maxRecordBytes) bytes")))
             }
             if try !fill() {
                 guard position < buffer.count else { return nil }

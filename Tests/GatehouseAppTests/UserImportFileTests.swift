@@ -66,11 +66,13 @@ import Testing
             photoURL: "https://example.com/j.png", passwordHash: "$2b$04$AzTUpxHc9OS8jAz0KJzAG.AzmYKsCUwxwhKMEi5lnAojb4YNiEirK",
             providers: ["apple.com"], customClaimsJSON: #"{"a":[1,2]}"#, disabled: true, createdAt: Date(timeIntervalSince1970: 1_600_000_000.5))
         let line = UserImportFile.jsonlLine(user)
-        let text = Array(repeating: line, count: 2500).joined(separator: "\n") + "\n\n" + #"{"email":5}"# + "\n" + line
+        let long = #"{"displayName":""# + String(repeating: "z", count: UserImportFile.maxRecordBytes + 10) + #""}"#
+        let text = Array(repeating: line, count: 2500).joined(separator: "\n") + "\n\n" + #"{"email":5}"# + "\n" + line + "\n" + long + "\n" + line
         let path = dir.path("users.jsonl")
         try Data(text.utf8).write(to: URL(fileURLWithPath: path))
         let items = try readAll(path, .jsonl)
-        #expect(items.count == 2502)
+        #expect(items.count == 2504)
+        #expect(items[2502].line == 2504 && (try? items[2502].user.get()) == nil && items[2503].line == 2505 && (try? items[2503].user.get()) == user)
         #expect(try items[2499].user.get() == user && items[2501].line == 2503 && (try? items[2501].user.get()) == user)
         guard case .failure(let error) = items[2500].user else { Issue.record("a number as email was read"); return }
         #expect(items[2500].line == 2502 && error.description == "email must be a string")
