@@ -34,6 +34,8 @@ extension AdminClient {
         var summary = ImportSummary()
         var batch: [ImportedUser] = []
         var lines: [Int] = []
+        // A batch also ends past ~4 MiB of users, far below the RPC message limit (16 MiB).
+        var batchBytes = 0
         func send() async throws {
             guard !batch.isEmpty else { return }
             let reply = try await client.call(IdentityAPI.importUsers, ImportUsersRequest(users: batch, mode: mode), timeout: batchTimeout)
@@ -50,13 +52,15 @@ extension AdminClient {
             }
             batch.removeAll(keepingCapacity: true)
             lines.removeAll(keepingCapacity: true)
+            batchBytes = 0
         }
         while let item = try file.next() {
             switch item.user {
             case .success(let user):
                 batch.append(user)
                 lines.append(item.line)
-                if batch.count >= batchSize { try await send() }
+                batchBytes += user.approximateBytes
+                if batch.count >= batchSize || batchBytes >= 4 << 20 { try await send() }
             case .failure(let error):
                 summary.failed += 1
                 failure("line \(item.line): \(error)")
@@ -82,5 +86,13 @@ extension AdminClient {
             cursor = page.nextAfterID
         } while !cursor.isEmpty
         return count
+    }
+}
+
+extension ImportedUser {
+    /// About how many bytes the user takes on the wire (its strings), to bound a batch's size.
+    var approximateBytes: Int {
+        [id, email, displayName, photoURL, passwordHash, customClaimsJSON].reduce(64) { $0 + ($1?.utf8.count ?? 0) }
+            + providers.reduce(0) { $0 + $1.utf8.count + 2 }
     }
 }

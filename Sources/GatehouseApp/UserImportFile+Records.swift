@@ -67,7 +67,9 @@ extension UserImportFile {
             guard let parameters else {
                 throw ImportLineError("the user has a password: give the project's hash parameters (--hash-key, --salt-separator, --rounds, --mem-cost)")
             }
-            guard let hashBytes = Data(base64Encoded: hash), let salt = Data(base64Encoded: try fields.string("salt") ?? ""), !salt.isEmpty else {
+            guard let hashBytes = FirebaseHashParameters.lenientBase64(hash),
+                let salt = FirebaseHashParameters.lenientBase64(try fields.string("salt") ?? ""), !salt.isEmpty
+            else {
                 throw ImportLineError("passwordHash and salt must be base64, as Firebase writes them")
             }
             user.passwordHash = parameters.storedHash(salt: Array(salt), hash: Array(hashBytes))

@@ -25,7 +25,7 @@ public struct FirebaseHashParameters: Sendable, Hashable {
     /// The parameters as the console shows them (base64 and decimal); nil when a base64 value
     /// does not decode.
     public init?(signerKeyBase64: String, saltSeparatorBase64: String, rounds: Int, memCost: Int) {
-        guard let key = Data(base64Encoded: signerKeyBase64), let separator = Data(base64Encoded: saltSeparatorBase64) else { return nil }
+        guard let key = Self.lenientBase64(signerKeyBase64), let separator = Self.lenientBase64(saltSeparatorBase64) else { return nil }
         signerKey = Array(key)
         saltSeparator = Array(separator)
         self.rounds = rounds
@@ -58,7 +58,7 @@ public struct ImportLineError: Error, Sendable, CustomStringConvertible {
 /// at a time, in file order.
 public final class UserImportFile {
     /// The longest line (jsonl) or user object (firebase) accepted.
-    public static let maxRecordBytes = 1 << 20
+    public static let maxRecordBytes = 64 * 1024
     private let handle: FileHandle
     private let format: UserImportFormat
     private let firebase: FirebaseHashParameters?
@@ -211,5 +211,15 @@ public final class UserImportFile {
                 if depth == 0, byte > 0x20 { throw ImportLineError("not a Firebase export: the file must hold a JSON object {\"users\": [...]}") }
             }
         }
+    }
+}
+
+extension FirebaseHashParameters {
+    /// Base64 as Firebase shows it (standard, padded), also accepted unpadded or in the URL-safe
+    /// alphabet; nil when it is neither.
+    static func lenientBase64(_ text: String) -> Data? {
+        var standard = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        while standard.utf8.count % 4 != 0 { standard += "=" }
+        return Data(base64Encoded: standard)
     }
 }

@@ -30,7 +30,7 @@ extension IdentityHandlers {
         var candidates: [ImportCandidate] = []
         var positions: [Int] = []
         for (index, item) in request.users.enumerated() {
-            switch Self.importCandidate(item, now: now) {
+            switch Self.importCandidate(item, now: now, limits: hasher.limits) {
             case .success(let candidate):
                 candidates.append(candidate)
                 positions.append(index)
@@ -83,9 +83,9 @@ extension IdentityHandlers {
     }
 
     /// The checked form of `item`, or the `IdentityError` of its first problem.
-    static func importCandidate(_ item: ImportedUser, now: Date) -> Result<ImportCandidate, IdentityError> {
+    static func importCandidate(_ item: ImportedUser, now: Date, limits: HashVerifyLimits = HashVerifyLimits()) -> Result<ImportCandidate, IdentityError> {
         do {
-            return .success(try checkedCandidate(item, now: now))
+            return .success(try checkedCandidate(item, now: now, limits: limits))
         } catch let error as IdentityError {
             return .failure(error)
         } catch {
@@ -93,7 +93,7 @@ extension IdentityHandlers {
         }
     }
 
-    private static func checkedCandidate(_ item: ImportedUser, now: Date) throws -> ImportCandidate {
+    private static func checkedCandidate(_ item: ImportedUser, now: Date, limits: HashVerifyLimits) throws -> ImportCandidate {
         var id = UserID.random()
         if let given = item.id {
             guard UserID.isWellFormed(given), given.utf8.count >= 22 else {
@@ -101,11 +101,17 @@ extension IdentityHandlers {
             }
             id = UserID(given)
         }
-        let email = try item.email.map { try EmailAddress($0) }
+        // Gatehouse signs users in by email (and password, or a provider linked to it): a user
+        // without one could never sign in, and would be taken for an anonymous user and swept.
+        guard let typed = item.email, !typed.isEmpty else {
+            throw IdentityError.invalidArgument(
+                field: "email", reason: "a user without an email address cannot sign in to Gatehouse: not imported")
+        }
+        let email: EmailAddress? = try EmailAddress(typed)
         let displayName = try item.displayName.flatMap { try validDisplayName($0) }
         let photoURL = try item.photoURL.flatMap { try validPhotoURL($0) }
         let hash = item.passwordHash.flatMap { $0.isEmpty ? nil : $0 }
-        if let hash, let problem = PasswordHashing.importProblem(hash) {
+        if let hash, let problem = PasswordHashing.importProblem(hash, limits: limits) {
             throw IdentityError.invalidArgument(field: "passwordHash", reason: problem)
         }
         if email == nil, hash != nil {
@@ -120,19 +126,24 @@ extension IdentityHandlers {
         record.linkedProviders = providers
         let createdAt = item.createdAt.map(\.roundedToMilliseconds)
         let (givesName, givesPhoto) = (item.displayName != nil, item.photoURL != nil)
+        // An update (a re-run with --mode update) brings the source's profile in, but never undoes
+        // what happened in Gatehouse since: a password the user set or signed in with here (an
+        // Argon2id hash, written by sign-in's rehash, a change or a reset) stays; a disabled user
+        // stays disabled; a verified address stays verified; linked providers are only added.
         let apply: @Sendable (inout UserRecord) -> Void = { user in
             if let email {
+                if user.emailNormalized != email.normalized { user.emailVerified = item.emailVerified }
                 user.email = email.typed
                 user.emailNormalized = email.normalized
                 user.isAnonymous = false
             }
-            user.emailVerified = user.email != nil && item.emailVerified
+            user.emailVerified = user.emailVerified || item.emailVerified
             if givesName { user.displayName = displayName }
             if givesPhoto { user.photoURL = photoURL }
-            if let hash { user.passwordHash = hash }
+            if let hash, !(user.passwordHash?.hasPrefix("$argon2id$") ?? false) { user.passwordHash = hash }
             if let claims { user.customClaimsJSON = claims }
-            user.linkedProviders = providers
-            user.disabled = item.disabled
+            user.linkedProviders = Array(Set(user.linkedProviders).union(providers)).sorted()
+            if item.disabled { user.disabled = true }
             if let createdAt { user.createdAt = createdAt }
         }
         return ImportCandidate(record: record, idGiven: item.id != nil, apply: apply)

@@ -53,7 +53,7 @@ extension PasswordHashing {
                 let ln = Self.decimal(params[0].dropFirst(3)), let r = Self.decimal(params[1].dropFirst(2)),
                 let separator = Self.base64(parts[1]), let key = Self.base64(parts[2]), let salt = Self.base64(parts[3]),
                 let hash = Self.base64(parts[4]),
-                !key.isEmpty, key.count <= Self.maxKeyBytes, !salt.isEmpty, hash.count == key.count
+                key.count >= 16, key.count <= Self.maxKeyBytes, !salt.isEmpty, hash.count == key.count
             else { return nil }
             (memCost, rounds, saltSeparator, signerKey, self.salt, self.hash) = (ln, r, separator, key, salt, hash)
         }

@@ -32,8 +32,8 @@ extension PasswordHashing {
         }
         if encoded.hasPrefix("$scrypt$") {
             guard let phc = PHCString(encoded), phc.id == "scrypt", let ln = phc.integer("ln"), let r = phc.integer("r"),
-                let p = phc.integer("p"), !phc.hash.isEmpty, phc.hash.count <= 128
-            else { return "a malformed scrypt PHC string" }
+                let p = phc.integer("p"), phc.hash.count >= 16, phc.hash.count <= 128
+            else { return "a malformed scrypt PHC string (its hash must be 16 to 128 bytes)" }
             guard scryptWithinLimits(logN: ln, r: r, p: p, limits) else { return "scrypt costs exceed the limits" }
             return nil
         }

@@ -176,7 +176,7 @@ public enum PasswordHashing {
 
     private static func verifyScryptPHC(_ password: [UInt8], _ encoded: String, _ limits: HashVerifyLimits) -> Bool {
         guard let phc = PHCString(encoded), phc.id == "scrypt", let ln = phc.integer("ln"), let r = phc.integer("r"),
-            let p = phc.integer("p"), scryptWithinLimits(logN: ln, r: r, p: p, limits), !phc.hash.isEmpty, phc.hash.count <= 128
+            let p = phc.integer("p"), scryptWithinLimits(logN: ln, r: r, p: p, limits), phc.hash.count >= 16, phc.hash.count <= 128
         else { return false }
         var key = [UInt8](repeating: 0, count: phc.hash.count)
         let n = UInt64(1) << ln

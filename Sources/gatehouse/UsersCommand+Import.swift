@@ -116,13 +116,14 @@ struct ExportUsers: AsyncParsableCommand {
         if path == "-" {
             output = .standardOutput
         } else {
-            guard FileManager.default.createFile(atPath: path, contents: nil, attributes: [.posixPermissions: 0o600]),
-                let handle = FileHandle(forWritingAtPath: path)
-            else {
-                FileHandle.standardError.write(Data("error: cannot create \(path)\n".utf8))
+            // A new file only (never an existing one, never through a symbolic link), 0600 from the
+            // start: with --include-hashes it holds every password hash.
+            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
+            guard fd >= 0 else {
+                FileHandle.standardError.write(Data("error: cannot create \(path): \(String(cString: strerror(errno))) (the file must not exist yet)\n".utf8))
                 throw ExitCode(1)
             }
-            output = handle
+            output = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
         }
         let client = try adminClient(rest)
         let result: Result<Int, any Error>

@@ -44,15 +44,16 @@ import Testing
         #expect(try await h.store.count() == 2)
         #expect(try await h.store.user(id: ada.id)?.version == ada.version)
 
-        // Update mode overwrites with what the item gives; an absent hash keeps the stored one.
+        // Update mode brings the profile in, but never undoes what happened here since: an Argon2id
+        // hash (set or rehashed in Gatehouse) stays, a verified address stays verified.
         var changed = users[0]
         changed.displayName = "Ada L."
-        changed.passwordHash = nil
+        changed.passwordHash = "$2b$04$AzTUpxHc9OS8jAz0KJzAG.AzmYKsCUwxwhKMEi5lnAojb4YNiEirK"
         changed.emailVerified = false
         let updated = try await importing(h, [changed], mode: "update")
         #expect(updated.map(\.outcome) == ["updated"])
         let after = try #require(try await h.store.user(id: ada.id))
-        #expect(after.displayName == "Ada L." && !after.emailVerified && after.passwordHash == argon && after.version == ada.version + 1)
+        #expect(after.displayName == "Ada L." && after.emailVerified && after.passwordHash == argon && after.version == ada.version + 1)
         #expect(try await h.store.count() == 2)
         #expect(h.tokens.revocations.isEmpty)
 
@@ -60,6 +61,10 @@ import Testing
         changed.disabled = true
         #expect(try await importing(h, [changed], mode: "update").map(\.outcome) == ["updated"])
         #expect(h.tokens.revocations.map(\.userID) == [ada.id.rawValue])
+        #expect(try await h.store.user(id: ada.id)?.disabled == true)
+        // A later update never re-enables a disabled user.
+        changed.disabled = false
+        #expect(try await importing(h, [changed], mode: "update").map(\.outcome) == ["updated"])
         #expect(try await h.store.user(id: ada.id)?.disabled == true)
     }
 
@@ -86,7 +91,14 @@ import Testing
         #expect(results[1].errorCode == "invalid_argument" && results[1].errorMessage.contains("unknown hash format"))
         #expect(results[2].errorMessage.contains("bcrypt cost 31"))
         #expect(results[3].errorMessage.contains("`sub` is a reserved claim name"))
+        #expect(results[5].errorMessage.contains("without an email address cannot sign in"))
         #expect(results.allSatisfy { !$0.errorMessage.contains("AzTUpxHc9OS8") })
+        // A user without an email at all (a phone-only or anonymous user elsewhere) is refused too.
+        let emailless = try await importing(h, [ImportedUser(id: "phone-only-user-0000001")])
+        #expect(emailless.map(\.outcome) == ["failed"] && emailless[0].errorMessage.contains("without an email address"))
+        // A hash too short to be safe is refused at import.
+        let short = try await importing(h, [ImportedUser(email: "short@example.com", passwordHash: "$scrypt$ln=4,r=8,p=1$c2FsdA$AAE")])
+        #expect(short.map(\.outcome) == ["failed"] && short[0].errorMessage.contains("16 to 128 bytes"))
         #expect(try await h.store.count() == 2)
 
         // An update that moves a user onto an address another user has: email_exists, the rest written.
