@@ -29,7 +29,8 @@ extension IdentityRoleSettings {
         }
         settings.appName = name
         settings.from = try config.required(ConfigTable.mailFrom)
-        let probe = PasswordResetMail.builtIn.message(to: "check@example.com", code: "x", locale: "en", settings: settings, date: Date())
+        let probe = MailComposer(from: settings.from).message(
+            .passwordReset, to: "check@example.com", code: "x", ttl: settings.ttl, preferences: "en", date: Date())
         if let problem = probe.problem {
             throw ConfigError(message: "GATEHOUSE_MAIL_FROM (--mail-from) is not a sender address (`Name <address>` or `address`): \(problem)")
         }

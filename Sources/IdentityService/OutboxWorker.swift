@@ -319,9 +319,8 @@ public final class OutboxWorker: Sendable {
         }
         guard due else { return }
         let purged = try await store.purgeOutbox(before: now.addingTimeInterval(-policy.retention))
-        // Reset codes expired or used a day ago: nothing can use them any more.
-        try await store.purgePasswordResets(before: now.addingTimeInterval(-86_400))
-        try await store.purgeEmailActions(before: now.addingTimeInterval(-86_400))
+        // One-time codes (reset, verification, change, revert) expired or used a day ago: nothing can use them any more.
+        try await store.purgeCodes(before: now.addingTimeInterval(-86_400))
         if purged > 0 { logger.info("purged \(purged) sent or dead mails older than \(Int(policy.retention / 86_400)) days from the outbox") }
         if let mailbox = transport as? any RetainingMailTransport {
             do {

@@ -78,16 +78,22 @@ extension SQLiteUserStore {
                 """, arguments: [normalized, userID.rawValue]) != nil
     }
 
-    /// Deletes the email action rows that expired or were used before `cutoff` (the outbox
-    /// worker's hourly purge, with the reset codes); returns how many.
+    /// Deletes the one-time codes (password reset and email action rows) that expired or were
+    /// used before `cutoff`, in one transaction (the outbox worker's hourly purge); returns how many.
     @discardableResult
-    public func purgeEmailActions(before cutoff: Date) async throws -> Int {
+    public func purgeCodes(before cutoff: Date) async throws -> Int {
         try await run { db in
-            try db.execute(
-                sql: "DELETE FROM email_actions WHERE expiresAt < ?1 OR (usedAt IS NOT NULL AND usedAt < ?1)",
-                arguments: [cutoff.millisecondsSince1970])
-            return db.changesCount
+            try Self.purgeCodes(in: "password_resets", before: cutoff, db) + Self.purgeCodes(in: "email_actions", before: cutoff, db)
         }
+    }
+
+    /// Deletes the rows of `table` (`password_resets` or `email_actions`: a fixed name, never
+    /// input) that expired or were used before `cutoff`; how many.
+    static func purgeCodes(in table: StaticString, before cutoff: Date, _ db: Database) throws -> Int {
+        try db.execute(
+            sql: "DELETE FROM \(table) WHERE expiresAt < ?1 OR (usedAt IS NOT NULL AND usedAt < ?1)",
+            arguments: [cutoff.millisecondsSince1970])
+        return db.changesCount
     }
 
     /// Voids every unused code of `userID` with one of `purposes` (in the caller's transaction).

@@ -106,12 +106,7 @@ extension SQLiteUserStore {
     /// hourly purge); returns how many.
     @discardableResult
     public func purgePasswordResets(before cutoff: Date) async throws -> Int {
-        try await run { db in
-            try db.execute(
-                sql: "DELETE FROM password_resets WHERE expiresAt < ?1 OR (usedAt IS NOT NULL AND usedAt < ?1)",
-                arguments: [cutoff.millisecondsSince1970])
-            return db.changesCount
-        }
+        try await run { db in try Self.purgeCodes(in: "password_resets", before: cutoff, db) }
     }
 
     /// Voids every unused reset code and every pending email change of `userID` (its password
@@ -138,7 +133,7 @@ extension SQLiteUserStore {
     /// The password reset mails in the outbox, oldest first (for tests).
     public func passwordResetMails() async throws -> [MailMessage] {
         let rows = try await read { db in
-            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [PasswordResetMail.kind])
+            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [MailTemplates.Kind.passwordReset.rawValue])
         }
         return try rows.map { try JSONDecoder().decode(MailMessage.self, from: Data($0.utf8)) }
     }

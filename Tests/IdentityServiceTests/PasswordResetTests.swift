@@ -184,9 +184,9 @@ struct PasswordResetTests {
 
     @Test("locale choice: ja and ja-JP give ja, anything else en")
     func locales() {
-        #expect(PasswordResetMail.locale("ja") == "ja")
-        #expect(PasswordResetMail.locale("JA-jp") == "ja")
-        #expect(PasswordResetMail.locale("fr") == "en")
-        #expect(PasswordResetMail.locale("") == "en")
+        #expect(MailTemplates.builtIn.locale("ja") == "ja")
+        #expect(MailTemplates.builtIn.locale("JA-jp") == "ja")
+        #expect(MailTemplates.builtIn.locale("fr") == "en")
+        #expect(MailTemplates.builtIn.locale("") == "en")
     }
 }
