@@ -31,6 +31,10 @@ extension ErrorCode {
     public static let httpVersionNotSupported: ErrorCode = "http_version_not_supported"
     /// The gateway, or this client address, already has as many open connections as allowed.
     public static let tooManyConnections: ErrorCode = "too_many_connections"
+    /// This gateway already holds as many `GET /v1/me/events` streams as allowed (`GATEHOUSE_STREAM_MAX`).
+    public static let tooManyStreams: ErrorCode = "too_many_streams"
+    /// The `Last-Event-ID` of `GET /v1/me/events` is not an event id (a decimal number).
+    public static let invalidLastEventID: ErrorCode = "invalid_last_event_id"
 }
 
 /// The one error table of the HTTP API: for every stable code, its HTTP status, the headers that
@@ -40,7 +44,7 @@ extension ErrorCode {
 ///
 /// | code | status |
 /// |---|---|
-/// | `malformed_request`, `malformed_http`, `incomplete_body` | 400 |
+/// | `malformed_request`, `malformed_http`, `incomplete_body`, `invalid_last_event_id` | 400 |
 /// | `invalid_argument`, `invalid_email`, `weak_password` (+ `reasons`) | 422 |
 /// | `unauthenticated`, `invalid_credentials` | 401, `WWW-Authenticate: Bearer realm="gatehouse"` |
 /// | `invalid_token`, `token_expired`, `invalid_refresh_token`, `refresh_token_reused`, `session_expired`, `session_revoked` | 401, `… error="invalid_token"` |
@@ -55,7 +59,7 @@ extension ErrorCode {
 /// | `unsupported_media_type` | 415 |
 /// | `rate_limited`, `too_many_attempts` | 429, `Retry-After` |
 /// | `header_fields_too_large` | 431 |
-/// | `overloaded`, `too_many_connections` | 503, `Retry-After` |
+/// | `overloaded`, `too_many_connections`, `too_many_streams` | 503, `Retry-After` |
 /// | `service_unavailable` (and `unavailable`, `deadline_exceeded`, `cancelled`) | 503, `Retry-After` |
 /// | `http_version_not_supported` | 505 |
 /// | `internal` (and `unimplemented`, `unsupported_version`, `permission_denied`, and any unknown code) | 500, generic detail |
@@ -170,6 +174,10 @@ public enum ErrorTable {
         .headerFieldsTooLarge: Entry(.requestHeaderFieldsTooLarge),
         .httpVersionNotSupported: Entry(.httpVersionNotSupported),
         .tooManyConnections: Entry(.serviceUnavailable, .retryAfter),
+        .tooManyStreams: Entry(
+            .serviceUnavailable, .retryAfter, detail: "This gateway holds as many event streams as it may; reconnect after the time in Retry-After."),
+        .invalidLastEventID: Entry(
+            .badRequest, detail: "Last-Event-ID must be the id of an event of this stream (a decimal number); reconnect without it for a fresh snapshot."),
         .serviceUnavailable: unavailable,
         .unavailable: unavailable,
         .deadlineExceeded: unavailable,

@@ -399,3 +399,36 @@ extension ExportUsersResponse {
     /// Every field set.
     static let contractFixture = ExportUsersResponse(users: [.contractFixture], nextAfterID: "imported-user-0000000001")
 }
+
+// MARK: change log (user.changed, identity.heartbeat, identity.listChanges, identity.userChanges)
+
+extension UserChange {
+    /// Every field set.
+    static let contractFixture = UserChange(
+        seq: 912, userID: "user-9", kinds: ["profile", "settings"], occurredAt: instant(21), user: .contractFixture)
+}
+
+extension ChangeFeedHeartbeat {
+    /// Every field set.
+    static let contractFixture = ChangeFeedHeartbeat(seq: 4242)
+}
+
+extension ListChangesRequest {
+    /// Every field set.
+    static let contractFixture = ListChangesRequest(afterSeq: 77, limit: 500)
+}
+
+extension ListChangesResponse {
+    /// Every field set.
+    static let contractFixture = ListChangesResponse(changes: [.contractFixture], head: 913, truncated: true)
+}
+
+extension UserChangesRequest {
+    /// Every field set.
+    static let contractFixture = UserChangesRequest(userID: "user-9", resume: true, afterSeq: 55, limit: 100)
+}
+
+extension UserChangesResponse {
+    /// Every field set.
+    static let contractFixture = UserChangesResponse(user: .contractFixture, head: 913, changes: [.contractFixture], resync: true)
+}
