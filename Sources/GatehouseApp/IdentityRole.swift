@@ -39,6 +39,8 @@ public struct IdentityRoleSettings: Sendable {
     public var mailTemplateFiles = 0
     /// The data folder (`GATEHOUSE_DATA_DIR`): the local mailbox is its `mailbox` folder.
     public var dataDir: String
+    /// The interval of `identity.heartbeat` and of the change log's tail (`GATEHOUSE_CHANGE_FEED_HEARTBEAT_MS`).
+    public var changeFeedHeartbeat: Duration = .seconds(1)
 
     /// Reads and checks the identity role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -128,6 +130,8 @@ public struct IdentityRole: Sendable {
     public let anonymousSweeper: AnonymousSweeper
     /// Delivers the mail outbox; run it in the role's service group.
     public let outboxDelivery: OutboxDelivery
+    /// Publishes and prunes the change log; run it in the role's service group.
+    public let changeLog: ChangeLogService
 
     /// Creates the data folder, opens and migrates the database, binds the sockets. The service
     /// reads the time from `clock`.
@@ -156,6 +160,8 @@ public struct IdentityRole: Sendable {
         return IdentityRole(
             server: server, service: service, publisher: publisher, tokenClient: tokenClient, rpcEndpoint: bound,
             anonymousSweeper: AnonymousSweeper(sweep: service.anonymousSweep, interval: interval, logger: logger),
-            outboxDelivery: OutboxDelivery(worker: worker))
+            outboxDelivery: OutboxDelivery(worker: worker),
+            changeLog: ChangeLogService(
+                publisher: service.changeLog, heartbeat: settings.changeFeedHeartbeat, prune: service.changeLogPrune, logger: logger))
     }
 }

@@ -44,7 +44,7 @@ public enum GatehouseRoles {
     public static func runIdentity(config: Config, logger: Logger) async throws {
         let role = try await IdentityRole.start(IdentityRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         try await runGroup(
-            [role.server, role.anonymousSweeper, role.outboxDelivery, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
+            [role.server, role.anonymousSweeper, role.outboxDelivery, role.changeLog, ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
     }
 
     /// `gatehouse token`: the token service alone, over tcp.
@@ -83,7 +83,7 @@ public enum GatehouseRoles {
         // Shutdown runs in reverse: the gateway stops taking requests first, then the services drain.
         try await runGroup(
             [
-                identity.server, token.server, token.sweeper, token.heartbeat, identity.anonymousSweeper, identity.outboxDelivery,
+                identity.server, token.server, token.sweeper, token.heartbeat, identity.anonymousSweeper, identity.outboxDelivery, identity.changeLog,
                 gateway.application, hook,
             ], logger: logger)
     }

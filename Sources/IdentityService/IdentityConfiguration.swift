@@ -39,6 +39,10 @@ public struct IdentityConfiguration: Sendable {
     public var emailFlows = EmailFlowSettings()
     /// The mail templates (built in unless `GATEHOUSE_MAIL_TEMPLATES` overrides them).
     public var mailTemplates = MailTemplates.builtIn
+    /// Seconds the change log keeps a change (`GATEHOUSE_CHANGE_LOG_RETENTION`; a day).
+    public var changeLogRetention: TimeInterval = 86_400
+    /// Most changes the change log keeps per user (`GATEHOUSE_CHANGE_LOG_MAX_PER_USER`).
+    public var changeLogMaxPerUser = 1000
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

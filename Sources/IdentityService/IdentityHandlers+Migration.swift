@@ -120,8 +120,10 @@ extension IdentityHandlers {
     func migrate(
         _ anonymousID: UserID, to target: UserRecord, performMigration: Bool, client: ClientInfo, deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse? {
-        let revoke = UserSessionsRequest(userID: anonymousID.rawValue, reason: "user_deleted")
-        do { try await store.deleteAnonymous(id: anonymousID) } catch IdentityError.userNotFound {
+        // Reason `migrated` (a deletion reason: the sessions lose their client details), so open
+        // streams end as `migrated`; the change log marks the deletion `migrated` too.
+        let revoke = UserSessionsRequest(userID: anonymousID.rawValue, reason: "migrated")
+        do { try await deleteMigrated(anonymousID) } catch IdentityError.userNotFound {
             if try await store.user(id: anonymousID) != nil { return nil }
             _ = try await tokens.call(TokenAPI.revokeAllSessions, revoke)
             throw RPCError(.sessionRevoked, "the anonymous user was deleted meanwhile; sign in again")
@@ -133,6 +135,11 @@ extension IdentityHandlers {
             oldUserID: anonymousID.rawValue, newUserID: target.id.rawValue, performMigration: performMigration,
             revokedSessionIDs: revoked.sessionIDs)
         return AuthResponse(user: user, tokens: tokens, migration: outcome)
+    }
+
+    /// Deletes the migrated anonymous user; the SQLite store marks its change-log entry `migrated`.
+    private func deleteMigrated(_ id: UserID) async throws {
+        if let log = store as? SQLiteUserStore { try await log.deleteMigratedAnonymous(id: id) } else { try await store.deleteAnonymous(id: id) }
     }
 
     /// Records a sign-in of `target`, whose credentials were verified, and issues its session (`amr: ["pwd"]`).

@@ -93,6 +93,7 @@ public struct IdentityHandlers: Sendable {
         registerEmailChangeMethods(&router)
         registerEmailVerificationMethods(&router)
         registerImportMethods(&router)
+        registerChangeMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

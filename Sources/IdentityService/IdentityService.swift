@@ -19,6 +19,10 @@ public struct IdentityService: Sendable {
     /// Removes inactive anonymous users (`configuration.anonymousRetention`); a role runs its
     /// passes on an interval.
     public let anonymousSweep: AnonymousSweep
+    /// Publishes the change log (`user.changed`, `identity.heartbeat`); a role runs it.
+    public let changeLog: ChangeLogPublisher
+    /// Prunes the change log by `configuration`'s limits; a role runs it at start and every minute.
+    public let changeLogPrune: ChangeLogPrune
 
     /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,
     /// which read the time from `clock`.
@@ -42,7 +46,12 @@ public struct IdentityService: Sendable {
         let sweep = AnonymousSweep(
             store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)
-        return IdentityService(configuration: configuration, store: store, hashPool: pool, handlers: handlers, anonymousSweep: sweep)
+        let changeLog = try await ChangeLogPublisher.start(store: store, events: events, logger: logger)
+        let prune = ChangeLogPrune(
+            store: store, clock: clock, retention: configuration.changeLogRetention, maxPerUser: configuration.changeLogMaxPerUser)
+        return IdentityService(
+            configuration: configuration, store: store, hashPool: pool, handlers: handlers, anonymousSweep: sweep, changeLog: changeLog,
+            changeLogPrune: prune)
     }
 
     /// The router serving every identity method.

@@ -13,13 +13,18 @@ extension SQLiteUserStore {
 
     /// Runs `sql`, a `DELETE` of at most one users row (its identities cascade), with SQLite's
     /// `secure_delete` on, so the freed bytes are overwritten in the file and not only unlinked,
-    /// as for every deletion of a user. Whether a row was deleted.
-    func deleteUserRow(sql: String, _ arguments: StatementArguments) async throws -> Bool {
+    /// as for every deletion of a user. Whether a row was deleted. `then` runs after a deletion,
+    /// in the same transaction.
+    func deleteUserRow(
+        sql: String, _ arguments: StatementArguments, then: (@Sendable (Database) throws -> Void)? = nil
+    ) async throws -> Bool {
         try await run { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             try db.cachedStatement(sql: sql).execute(arguments: arguments)
-            return db.changesCount == 1
+            guard db.changesCount == 1 else { return false }
+            try then?(db)
+            return true
         }
     }
 }

@@ -24,7 +24,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     /// How far an acknowledged write survives.
     public typealias Durability = SQLiteSupport.Durability
 
-    private let files: SQLiteFiles
+    let files: SQLiteFiles
     private var pool: DatabasePool { files.pool }
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
     var checkpointer: WALCheckpointer { files.checkpointer }
@@ -107,7 +107,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 """)
         }
         for register in [
-            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration,
+            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration,
         ] { register(&migrator) }
         return migrator
     }
@@ -230,7 +230,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
             let linked = try String.fetchAll(
                 db, sql: "SELECT DISTINCT provider FROM identities WHERE userId = ? ORDER BY provider", arguments: [user.rawValue])
             try db.execute(
-                sql: "UPDATE users SET providers = ? WHERE id = ?", arguments: [linked.joined(separator: ","), user.rawValue])
+                sql: Self.setProvidersSQL, arguments: [linked.joined(separator: ","), at.millisecondsSince1970, user.rawValue])
         }
     }
 

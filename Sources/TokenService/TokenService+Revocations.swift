@@ -26,8 +26,9 @@ extension TokenService {
     }
 
     /// The `revokeAllSessions` reasons that mean the user is gone: the client user agent and IP
-    /// address of every session of the user are blanked with the revocation.
-    public static let deletionReasons: Set<String> = ["user_deleted", "anonymous_expired"]
+    /// address of every session of the user are blanked with the revocation (`migrated`: an
+    /// anonymous user deleted by a migration to an existing account).
+    public static let deletionReasons: Set<String> = ["user_deleted", "anonymous_expired", "migrated"]
 
     /// Revokes every live session of a user (`token.revokeAllSessions`), but
     /// `exceptSessionID` when given. The reply names them,

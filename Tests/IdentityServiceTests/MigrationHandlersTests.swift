@@ -158,7 +158,7 @@ import Testing
         #expect(reply.migration == MigrationOutcome(oldUserID: a.id, newUserID: b.id, performMigration: true))
         #expect(try await h.store.user(id: UserID(a.id)) == nil)
         #expect(h.tokens.revocations.map(\.userID) == [a.id])
-        #expect(h.tokens.revocations.first?.reason == "user_deleted")
+        #expect(h.tokens.revocations.first?.reason == "migrated")
         let issued = try #require(h.tokens.requests.last)
         #expect(issued.userID == b.id && issued.amr == ["pwd"])
         #expect(h.events.topics.last == "user.deleted")

@@ -1,0 +1,308 @@
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import GRDB
+import IdentityCore
+
+/// The change log of users (issue 21; PROTOCOL.md "The change log"): written by triggers on
+/// `users`, so every write path, whatever its SQL, records its change in its own transaction.
+extension SQLiteUserStore {
+    /// The columns of `users` the log's `user` JSON leaves out, each for a reason: the password
+    /// hash is a secret (the JSON has `hasPassword` instead); `sessionActivityAt` is the anonymous
+    /// sweep's bookkeeping, never shown. A test checks that every other column is in the JSON.
+    static let changeLogExcludedColumns: Set<String> = ["passwordHash", "sessionActivityAt"]
+
+    /// The log's `user` JSON of the row `NEW` or `OLD`, as SQL.
+    static func changeLogUserJSON(_ row: String) -> String {
+        """
+        json_object('id', \(row).id, 'email', \(row).email, 'emailNormalized', \(row).emailNormalized,
+            'emailVerified', \(row).emailVerified, 'displayName', \(row).displayName, 'photoURL', \(row).photoURL,
+            'hasPassword', \(row).passwordHash IS NOT NULL, 'isAnonymous', \(row).isAnonymous, 'disabled', \(row).disabled,
+            'customClaims', \(row).customClaims, 'settings', \(row).settings, 'createdAt', \(row).createdAt,
+            'updatedAt', \(row).updatedAt, 'lastSignInAt', \(row).lastSignInAt, 'tokensValidAfter', \(row).tokensValidAfter,
+            'version', \(row).version, 'providers', \(row).providers)
+        """
+    }
+
+    /// Each kind of change and when it happened, as SQL over `OLD` and `NEW`, in the kinds' sort order.
+    private static let changeLogKindConditions: [(kind: String, condition: String)] = [
+        (UserChange.Kind.claims, "NEW.customClaims IS NOT OLD.customClaims"),
+        (UserChange.Kind.disabled, "NEW.disabled = 1 AND OLD.disabled = 0"),
+        (UserChange.Kind.email, "NEW.email IS NOT OLD.email"),
+        (UserChange.Kind.emailVerified, "NEW.emailVerified IS NOT OLD.emailVerified"),
+        (UserChange.Kind.enabled, "NEW.disabled = 0 AND OLD.disabled = 1"),
+        (UserChange.Kind.profile, "NEW.displayName IS NOT OLD.displayName OR NEW.photoURL IS NOT OLD.photoURL"),
+        (UserChange.Kind.providers, "NEW.providers IS NOT OLD.providers OR (NEW.passwordHash IS NULL) IS NOT (OLD.passwordHash IS NULL)"),
+        (UserChange.Kind.settings, "NEW.settings IS NOT OLD.settings"),
+        (UserChange.Kind.upgraded, "NEW.isAnonymous = 0 AND OLD.isAnonymous = 1"),
+    ]
+
+    /// Stores a user's linked providers; `updatedAt` moves too, so the change log's `occurredAt`
+    /// (the user's `updatedAt`) is the time of the link.
+    static let setProvidersSQL = "UPDATE users SET providers = ?, updatedAt = max(updatedAt, ?) WHERE id = ?"
+
+    /// The current time in milliseconds, in SQL (for a deletion, which has no `updatedAt`).
+    static let changeLogNowSQL = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
+
+    /// Migration 0009: `user_changes` and the triggers that write it; `change_log_state` (one row:
+    /// the seq through which retention pruned, and the greatest seq the per-user cap pruned) and
+    /// `user_changes_pruned` (per user: the greatest seq the cap pruned).
+    ///
+    /// The UPDATE trigger fires only for statements that set a column it compares (`UPDATE OF`):
+    /// a sign-in stamp (`lastSignInAt`) or the sweep's `sessionActivityAt` never runs it; its
+    /// WHEN clause is a few column comparisons, so a rehash or a password change alone writes
+    /// nothing. A deletion removes the user's earlier changes (its data leaves the log) and
+    /// records `deleted`.
+    static func registerChangeLogMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("0009-change-log") { db in
+            let any = changeLogKindConditions.map { "(\($0.condition))" }.joined(separator: " OR ")
+            let kinds = changeLogKindConditions.map { "CASE WHEN \($0.condition) THEN '\($0.kind),' ELSE '' END" }
+                .joined(separator: " || ")
+            try db.execute(sql: """
+                CREATE TABLE user_changes (
+                    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+                    userId TEXT NOT NULL,
+                    kinds TEXT NOT NULL,
+                    occurredAt INTEGER NOT NULL,
+                    user TEXT
+                ) STRICT;
+                CREATE INDEX user_changes_user ON user_changes(userId, seq);
+                CREATE INDEX user_changes_time ON user_changes(occurredAt);
+                CREATE TABLE change_log_state (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    prunedThrough INTEGER NOT NULL DEFAULT 0,
+                    capPrunedThrough INTEGER NOT NULL DEFAULT 0
+                ) STRICT;
+                INSERT INTO change_log_state (id) VALUES (1);
+                CREATE TABLE user_changes_pruned (
+                    userId TEXT NOT NULL PRIMARY KEY,
+                    prunedThrough INTEGER NOT NULL
+                ) STRICT, WITHOUT ROWID;
+                CREATE TRIGGER users_change_log_update
+                AFTER UPDATE OF displayName, photoURL, settings, email, emailVerified, providers, passwordHash, isAnonymous,
+                    customClaims, disabled ON users
+                WHEN \(any)
+                BEGIN
+                    INSERT INTO user_changes (userId, kinds, occurredAt, user)
+                    VALUES (NEW.id, rtrim(\(kinds), ','), NEW.updatedAt, \(changeLogUserJSON("NEW")));
+                END;
+                CREATE TRIGGER users_change_log_delete AFTER DELETE ON users
+                BEGIN
+                    DELETE FROM user_changes WHERE userId = OLD.id;
+                    DELETE FROM user_changes_pruned WHERE userId = OLD.id;
+                    INSERT INTO user_changes (userId, kinds, occurredAt, user)
+                    VALUES (OLD.id, '\(UserChange.Kind.deleted)', max(OLD.updatedAt, \(changeLogNowSQL)), NULL);
+                END;
+                """)
+        }
+    }
+
+    // MARK: Reading
+
+    private static let changeColumns = "seq, userId, kinds, occurredAt, user"
+
+    /// The newest seq ever given (0: none): it stays when the newest changes are pruned.
+    static func changeLogHead(_ db: Database) throws -> UInt64 {
+        let seq = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'user_changes'") ?? 0
+        return UInt64(max(0, seq))
+    }
+
+    /// The changes after `afterSeq`, at most `limit`, the head and whether some were pruned
+    /// (`identity.listChanges`), read in one transaction.
+    public func listChanges(afterSeq: UInt64, limit: Int) async throws -> ListChangesResponse {
+        let after = Int64(clamping: afterSeq)
+        return try await read { db in
+            let head = try Self.changeLogHead(db)
+            let state = try Row.fetchOne(db, sql: "SELECT prunedThrough, capPrunedThrough FROM change_log_state WHERE id = 1")
+            let pruned = max(state?[0] as Int64? ?? 0, state?[1] as Int64? ?? 0)
+            let changes = try Self.changes(db, sql: "WHERE seq > ? ORDER BY seq LIMIT ?", [after, limit])
+            return ListChangesResponse(changes: changes, head: head, truncated: after < pruned)
+        }
+    }
+
+    /// A snapshot of the user, or its changes after `afterSeq` (`identity.userChanges`), read in
+    /// one transaction (see `UserChangesRequest`).
+    public func userChanges(id: UserID, resume: Bool, afterSeq: UInt64, limit: Int) async throws -> UserChangesResponse {
+        let after = Int64(clamping: afterSeq)
+        return try await read { db in
+            let head = try Self.changeLogHead(db)
+            let user = try Row.fetchOne(db.cachedStatement(sql: Self.selectByIDSQL), arguments: [id.rawValue]).map(Self.record)
+            guard let user else {
+                // Gone: a resumed stream learns how (its terminal change), if the log still has it.
+                let terminal = try Self.changes(
+                    db, sql: "WHERE userId = ? AND seq > ? AND kinds IN ('deleted', 'migrated') ORDER BY seq DESC LIMIT 1",
+                    [id.rawValue, after])
+                guard resume, !terminal.isEmpty else { throw IdentityError.userNotFound }
+                return UserChangesResponse(head: head, changes: terminal)
+            }
+            let snapshot = UserChangesResponse(user: User(user), head: head)
+            guard resume else { return snapshot }
+            let pruned = try Int64.fetchOne(
+                db, sql: """
+                    SELECT max(prunedThrough, coalesce((SELECT prunedThrough FROM user_changes_pruned WHERE userId = ?), 0))
+                    FROM change_log_state WHERE id = 1
+                    """, arguments: [id.rawValue]) ?? 0
+            var resync = UserChangesResponse(user: User(user), head: head, resync: true)
+            guard afterSeq <= head, after >= pruned else { return resync }
+            let changes = try Self.changes(db, sql: "WHERE userId = ? AND seq > ? ORDER BY seq LIMIT ?", [id.rawValue, after, limit + 1])
+            guard changes.count <= limit else { return resync }
+            resync.user = nil
+            return UserChangesResponse(head: head, changes: changes)
+        }
+    }
+
+    /// The changes after `afterSeq` in order, at most `limit` (the publisher's tail).
+    func changes(after afterSeq: UInt64, limit: Int) async throws -> [UserChange] {
+        try await read { db in try Self.changes(db, sql: "WHERE seq > ? ORDER BY seq LIMIT ?", [Int64(clamping: afterSeq), limit]) }
+    }
+
+    /// The newest seq given (0: none).
+    public func changeLogHead() async throws -> UInt64 {
+        try await read { db in try Self.changeLogHead(db) }
+    }
+
+    private static func changes(_ db: Database, sql: String, _ arguments: StatementArguments) throws -> [UserChange] {
+        let statement = try db.cachedStatement(sql: "SELECT \(changeColumns) FROM user_changes \(sql)")
+        return try Row.fetchAll(statement, arguments: arguments).map(change)
+    }
+
+    /// A row of `changeColumns` as a `UserChange`.
+    static func change(_ row: Row) throws -> UserChange {
+        let kinds: String = row[2]
+        let json: String? = row[4]
+        return UserChange(
+            seq: UInt64(max(0, row[0] as Int64)), userID: row[1], kinds: kinds.split(separator: ",").map(String.init),
+            occurredAt: Date(millisecondsSince1970: row[3]), user: try json.map { User(try LoggedUser.decode($0)) })
+    }
+
+    // MARK: Pruning
+
+    /// Deletes the changes that occurred before `cutoff`, and of each user all but its newest
+    /// `maxPerUser`, moving the watermarks in the same transaction (`identity`'s prune job).
+    /// How many changes were deleted.
+    @discardableResult
+    public func pruneChanges(before cutoff: Date, maxPerUser: Int) async throws -> Int {
+        try await run { db in
+            var deleted = 0
+            let cutoffMs = cutoff.millisecondsSince1970
+            if let through = try Int64.fetchOne(db, sql: "SELECT max(seq) FROM user_changes WHERE occurredAt < ?", arguments: [cutoffMs]) {
+                try db.execute(sql: "DELETE FROM user_changes WHERE occurredAt < ?", arguments: [cutoffMs])
+                deleted += db.changesCount
+                try db.execute(sql: "UPDATE change_log_state SET prunedThrough = max(prunedThrough, ?) WHERE id = 1", arguments: [through])
+            }
+            // Users over the cap, and each one's newest seq that goes.
+            let over = try Row.fetchAll(
+                db, sql: """
+                    SELECT userId, (SELECT seq FROM user_changes c WHERE c.userId = o.userId ORDER BY seq DESC LIMIT 1 OFFSET ?)
+                    FROM (SELECT userId FROM user_changes GROUP BY userId HAVING count(*) > ?) o
+                    """, arguments: [maxPerUser, maxPerUser])
+            for row in over {
+                let userID: String = row[0]
+                guard let through: Int64 = row[1] else { continue }
+                try db.execute(sql: "DELETE FROM user_changes WHERE userId = ? AND seq <= ?", arguments: [userID, through])
+                deleted += db.changesCount
+                try db.execute(
+                    sql: """
+                        INSERT INTO user_changes_pruned (userId, prunedThrough) VALUES (?1, ?2)
+                        ON CONFLICT (userId) DO UPDATE SET prunedThrough = max(prunedThrough, ?2)
+                        """, arguments: [userID, through])
+                try db.execute(
+                    sql: "UPDATE change_log_state SET capPrunedThrough = max(capPrunedThrough, ?) WHERE id = 1", arguments: [through])
+            }
+            // Per-user watermarks at or under the global one say nothing more.
+            try db.execute(
+                sql: "DELETE FROM user_changes_pruned WHERE prunedThrough <= (SELECT prunedThrough FROM change_log_state WHERE id = 1)")
+            return deleted
+        }
+    }
+
+    // MARK: Migration
+
+    /// Deletes the anonymous user like `deleteAnonymous(id:)` and marks its terminal change
+    /// `migrated` (not `deleted`) in the same transaction: a migration to an existing account.
+    public func deleteMigratedAnonymous(id: UserID) async throws {
+        let deleted = try await deleteUserRow(sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1", [id.rawValue]) { db in
+            try db.execute(
+                sql: "UPDATE user_changes SET kinds = ? WHERE seq = (SELECT max(seq) FROM user_changes WHERE userId = ?)",
+                arguments: [UserChange.Kind.migrated, id.rawValue])
+        }
+        guard deleted else { throw IdentityError.userNotFound }
+    }
+
+    // MARK: Commits
+
+    /// Calls `onCommit` after each commit that added a change (on the writer's queue: it must
+    /// return at once). The store keeps the observer as long as the returned token lives.
+    public func observeChangeCommits(_ onCommit: @escaping @Sendable () -> Void) -> AnyObject {
+        let observer = ChangeCommitObserver(onCommit)
+        files.pool.add(transactionObserver: observer, extent: .observerLifetime)
+        return observer
+    }
+}
+
+/// Sees inserts into `user_changes` (the triggers' too) and calls back after their commit.
+private final class ChangeCommitObserver: TransactionObserver, @unchecked Sendable {
+    private let onCommit: @Sendable () -> Void
+    // Touched only on the writer's serial queue.
+    private var added = false
+
+    init(_ onCommit: @escaping @Sendable () -> Void) { self.onCommit = onCommit }
+
+    func observes(eventsOfKind eventKind: DatabaseEventKind) -> Bool {
+        if case .insert(tableName: "user_changes") = eventKind { return true }
+        return false
+    }
+
+    func databaseDidChange(with event: DatabaseEvent) { added = true }
+
+    func databaseDidCommit(_ db: Database) {
+        guard added else { return }
+        added = false
+        onCommit()
+    }
+
+    func databaseDidRollback(_ db: Database) { added = false }
+}
+
+/// The log's `user` JSON (`SQLiteUserStore.changeLogUserJSON`).
+struct LoggedUser: Decodable {
+    var id: String
+    var email: String?
+    var emailNormalized: String?
+    var emailVerified: Int
+    var displayName: String?
+    var photoURL: String?
+    var hasPassword: Int
+    var isAnonymous: Int
+    var disabled: Int
+    var customClaims: String
+    var settings: String
+    var createdAt: Int64
+    var updatedAt: Int64
+    var lastSignInAt: Int64?
+    var tokensValidAfter: Int64?
+    var version: Int64
+    var providers: String
+
+    static func decode(_ json: String) throws -> UserRecord {
+        let logged = try JSONDecoder().decode(LoggedUser.self, from: Data(json.utf8))
+        var user = UserRecord(id: UserID(rawValue: logged.id), email: nil, createdAt: Date(millisecondsSince1970: logged.createdAt))
+        user.email = logged.email
+        user.emailNormalized = logged.emailNormalized
+        user.emailVerified = logged.emailVerified != 0
+        user.displayName = logged.displayName
+        user.photoURL = logged.photoURL
+        // Only whether there is one (it makes the `password` provider); the hash is never logged.
+        user.passwordHash = logged.hasPassword != 0 ? "" : nil
+        user.isAnonymous = logged.isAnonymous != 0
+        user.disabled = logged.disabled != 0
+        user.customClaimsJSON = logged.customClaims
+        user.settingsJSON = logged.settings
+        user.updatedAt = Date(millisecondsSince1970: logged.updatedAt)
+        user.lastSignInAt = logged.lastSignInAt.map(Date.init(millisecondsSince1970:))
+        user.tokensValidAfter = logged.tokensValidAfter.map(Date.init(millisecondsSince1970:))
+        user.version = logged.version
+        user.linkedProviders = logged.providers.isEmpty ? [] : logged.providers.split(separator: ",").map(String.init)
+        return user
+    }
+}
