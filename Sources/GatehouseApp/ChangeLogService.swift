@@ -15,7 +15,7 @@ public struct ChangeLogService: Service {
 
     /// Publishes and prunes until graceful shutdown (see the type).
     public func run() async throws {
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { await publisher.run(heartbeat: heartbeat) }
                 group.addTask {
