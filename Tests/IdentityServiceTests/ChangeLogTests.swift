@@ -61,6 +61,19 @@ struct ChangeLogTests {
         #expect(!text.contains(hash) && (object["hasPassword"] as? Int) == 1)
     }
 
+    @Test("the update trigger is not even part of a sign-in stamp's or the sweep's statement (UPDATE OF), only of statements that set a compared column")
+    func triggerNotCodedForSignIn() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        func runsTrigger(_ sql: String) async throws -> Bool {
+            try await sqlite(h).read { db in try Row.fetchAll(db, sql: "EXPLAIN " + sql).contains { ($0["opcode"] as String) == "Program" } }
+        }
+        #expect(try await !runsTrigger("UPDATE users SET lastSignInAt = 1 WHERE id = 'x'"))
+        #expect(try await !runsTrigger("UPDATE users SET sessionActivityAt = max(coalesce(sessionActivityAt, 0), 1) WHERE id = 'x'"))
+        #expect(try await runsTrigger("UPDATE users SET lastSignInAt = 1, passwordHash = 'h' WHERE id = 'x'"))
+        #expect(try await runsTrigger("UPDATE users SET displayName = 'a' WHERE id = 'x'"))
+    }
+
     @Test("profile: name and photo → profile, settings → settings, both at once sorted; writing the same values again records nothing; sign-in, a rehash and a password change record nothing")
     func profileAndSignIn() async throws {
         let h = try await Harness()
