@@ -132,38 +132,43 @@ final class EventStream: Sendable {
             events.append((reply.head, "snapshot", w.finish()))
         } else {
             for change in reply.changes {
+                events.append(Self.encode(change))
                 if let reason = StreamCloseReason(terminal: change.kinds) {
-                    events.append((change.seq, "closed", Self.closedData(reason)))
                     ended = reason
                     break
                 }
-                events.append((change.seq, "change", Self.changeData(change)))
             }
         }
-        let result: (StreamCloseReason?, [UserChange]) = state.withLock { s in
-            guard !s.ending, s.reason == nil else { return (s.reason, []) }
-            for (id, name, data) in events { Self.append(&s.pending, id: id, event: name, data: data) }
-            metrics.eventsWritten.increment(by: Int64(events.count))
+        // The changes kept aside are queued in the same critical section, so a live change that
+        // comes meanwhile cannot overtake them.
+        let count: Int = state.withLock { s in
+            guard !s.ending, s.reason == nil else { return 0 }
             s.lastID = max(reply.head, reply.changes.last?.seq ?? 0, s.lastID)
+            let early = s.early
+            s.early = []
+            for change in early where ended == nil && change.seq > s.lastID {
+                s.lastID = change.seq
+                events.append(Self.encode(change))
+                ended = StreamCloseReason(terminal: change.kinds)
+            }
+            for (id, name, data) in events { Self.append(&s.pending, id: id, event: name, data: data) }
             if let ended {
                 s.ending = true
                 s.reason = ended
-                return (ended, [])
+            } else {
+                s.live = true
             }
-            s.live = true
-            let early = s.early
-            s.early = []
-            return (nil, early)
+            return events.count
         }
-        if let reason = result.0 {
-            wake()
-            return reason
-        }
-        for change in result.1 {
-            if let reason = offer(change) { return reason }
-        }
+        metrics.eventsWritten.increment(by: Int64(count))
         wake()
-        return nil
+        return endReason
+    }
+
+    /// A change as an event: `change`, or `closed` for a terminal one.
+    static func encode(_ change: UserChange) -> (UInt64?, String, [UInt8]) {
+        if let reason = StreamCloseReason(terminal: change.kinds) { return (change.seq, "closed", closedData(reason)) }
+        return (change.seq, "change", changeData(change))
     }
 
     /// Queues a live change of the user (kept aside until `start`); drops one at or before the

@@ -149,6 +149,43 @@ import Testing
         }
     }
 
+    /// Missed changes that cannot be listed (the identity service is down, or the feed went
+    /// back) end the streams with a resumable `resync`: they resume from the log themselves.
+    @Test func uncaughtGapsEndStreamsForAResume() async throws {
+        try await Self.run { h, log in
+            let (token, userID) = try await Self.account(h)
+            let (stream, _) = try await Self.openLive(h, token)
+            h.services.fail(IdentityAPI.listChanges, with: RPCError(.unavailable, "identity down"))
+            log.commit(userID, publish: false)
+            log.commit(userID)
+            let closed = try await stream.next()
+            #expect(closed.event == "closed")
+            #expect(closed.json["reason"] as? String == "resync")
+            #expect(closed.json["resumable"] as? Bool == true)
+            try await stream.waitForEnd()
+            #expect(h.services.calls(to: IdentityAPI.listChanges) == 3)
+
+            h.services.fail(IdentityAPI.listChanges, with: nil)
+            let (again, _) = try await Self.openLive(h, token)
+            log.publish(.heartbeat(ChangeFeedHeartbeat(seq: 1)))  // behind the position: the log went back
+            #expect(try await again.next().json["reason"] as? String == "resync")
+        }
+    }
+
+    @Test func feedPositionSteps() {
+        var position = ChangeFeedPosition()
+        func change(_ seq: UInt64) -> ChangeNotice { .changed(UserChange(seq: seq, userID: "u", kinds: ["profile"], occurredAt: Date())) }
+        #expect(position.step(change(5)) == .deliver && position.seq == 5)
+        #expect(position.step(change(5)) == .drop)
+        #expect(position.step(change(6)) == .deliver && position.seq == 6)
+        #expect(position.step(change(9)) == .catchUp(through: 8) && position.seq == 6)
+        #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 6))) == .drop)
+        #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 7))) == .catchUp(through: 7))
+        #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 2))) == .reset && position.seq == 2)
+        var fresh = ChangeFeedPosition()
+        #expect(fresh.step(.heartbeat(ChangeFeedHeartbeat(seq: 3))) == .drop && fresh.seq == 3)
+    }
+
     @Test func terminalChangesCloseTheStream() async throws {
         try await Self.run { h, log in
             let (token, userID) = try await Self.account(h)
