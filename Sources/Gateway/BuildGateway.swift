@@ -100,7 +100,7 @@ func makeGateway(
                 try await services.identity.call(IdentityAPI.listChanges, ListChangesRequest(afterSeq: after, limit: IdentityAPI.maxChangesPage))
             }
         },
-        hub: streams, logger: logger)
+        hub: streams, heartbeat: configuration.streams.changeFeedHeartbeat, logger: logger)
     let admission = ConnectionAdmission(
         maxTotal: configuration.maxConnections,
         maxPerAddress: configuration.maxConnectionsPerAddress,

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import Logging
 import ServiceLifecycle
+import Synchronization
 
 /// One message of the identity service's change feed.
 public enum ChangeNotice: Sendable, Hashable {
@@ -65,26 +66,81 @@ struct ChangeFeedPosition: Sendable, Equatable {
 /// `identity.listChanges` first. When they cannot be listed (the identity service does not
 /// answer, or they were pruned) or the feed went back, the open streams end with `closed`
 /// (`resync`, resumable): they resume from the log with `Last-Event-ID`, so nothing is lost.
+///
+/// A feed silent for three heartbeats (a cut or misconfigured event link looks like a quiet
+/// one) is polled: while streams are open, `identity.listChanges` after the position every three
+/// heartbeats until it speaks again.
 struct ChangeFeedService: Service {
     let subscribe: @Sendable () -> AsyncStream<ChangeNotice>
     let list: @Sendable (_ afterSeq: UInt64) async throws -> ListChangesResponse
     let hub: StreamHub
+    let heartbeat: Duration
     let logger: Logger
+
+    private enum Input: Sendable {
+        case notice(ChangeNotice)
+        case poll
+    }
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown { await feed() }
     }
 
     func feed() async {
-        var position = ChangeFeedPosition()
-        while !Task.isCancelled {
-            for await notice in subscribe() {
-                if Task.isCancelled { break }
-                await handle(notice, &position)
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        let lastHeard = LastHeard()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    for await notice in subscribe() {
+                        lastHeard.instant.withLock { $0 = .now }
+                        input.yield(.notice(notice))
+                    }
+                    if Task.isCancelled { break }
+                    logger.debug("change feed ended; resubscribing")
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                input.finish()
             }
-            if Task.isCancelled { break }
-            logger.debug("change feed ended; resubscribing")
-            try? await Task.sleep(for: .seconds(1))
+            group.addTask {
+                let limit = heartbeat * 3
+                var silent = false
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: limit)
+                    guard ContinuousClock.now - lastHeard.instant.withLock({ $0 }) >= limit else {
+                        silent = false
+                        continue
+                    }
+                    if !silent { logger.warning("no user change or heartbeat for \(limit); polling identity.listChanges until the feed is back") }
+                    silent = true
+                    input.yield(.poll)
+                }
+            }
+            group.addTask {
+                var position = ChangeFeedPosition()
+                for await next in inputs {
+                    if Task.isCancelled { break }
+                    switch next {
+                    case .notice(let notice): await handle(notice, &position)
+                    case .poll: await poll(&position)
+                    }
+                }
+            }
+        }
+    }
+
+    /// One page of changes after the position, while streams are open.
+    func poll(_ position: inout ChangeFeedPosition) async {
+        guard let seq = position.seq, !hub.isEmpty else { return }
+        guard let page = try? await list(seq) else { return }
+        if page.truncated {
+            hub.closeAll(.resync)
+            position.seq = page.head
+            return
+        }
+        for change in page.changes where change.seq > position.seq ?? 0 {
+            position.seq = change.seq
+            hub.deliver(change)
         }
     }
 
@@ -145,4 +201,9 @@ struct ChangeFeedService: Service {
             }
         }
     }
+}
+
+/// When the change feed last said something.
+private final class LastHeard: Sendable {
+    let instant = Mutex(ContinuousClock.now)
 }

@@ -17,7 +17,7 @@ public struct StreamSettings: Sendable {
     /// connection is closed (`GATEHOUSE_STREAM_BUFFER_BYTES`). Default 64 KiB.
     public var bufferBytes: Int = 65_536
     /// The identity service's change-feed heartbeat (`GATEHOUSE_CHANGE_FEED_HEARTBEAT_MS`): a feed
-    /// silent for three of them is resubscribed. Default 1 s.
+    /// silent for three of them is polled with `identity.listChanges` while streams are open. Default 1 s.
     public var changeFeedHeartbeat: Duration = .seconds(1)
     /// How often the hub checks token expiry (and heartbeats) against the wall clock. Default 250 ms.
     var tick: Duration = .milliseconds(250)

@@ -17,6 +17,11 @@ import Testing
         _ test: @Sendable (Harness, FakeChangeLog) async throws -> Void
     ) async throws {
         let log = FakeChangeLog()
+        // Tests publish the feed's heartbeats by hand: no polling of a silent feed unless asked.
+        let configure: (inout GatewayConfiguration) -> Void = {
+            $0.streams.changeFeedHeartbeat = .seconds(3600)
+            configure(&$0)
+        }
         try await Harness.run(.live, configure: configure, changeFeed: { log.subscribe() }) { h in
             log.install(on: h.services)
             try await waitUntil("the gateway subscribes to the change feed") { log.subscriptions >= 1 }
@@ -169,6 +174,18 @@ import Testing
             let (again, _) = try await Self.openLive(h, token)
             log.publish(.heartbeat(ChangeFeedHeartbeat(seq: 1)))  // behind the position: the log went back
             #expect(try await again.next().json["reason"] as? String == "resync")
+        }
+    }
+
+    /// A silent feed (a cut event link) is polled while streams are open.
+    @Test func aSilentFeedIsPolled() async throws {
+        try await Self.run(configure: { $0.streams.changeFeedHeartbeat = .milliseconds(100) }) { h, log in
+            let (token, userID) = try await Self.account(h)
+            let (stream, _) = try await Self.openLive(h, token)
+            log.commit(userID, publish: false)
+            log.commit(userID, publish: false)
+            #expect(try await [stream.next(), stream.next()].map(\.id) == ["1", "2"])
+            #expect(h.services.calls(to: IdentityAPI.listChanges) >= 1)
         }
     }
 
