@@ -317,11 +317,17 @@ final class EventStream: Sendable {
         return buffer
     }
 
-    /// `id: N\nevent: NAME\ndata: JSON\n\n` (the JSON is on one line: encoders escape newlines).
+    /// `id: N\nevent: NAME\ndata: JSON\n\n`. The JSON must be on one line: a raw CR or LF in
+    /// valid JSON can only be whitespace between tokens (inside strings they are escaped), such as
+    /// in a settings document stored as written, so each becomes a space.
     static func append(_ buffer: inout ByteBuffer, id: UInt64?, event: String, data: [UInt8]) {
         if let id { buffer.writeString("id: \(id)\n") }
         buffer.writeString("event: \(event)\ndata: ")
-        buffer.writeBytes(data)
+        if data.contains(where: { $0 == 0x0A || $0 == 0x0D }) {
+            buffer.writeBytes(data.map { $0 == 0x0A || $0 == 0x0D ? 0x20 : $0 })
+        } else {
+            buffer.writeBytes(data)
+        }
         buffer.writeString("\n\n")
     }
 

@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import Synchronization
 import Testing
 
@@ -187,6 +188,21 @@ import Testing
             #expect(try await [stream.next(), stream.next()].map(\.id) == ["1", "2"])
             #expect(h.services.calls(to: IdentityAPI.listChanges) >= 1)
         }
+    }
+
+    /// A settings document stored with line breaks still makes one `data:` line of valid JSON.
+    @Test func eventDataIsOneLine() throws {
+        let user = User(id: "u1", displayName: "Ada\nLovelace", createdAt: Date(timeIntervalSince1970: 0), settingsJSON: "{\n  \"theme\":\r\n \"dark\"\n}")
+        let change = UserChange(seq: 7, userID: "u1", kinds: ["settings"], occurredAt: Date(timeIntervalSince1970: 0.5), user: user)
+        let buffer = EventStream.event(id: change.seq, event: "change", data: EventStream.changeData(change))
+        let text = String(buffer: buffer)
+        let lines = text.components(separatedBy: "\n")
+        #expect(lines.count == 5 && lines[0] == "id: 7" && lines[1] == "event: change" && lines[3] == "" && lines[4] == "")
+        let json = try #require(JSONSerialization.jsonObject(with: Data(lines[2].dropFirst("data: ".count).utf8)) as? [String: Any])
+        let decoded = try #require(json["user"] as? [String: Any])
+        #expect(decoded["displayName"] as? String == "Ada\nLovelace")
+        #expect((decoded["settings"] as? [String: Any])?["theme"] as? String == "dark")
+        #expect(json["occurredAt"] as? String == "1970-01-01T00:00:00.500Z")
     }
 
     @Test func feedPositionSteps() {
