@@ -215,7 +215,10 @@ final class EventStream: Sendable {
     }
 
     /// A `: keep-alive` comment (not counted as an event).
-    func keepAlive() -> StreamCloseReason? { enqueue(ByteBuffer(string: ": keep-alive\n\n"), counts: false) }
+    func keepAlive() -> StreamCloseReason? {
+        guard state.withLock({ $0.live }) else { return endReason }  // the snapshot comes first
+        return enqueue(ByteBuffer(string: ": keep-alive\n\n"), counts: false)
+    }
 
     /// `token_expiring` once the notice time is reached, `closed` (`token_expired`) at expiry.
     func checkExpiry(now: Date, notice: Duration) -> StreamCloseReason? {
