@@ -74,8 +74,10 @@ enum StreamCloseReason: String, CaseIterable, Sendable {
 ///
 /// Until `start` (the snapshot or replay is written) live changes of its user are kept aside;
 /// `start` queues those past the replay. The queue holds at most `limit` bytes (plus one event
-/// when it is empty): past it the stream is aborted (the connection closed), so a client that
-/// does not read costs a bounded amount of memory. One `Mutex`; no task or timer of its own.
+/// when it is empty) while the connection takes no more bytes (the client does not read, and
+/// NIO's own buffer is past its high-water mark): past it the stream is aborted (the connection
+/// closed), so a client that does not read costs a bounded amount of memory. A burst for a
+/// client that reads may queue up to four times the limit. One `Mutex`; no task or timer of its own.
 final class EventStream: Sendable {
     /// Registration order in the hub (the oldest of a user is closed first).
     let id: UInt64
@@ -98,6 +100,8 @@ final class EventStream: Sendable {
         var expiringSent = false
         var waiter: CheckedContinuation<ByteBuffer?, Never>?
         var onAbort: (@Sendable () -> Void)?
+        /// Whether the connection takes more bytes now (its client is reading).
+        var writable: (@Sendable () -> Bool)?
     }
 
     init(id: UInt64, userID: String, sessionID: String, expiresAt: Date, retryMs: Int, limit: Int, metrics: StreamMetrics) {
@@ -113,8 +117,14 @@ final class EventStream: Sendable {
     /// Why the stream ended; nil while it is open.
     var endReason: StreamCloseReason? { state.withLock { $0.reason } }
 
-    /// Called (once) when the stream is aborted: closes its connection.
-    func onAbort(_ action: @escaping @Sendable () -> Void) { state.withLock { $0.onAbort = action } }
+    /// Binds the stream to its connection: `abort` runs (once) when the stream is aborted (it
+    /// closes the connection); `writable` tells whether the connection takes more bytes now.
+    func attach(abort: @escaping @Sendable () -> Void, writable: @escaping @Sendable () -> Bool) {
+        state.withLock { s in
+            s.onAbort = abort
+            s.writable = writable
+        }
+    }
 
     // MARK: Producing
 
@@ -236,15 +246,16 @@ final class EventStream: Sendable {
         return enqueue(Self.event(id: nil, event: "token_expiring", data: w.finish()), counts: true)
     }
 
-    /// Ends the stream at once, without an event: its writer stops and the connection is closed.
-    func abort(_ reason: StreamCloseReason) {
+    /// Ends the stream at once, without an event: its writer stops and, with `closing`, the
+    /// connection is closed (not when the request is answered with an error instead).
+    func abort(_ reason: StreamCloseReason, closing: Bool = true) {
         let (waiter, action): (CheckedContinuation<ByteBuffer?, Never>?, (@Sendable () -> Void)?) = state.withLock { s in
             s.reason = s.reason ?? reason
             s.ending = true
             s.pending.clear()
             let waiter = s.waiter
             s.waiter = nil
-            let action = s.onAbort
+            let action = closing ? s.onAbort : nil
             s.onAbort = nil
             return (waiter, action)
         }
@@ -255,7 +266,13 @@ final class EventStream: Sendable {
     private func enqueue(_ bytes: ByteBuffer, counts: Bool) -> StreamCloseReason? {
         let overflow: Bool? = state.withLock { s in
             guard s.reason == nil, !s.ending else { return nil }
-            if s.pending.readableBytes > 0, s.pending.readableBytes + bytes.readableBytes > limit { return true }
+            let queued = s.pending.readableBytes + bytes.readableBytes
+            if s.pending.readableBytes > 0, queued > limit {
+                // Past the limit: a client that is not reading (its connection takes no more
+                // bytes) is cut off; one that reads only saw a burst faster than the writer got
+                // to run, which may queue up to four times the limit.
+                if queued > 4 * limit || s.writable?() != true { return true }
+            }
             var bytes = bytes
             s.pending.writeBuffer(&bytes)
             return false

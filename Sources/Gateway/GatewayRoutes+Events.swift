@@ -20,6 +20,8 @@ extension GatewayRoutes {
         let lastEventID = try Self.lastEventID(request)
         let hub = streams
         let stream = try hub.open(userID: claims.sub, sessionID: claims.sid, expiresAt: claims.exp)
+        let channel = context.channel
+        stream.attach(abort: { channel.close(promise: nil) }, writable: { channel.isWritable })
         let reply: UserChangesResponse
         do {
             // Revoked between the check above and the registration: its event may have passed.
@@ -30,14 +32,12 @@ extension GatewayRoutes {
                 userID: claims.sub, resume: lastEventID != nil, afterSeq: lastEventID ?? 0, limit: IdentityAPI.maxChangesPage)
             reply = try await call(services.identity, IdentityAPI.userChanges, changes)
         } catch {
-            stream.abort(.disconnected)
+            stream.abort(.disconnected, closing: false)
             hub.remove(stream)
             throw error
         }
         if stream.start(reply) != nil { hub.remove(stream) }
 
-        let channel = context.channel
-        stream.onAbort { channel.close(promise: nil) }
         // A client that goes away half-closes or resets: end the stream now, not at the next write.
         let watcher = InputClosedWatcher()
         channel.pipeline.addHandler(watcher, position: .first).whenFailure { _ in hub.abort(stream, .disconnected) }

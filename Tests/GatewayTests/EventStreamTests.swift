@@ -399,6 +399,20 @@ import Testing
         }
     }
 
+    /// A burst past the buffer for a client that reads (a catch-up page) is delivered, not cut off.
+    @Test func aBurstForAReadingClientIsDelivered() async throws {
+        try await Self.run(configure: { $0.streams.bufferBytes = 16_384 }) { h, log in
+            let (token, userID) = try await Self.account(h)
+            let (stream, _) = try await Self.openLive(h, token)
+            let name = String(repeating: "y", count: 4000)
+            for _ in 0..<12 { log.commit(userID, name: name, publish: false) }  // 48 KB in one page
+            log.heartbeat()
+            for id in 1...12 { #expect(try await stream.next().id == "\(id)") }
+            #expect(h.closedCount("slow_reader") == 0)
+            #expect(h.openStreams == 1)
+        }
+    }
+
     /// At graceful shutdown each stream gets `closed` (`shutting_down`) and the server stops.
     @Test func gracefulShutdownClosesStreams() async throws {
         let kept = Mutex<StreamClient?>(nil)
