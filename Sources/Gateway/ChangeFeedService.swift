@@ -129,9 +129,14 @@ struct ChangeFeedService: Service {
         }
     }
 
-    /// One page of changes after the position, while streams are open.
+    /// One page of changes after the position, while streams are open. A feed never heard
+    /// from (a wrong `GATEHOUSE_IDENTITY_EVENTS_URL`) starts at the log's head.
     func poll(_ position: inout ChangeFeedPosition) async {
-        guard let seq = position.seq, !hub.isEmpty else { return }
+        guard !hub.isEmpty else { return }
+        guard let seq = position.seq else {
+            if let page = try? await list(UInt64(Int64.max)) { position.seq = page.head }
+            return
+        }
         guard let page = try? await list(seq) else { return }
         if page.truncated {
             hub.closeAll(.resync)

@@ -205,6 +205,21 @@ import Testing
         #expect(json["occurredAt"] as? String == "1970-01-01T00:00:00.500Z")
     }
 
+    /// A feed never heard from (a wrong events URL) is polled from the log's head.
+    @Test func aFeedNeverHeardFromIsPolledFromTheHead() async throws {
+        let log = FakeChangeLog()
+        try await Harness.run(.live, configure: { $0.streams.changeFeedHeartbeat = .milliseconds(100) }, changeFeed: { AsyncStream { _ in } }) { h in
+            log.install(on: h.services)
+            let (token, userID) = try await Self.account(h)
+            log.commit(userID)  // before the stream: in its snapshot
+            let (stream, snapshot) = try await Self.openLive(h, token)
+            #expect(snapshot.id == "1")
+            try await waitUntil("the gateway found the head") { h.services.calls(to: IdentityAPI.listChanges) >= 2 }
+            log.commit(userID, publish: false)
+            #expect(try await stream.next().id == "2")
+        }
+    }
+
     @Test func feedPositionSteps() {
         var position = ChangeFeedPosition()
         func change(_ seq: UInt64) -> ChangeNotice { .changed(UserChange(seq: seq, userID: "u", kinds: ["profile"], occurredAt: Date())) }
