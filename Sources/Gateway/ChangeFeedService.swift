@@ -130,13 +130,15 @@ struct ChangeFeedService: Service {
     }
 
     /// One page of changes after the position, while streams are open. A feed never heard
-    /// from (a wrong `GATEHOUSE_IDENTITY_EVENTS_URL`) starts at the log's head.
+    /// from (a wrong `GATEHOUSE_IDENTITY_EVENTS_URL`) starts where the live streams are (else at
+    /// the log's head).
     func poll(_ position: inout ChangeFeedPosition) async {
         guard !hub.isEmpty else { return }
-        guard let seq = position.seq else {
+        guard let seq = position.seq ?? hub.lowestPosition() else {
             if let page = try? await list(UInt64(Int64.max)) { position.seq = page.head }
             return
         }
+        position.seq = seq
         guard let page = try? await list(seq) else { return }
         if page.truncated {
             hub.closeAll(.resync)
@@ -150,6 +152,8 @@ struct ChangeFeedService: Service {
     }
 
     func handle(_ notice: ChangeNotice, _ position: inout ChangeFeedPosition) async {
+        // Heard from for the first time: streams that went live before start where they read.
+        if position.seq == nil, let floor = hub.lowestPosition() { position.seq = floor }
         switch position.step(notice) {
         case .deliver:
             if case .changed(let change) = notice { hub.deliver(change) }

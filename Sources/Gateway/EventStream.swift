@@ -114,6 +114,9 @@ final class EventStream: Sendable {
         state = Mutex(State(pending: ByteBuffer(string: "retry: \(retryMs)\n\n")))
     }
 
+    /// The id of the last event queued, once live: every change after it will be sent.
+    var position: UInt64? { state.withLock { $0.live && $0.reason == nil ? $0.lastID : nil } }
+
     /// Why the stream ended; nil while it is open.
     var endReason: StreamCloseReason? { state.withLock { $0.reason } }
 

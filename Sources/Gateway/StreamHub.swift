@@ -138,6 +138,10 @@ final class StreamHub: Service, Sendable {
         for stream in all() { close(stream, reason) }
     }
 
+    /// The lowest position of the live streams (where a change feed heard from for the first
+    /// time must start so none of them misses a change); nil without live streams.
+    func lowestPosition() -> UInt64? { all().compactMap(\.position).min() }
+
     /// Whether no stream is open (catching up on the change feed is then pointless).
     var isEmpty: Bool { count == 0 }
 

@@ -214,9 +214,24 @@ import Testing
             log.commit(userID)  // before the stream: in its snapshot
             let (stream, snapshot) = try await Self.openLive(h, token)
             #expect(snapshot.id == "1")
-            try await waitUntil("the gateway found the head") { h.services.calls(to: IdentityAPI.listChanges) >= 2 }
             log.commit(userID, publish: false)
             #expect(try await stream.next().id == "2")
+            #expect(stream.pending().isEmpty)
+        }
+    }
+
+    /// Streams opened before the feed's first word start the feed's position where they read.
+    @Test func theFirstHeartbeatAfterStartCatchesUpOpenStreams() async throws {
+        let log = FakeChangeLog()
+        try await Harness.run(.live, changeFeed: { log.subscribe() }) { h in
+            log.install(on: h.services)
+            let (token, userID) = try await Self.account(h)
+            try await waitUntil("subscribed") { log.subscriptions >= 1 }
+            let (stream, snapshot) = try await Self.openLive(h, token)
+            #expect(snapshot.id == "0")
+            log.commit(userID, publish: false)  // lost before the gateway heard anything
+            log.heartbeat()
+            #expect(try await stream.next().id == "1")
         }
     }
 
