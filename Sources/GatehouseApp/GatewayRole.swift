@@ -18,6 +18,8 @@ public struct GatewayRoleSettings: Sendable {
     public var tokenURL: String
     /// Where the token service publishes session revocations (`GATEHOUSE_TOKEN_EVENTS_URL`).
     public var tokenEventsURL: String
+    /// Where the identity service publishes user changes (`GATEHOUSE_IDENTITY_EVENTS_URL`).
+    public var identityEventsURL: String
     /// The deadline of each service call and of each HTTP request (`GATEHOUSE_RPC_TIMEOUT_MS`).
     public var rpcTimeout: Duration
     /// CURVE keys or the plain-text policy of the role's links.
@@ -25,7 +27,9 @@ public struct GatewayRoleSettings: Sendable {
 
     /// Reads and checks the gateway's keys of `config`;
     /// the endpoints given override the configured ones.
-    public init(config: Config, identityURL: String? = nil, tokenURL: String? = nil, tokenEventsURL: String? = nil) throws {
+    public init(
+        config: Config, identityURL: String? = nil, tokenURL: String? = nil, tokenEventsURL: String? = nil, identityEventsURL: String? = nil
+    ) throws {
         let timeoutMs = try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)
         rpcTimeout = .milliseconds(timeoutMs)
         let origins = config.list(ConfigTable.corsOrigins)
@@ -51,13 +55,16 @@ public struct GatewayRoleSettings: Sendable {
             maxConnectionsPerAddress: try config.int(ConfigTable.httpMaxConnectionsPerAddress, in: 0...1_000_000))
         gateway.revocationHeartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         gateway.appName = try config.required(ConfigTable.appName)
+        gateway.streams = try Self.streamSettings(config)
         self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
         self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)
+        self.identityEventsURL = try identityEventsURL ?? config.endpoint(ConfigTable.identityEventsURL)
         links = try LinkSecurity.load(config, role: .gateway, links: [
             .init(ConfigTable.identityURL, self.identityURL, binds: false),
             .init(ConfigTable.tokenURL, self.tokenURL, binds: false),
             .init(ConfigTable.tokenEventsURL, self.tokenEventsURL, binds: false),
+            .init(ConfigTable.identityEventsURL, self.identityEventsURL, binds: false),
         ])
     }
 
@@ -120,13 +127,16 @@ public struct GatewayRole: Sendable {
         let metrics = GatewayMetrics()
         let eventsURL = settings.tokenEventsURL
         let eventsCurve = curve?.client(of: curve?.tokenServerKey)
+        let changesURL = settings.identityEventsURL
+        let changesCurve = curve?.client(of: curve?.identityServerKey)
         // Every call carries a deadline: the clients' default timeout, which is the gateway's
         // request timeout (`GATEHOUSE_RPC_TIMEOUT_MS`), or a shorter one given per call.
         let services = GatewayServices(
             identity: TimedCaller(identity, service: "identity", metrics: metrics),
             tokens: TimedCaller(tokens, service: "token", metrics: metrics),
             revocations: { RevocationSubscription.stream(endpoint: eventsURL, curve: eventsCurve, logger: logger) },
-            enforcesDeadlines: true)
+            enforcesDeadlines: true,
+            userChanges: { ChangeSubscription.stream(endpoint: changesURL, curve: changesCurve, logger: logger) })
         let application = buildGateway(configuration: settings.gateway, services: services, logger: logger, metrics: metrics, clock: clock)
         logger.info("gateway on http://\(settings.gateway.host):\(settings.gateway.port) → identity \(settings.identityURL), token \(settings.tokenURL)")
         return GatewayRole(application: application, identity: identity, tokens: tokens)

@@ -70,7 +70,8 @@ public enum GatehouseRoles {
             TokenRoleSettings(config: config, rpcBind: "inproc://token", eventsBind: "inproc://token-events", identityURL: "inproc://identity"),
             clock: clock, logger: logger)
         let gateway = try GatewayRole.start(
-            GatewayRoleSettings(config: config, identityURL: "inproc://identity", tokenURL: "inproc://token", tokenEventsURL: "inproc://token-events"),
+            GatewayRoleSettings(config: config, identityURL: "inproc://identity", tokenURL: "inproc://token", tokenEventsURL: "inproc://token-events",
+                identityEventsURL: "inproc://identity-events"),
             clock: clock, logger: logger)
         let hook = ShutdownHook {
             await gateway.identity.close()

@@ -33,6 +33,7 @@ struct GatewayParts {
     var revoked: RevocationList
     var admission: ConnectionAdmission
     var revocations: RevocationState
+    var streams: StreamHub
 }
 
 func makeGateway(
@@ -67,10 +68,12 @@ func makeGateway(
             throw GatewayError.serviceUnavailable
         }
     }
+    let streams = StreamHub(
+        settings: configuration.streams, metrics: StreamMetrics(registry: metrics.registry), clock: clock, revoked: revoked, logger: logger)
     let routes = GatewayRoutes(
         services: services, configuration: configuration, verifier: verifier, jwks: jwks, revocations: revocations, metrics: metrics,
         clock: clock, passwordRequests: InFlightLimit(limit: configuration.maxPasswordRequests),
-        limiter: ClientRateLimiter(configuration.rateLimits, clock: clock))
+        limiter: ClientRateLimiter(configuration.rateLimits, clock: clock), streams: streams)
 
     let endpoints = routes.endpoints()
     var table = RouteTable(logger: logger)
@@ -83,12 +86,21 @@ func makeGateway(
         router.on(RouterPath(endpoint.path), method: endpoint.method, use: endpoint.handler)
     }
 
-    let feed = RevocationFeedService(
+    var feed = RevocationFeedService(
         subscribe: services.revocations,
         load: { [timeout = configuration.requestTimeout] in
             try await withBackendTimeout(timeout) { try await services.tokens.call(TokenAPI.listRevocations, Empty()) }
         },
         state: revocations, heartbeat: configuration.revocationHeartbeat, clock: clock, logger: logger)
+    feed.onRevoked = { event in streams.revoked(sessionID: event.sessionID, userID: event.userID, reason: event.reason) }
+    let changeFeed = ChangeFeedService(
+        subscribe: services.userChanges,
+        list: { [timeout = configuration.requestTimeout] after in
+            try await withBackendTimeout(timeout) {
+                try await services.identity.call(IdentityAPI.listChanges, ListChangesRequest(afterSeq: after, limit: IdentityAPI.maxChangesPage))
+            }
+        },
+        hub: streams, heartbeat: configuration.streams.changeFeedHeartbeat, logger: logger)
     let admission = ConnectionAdmission(
         maxTotal: configuration.maxConnections,
         maxPerAddress: configuration.maxConnectionsPerAddress,
@@ -101,8 +113,9 @@ func makeGateway(
         server: GatewayHTTPChannel.builder(
             timeouts: timeouts, admission: admission, metrics: ConnectionMetrics(registry: metrics.registry), logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
-        services: [feed],
+        services: [feed, streams, changeFeed],
         logger: logger
     )
-    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked, admission: admission, revocations: revocations)
+    return GatewayParts(application: application, routes: table, jwks: jwks, revoked: revoked, admission: admission, revocations: revocations,
+        streams: streams)
 }

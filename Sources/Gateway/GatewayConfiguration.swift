@@ -60,6 +60,8 @@ public struct GatewayConfiguration: Sendable {
     /// Most open HTTP connections from one peer address. Default 256; 0 means no per-address cap
     /// (not applied to trusted proxies, whose connections carry many clients).
     public var maxConnectionsPerAddress: Int
+    /// `GET /v1/me/events`: heartbeat, caps, expiry notice, buffer (`StreamSettings`).
+    public var streams = StreamSettings()
 
     /// A configuration with the defaults above; `issuer`,
     /// `audience` and `publicBaseURL` must be given.

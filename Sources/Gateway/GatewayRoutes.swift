@@ -21,6 +21,8 @@ struct GatewayRoutes: Sendable {
     let passwordRequests: InFlightLimit
     /// Per-client-address budgets (`configuration.rateLimits`).
     let limiter: ClientRateLimiter
+    /// The open `GET /v1/me/events` streams.
+    let streams: StreamHub
 
     // MARK: Request bodies
 
@@ -113,6 +115,7 @@ struct GatewayRoutes: Sendable {
             (.get, "/readyz", readyz),
             (.get, "/metrics", metricsText),
             (.get, "/openapi.json", openAPI),
+            (.get, "/v1/me/events", events),
         ]
     }
 

@@ -22,16 +22,23 @@ public struct GatewayServices: Sendable {
     /// the gateway races each call against a timer of its own, which costs two child tasks and a
     /// timer per request.
     public var enforcesDeadlines: Bool
+    /// A new subscription to the identity service's change feed (`user.changed` events and
+    /// `identity.heartbeat`s), for `GET /v1/me/events`. Events can be lost: the gateway detects a
+    /// gap by their seq and lists the missing ones with `identity.listChanges`; it resubscribes
+    /// when a stream ends. By default a feed that never says anything.
+    public var userChanges: @Sendable () -> AsyncStream<ChangeNotice>
 
     /// Services reached through `identity` and `tokens`.
     public init(
         identity: any RPCCaller, tokens: any RPCCaller, revocations: @escaping @Sendable () -> AsyncStream<RevocationNotice>,
-        enforcesDeadlines: Bool
+        enforcesDeadlines: Bool,
+        userChanges: @escaping @Sendable () -> AsyncStream<ChangeNotice> = { AsyncStream { _ in } }
     ) {
         self.identity = identity
         self.tokens = tokens
         self.revocations = revocations
         self.enforcesDeadlines = enforcesDeadlines
+        self.userChanges = userChanges
     }
 
     /// Both services answer a cheap call within 500 ms (any reply, even an error, means up).

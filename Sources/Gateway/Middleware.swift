@@ -89,7 +89,7 @@ struct CORSMiddleware: RouterMiddleware {
     let routes: RouteTable
 
     static let allowMethods = "GET, POST, PATCH, DELETE"
-    static let allowHeaders = "Authorization, Content-Type, X-Request-Id, traceparent"
+    static let allowHeaders = "Authorization, Content-Type, X-Request-Id, traceparent, Last-Event-ID"
     static let exposeHeaders = "X-Request-Id, traceparent, WWW-Authenticate, Retry-After, Allow"
 
     func isAllowed(_ origin: String) -> Bool {

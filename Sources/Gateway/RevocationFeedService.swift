@@ -22,6 +22,8 @@ struct RevocationFeedService: Service {
     let heartbeat: Duration
     let clock: WallClock
     let logger: Logger
+    /// Told of each `session.revoked` event (the event streams of the session end).
+    var onRevoked: @Sendable (SessionRevokedEvent) -> Void = { _ in }
 
     func run() async throws {
         try? await cancelWhenGracefulShutdown {
@@ -38,7 +40,10 @@ struct RevocationFeedService: Service {
         while !Task.isCancelled {
             let stream = subscribe()
             state.subscribed()
-            for await notice in stream { state.apply(notice, now: clock.now) }
+            for await notice in stream {
+                state.apply(notice, now: clock.now)
+                if case .revoked(let event) = notice { onRevoked(event) }
+            }
             if Task.isCancelled { break }
             logger.debug("revocation feed ended; resubscribing")
             try? await Task.sleep(for: .seconds(1))

@@ -48,6 +48,7 @@ final class Stack: @unchecked Sendable {
         env["GATEHOUSE_IDENTITY_BIND"] = "tcp://127.0.0.1:\(identity)"
         env["GATEHOUSE_IDENTITY_URL"] = "tcp://127.0.0.1:\(identity)"
         env["GATEHOUSE_IDENTITY_EVENTS_BIND"] = "tcp://127.0.0.1:\(identityEvents)"
+        env["GATEHOUSE_IDENTITY_EVENTS_URL"] = "tcp://127.0.0.1:\(identityEvents)"
         env["GATEHOUSE_TOKEN_BIND"] = "tcp://127.0.0.1:\(token)"
         env["GATEHOUSE_TOKEN_URL"] = "tcp://127.0.0.1:\(token)"
         env["GATEHOUSE_TOKEN_EVENTS_BIND"] = "tcp://127.0.0.1:\(tokenEvents)"

@@ -37,6 +37,7 @@ struct Harness {
         logs: LogRecorder? = nil,
         sqliteUsers: Bool = false,
         emailVerification: EmailFlowSettings.Verification = .off,
+        changeFeed: (@Sendable () -> AsyncStream<ChangeNotice>)? = nil,
         _ test: @Sendable (Harness) async throws -> Void
     ) async throws {
         let clock = reusing?.clock ?? ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
@@ -50,8 +51,10 @@ struct Harness {
         let metrics = GatewayMetrics()
         var logger = logs.map { recorder in Logger(label: "gateway-test") { _ in recorder } } ?? Logger(label: "gateway-test")
         logger.logLevel = logs == nil ? .warning : .trace
+        var gatewayServices = services.gatewayServices
+        if let changeFeed { gatewayServices.userChanges = changeFeed }
         let parts = makeGateway(
-            configuration: configuration(configure), services: services.gatewayServices, logger: logger, metrics: metrics, clock: clock.wallClock)
+            configuration: configuration(configure), services: gatewayServices, logger: logger, metrics: metrics, clock: clock.wallClock)
         try await parts.application.test(framework) { client in
             try await test(Harness(client: client, services: services, parts: parts, clock: clock, metrics: metrics))
         }

@@ -1,0 +1,218 @@
+import Foundation
+import GatehouseContracts
+import Logging
+import ServiceLifecycle
+import Synchronization
+
+/// One message of the identity service's change feed.
+public enum ChangeNotice: Sendable, Hashable {
+    /// A `user.changed` event.
+    case changed(UserChange)
+    /// An `identity.heartbeat`: the newest published position.
+    case heartbeat(ChangeFeedHeartbeat)
+}
+
+/// Where the gateway is in the change feed: the `seq` of the last change delivered to the
+/// streams. Pure logic (`ChangeFeedService` does the calls).
+struct ChangeFeedPosition: Sendable, Equatable {
+    /// nil until the first event or heartbeat after start (streams resume from the log themselves).
+    var seq: UInt64?
+
+    /// What to do with a notice.
+    enum Step: Equatable {
+        /// Deliver the change (and move to its seq).
+        case deliver
+        /// Already delivered (or older): drop it.
+        case drop
+        /// Changes are missing up to `through` (`listChanges` after `seq`, then deliver the notice's change, if any).
+        case catchUp(through: UInt64)
+        /// The feed went back (a restored log): the position is reset and open streams must resume.
+        case reset
+    }
+
+    /// The step for `notice`; moves the position for `deliver` and `reset`, and on the first notice.
+    mutating func step(_ notice: ChangeNotice) -> Step {
+        switch notice {
+        case .changed(let change):
+            guard let seq else {
+                self.seq = change.seq
+                return .deliver
+            }
+            if change.seq <= seq { return .drop }
+            if change.seq == seq + 1 {
+                self.seq = change.seq
+                return .deliver
+            }
+            return .catchUp(through: change.seq - 1)
+        case .heartbeat(let beat):
+            guard let seq else {
+                self.seq = beat.seq
+                return .drop
+            }
+            if beat.seq > seq { return .catchUp(through: beat.seq) }
+            if beat.seq < seq {
+                self.seq = beat.seq
+                return .reset
+            }
+            return .drop
+        }
+    }
+}
+
+/// Keeps the open streams fed from the identity service's change feed, until graceful shutdown:
+/// subscribes to `user.changed` and `identity.heartbeat` (resubscribing a second after a
+/// subscription ends), delivers each change to the `StreamHub` in `seq` order once, and on a
+/// gap (a seq past the next, or a heartbeat past the position) lists the missing changes with
+/// `identity.listChanges` first. When they cannot be listed (the identity service does not
+/// answer, or they were pruned) or the feed went back, the open streams end with `closed`
+/// (`resync`, resumable): they resume from the log with `Last-Event-ID`, so nothing is lost.
+///
+/// A feed silent for three heartbeats (a cut or misconfigured event link looks like a quiet
+/// one) is polled: while streams are open, `identity.listChanges` after the position every three
+/// heartbeats until it speaks again.
+struct ChangeFeedService: Service {
+    let subscribe: @Sendable () -> AsyncStream<ChangeNotice>
+    let list: @Sendable (_ afterSeq: UInt64) async throws -> ListChangesResponse
+    let hub: StreamHub
+    let heartbeat: Duration
+    let logger: Logger
+
+    private enum Input: Sendable {
+        case notice(ChangeNotice)
+        case poll
+    }
+
+    func run() async throws {
+        try? await cancelWhenGracefulShutdown { await feed() }
+    }
+
+    func feed() async {
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        let lastHeard = LastHeard()
+        await withDiscardingTaskGroup { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    for await notice in subscribe() {
+                        lastHeard.instant.withLock { $0 = .now }
+                        input.yield(.notice(notice))
+                    }
+                    if Task.isCancelled { break }
+                    logger.debug("change feed ended; resubscribing")
+                    try? await Task.sleep(for: .seconds(1))
+                }
+                input.finish()
+            }
+            group.addTask {
+                let limit = heartbeat * 3
+                var silent = false
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: limit)
+                    guard ContinuousClock.now - lastHeard.instant.withLock({ $0 }) >= limit else {
+                        silent = false
+                        continue
+                    }
+                    if !silent { logger.warning("no user change or heartbeat for \(limit); polling identity.listChanges until the feed is back") }
+                    silent = true
+                    input.yield(.poll)
+                }
+            }
+            group.addTask {
+                var position = ChangeFeedPosition()
+                for await next in inputs {
+                    if Task.isCancelled { break }
+                    switch next {
+                    case .notice(let notice): await handle(notice, &position)
+                    case .poll: await poll(&position)
+                    }
+                }
+            }
+        }
+    }
+
+    /// One page of changes after the position, while streams are open. A feed never heard
+    /// from (a wrong `GATEHOUSE_IDENTITY_EVENTS_URL`) starts where the live streams are (else at
+    /// the log's head).
+    func poll(_ position: inout ChangeFeedPosition) async {
+        guard !hub.isEmpty else { return }
+        guard let seq = position.seq ?? hub.lowestPosition() else {
+            if let page = try? await list(UInt64(Int64.max)) { position.seq = page.head }
+            return
+        }
+        position.seq = seq
+        guard let page = try? await list(seq) else { return }
+        if page.truncated {
+            hub.closeAll(.resync)
+            position.seq = page.head
+            return
+        }
+        for change in page.changes where change.seq > position.seq ?? 0 {
+            position.seq = change.seq
+            hub.deliver(change)
+        }
+    }
+
+    func handle(_ notice: ChangeNotice, _ position: inout ChangeFeedPosition) async {
+        // Heard from for the first time: streams that went live before start where they read.
+        if position.seq == nil, let floor = hub.lowestPosition() { position.seq = floor }
+        switch position.step(notice) {
+        case .deliver:
+            if case .changed(let change) = notice { hub.deliver(change) }
+        case .drop:
+            break
+        case .reset:
+            logger.warning("the change feed went back to seq \(position.seq ?? 0); open event streams resume from the log")
+            hub.closeAll(.resync)
+        case .catchUp(let through):
+            hub.metrics.gaps.increment()
+            await catchUp(&position, through: through)
+            if case .changed(let change) = notice, let seq = position.seq, change.seq > seq {
+                position.seq = change.seq
+                hub.deliver(change)
+            }
+        }
+    }
+
+    /// Lists and delivers the changes after the position up to `through` (more may come).
+    private func catchUp(_ position: inout ChangeFeedPosition, through: UInt64) async {
+        guard !hub.isEmpty else {
+            position.seq = max(position.seq ?? 0, through)
+            return
+        }
+        var pause = Duration.milliseconds(100)
+        var failures = 0
+        while let seq = position.seq, seq < through, !Task.isCancelled {
+            do {
+                let page = try await list(seq)
+                if page.truncated {
+                    logger.warning("changes after seq \(seq) were pruned before this gateway caught up; open event streams resume from the log")
+                    hub.closeAll(.resync)
+                    position.seq = max(through, page.head)
+                    return
+                }
+                for change in page.changes where change.seq > position.seq ?? 0 {
+                    position.seq = change.seq
+                    hub.deliver(change)
+                }
+                if page.changes.isEmpty || (position.seq ?? 0) >= page.head {
+                    position.seq = max(position.seq ?? 0, through)
+                    return
+                }
+            } catch {
+                failures += 1
+                if failures >= 3 {
+                    logger.warning("cannot list the missed changes (identity.listChanges: \(error)); open event streams resume from the log")
+                    hub.closeAll(.resync)
+                    position.seq = through
+                    return
+                }
+                try? await Task.sleep(for: pause)
+                pause *= 2
+            }
+        }
+    }
+}
+
+/// When the change feed last said something.
+private final class LastHeard: Sendable {
+    let instant = Mutex(ContinuousClock.now)
+}
