@@ -77,6 +77,11 @@ public final class SSEClient: @unchecked Sendable {
     /// Whether the server ended the chunked body with its last chunk (a clean end, not a reset).
     public var endedCleanly: Bool { decoder.isComplete }
 
+    /// Why there are no events: the answer was not an event stream.
+    private var notAStream: SSEDecodingError {
+        SSEDecodingError("the answer is \(status) \(decoder.head?.headers["content-type"] ?? "without a content type"), not an event stream: \(String(decoding: decoder.body.prefix(300), as: UTF8.self))")
+    }
+
     /// Reads whatever has arrived and parses it; true when something changed.
     @discardableResult
     public func pump() -> Bool {
@@ -118,6 +123,7 @@ public final class SSEClient: @unchecked Sendable {
     /// The next event not yet taken, waiting up to `timeout`; throws `SSEStreamEnded` when the
     /// connection ended first, `WaitTimedOut` when nothing came.
     public func next(timeout: Duration = .seconds(10)) async throws -> SSEReceivedEvent {
+        guard isEventStream else { throw SSEStreamEnded(failure: notAStream, received: 0) }
         try await waitUntil("the next event of the stream", timeout: timeout) {
             pump()
             return !queue.isEmpty || isClosed
@@ -150,6 +156,7 @@ public final class SSEClient: @unchecked Sendable {
 
     /// Waits until at least `count` comment lines have arrived.
     public func waitForComments(_ count: Int, timeout: Duration = .seconds(10)) async throws {
+        guard isEventStream else { throw SSEStreamEnded(failure: notAStream, received: 0) }
         try await waitUntil("\(count) comment lines", timeout: timeout) {
             pump()
             return comments.count >= count || isClosed

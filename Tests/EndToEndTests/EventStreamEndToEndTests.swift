@@ -161,6 +161,63 @@ struct EventStreamEndToEndTests {
         #expect(one.pending().isEmpty && two.pending().isEmpty)
     }
 
+    @Test("A25.2: each kind of committed change is one event: anonymous upgraded, email verified, email changed, photo; nothing for a sign-in")
+    func eachKindOfChange() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try await stack.startStreamingRoles(["GATEHOUSE_EMAIL_VERIFICATION": "off"])
+        let anonymous = try await stack.request("POST", "/v1/accounts/anonymous")
+        #expect(anonymous.status == 201)
+        let id = try #require((anonymous.json["user"] as? [String: Any])?["id"] as? String)
+        let access = try #require((anonymous.json["session"] as? [String: Any])?["accessToken"] as? String)
+        let stream = try await stack.openStream(access)
+        let snapshot = try await Self.expectSnapshot(stream, of: id)
+        #expect(snapshot.user["isAnonymous"] as? Bool == true)
+
+        let password = "glacier lantern marmalade"
+        let upgraded = try await stack.request("POST", "/v1/me/upgrade", json: ["email": "kinds@example.com", "password": password], bearer: access)
+        #expect(upgraded.status == 200, "\(String(decoding: upgraded.body, as: UTF8.self))")
+        let upgrade = try await stream.next()
+        #expect(upgrade.type == "change" && upgrade.changes.contains("upgraded") && upgrade.changes.contains("email"), "\(upgrade)")
+        #expect(upgrade.changes == upgrade.changes.sorted())
+        #expect(upgrade.user["isAnonymous"] as? Bool == false && upgrade.user["email"] as? String == "kinds@example.com")
+
+        #expect(try await stack.request("POST", "/v1/me/email-verification", bearer: access).status == 202)
+        try await waitUntil("the verification mail") { try stack.deliveredMails("verify_email").count == 1 }
+        let verifyCode = try #require(try stack.deliveredMails("verify_email").first?.code)
+        #expect(try await stack.request("POST", "/v1/email-verification/confirm", json: ["code": verifyCode]).status == 204)
+        let verified = try await Self.expectChange(stream, ["email_verified"], after: upgrade.seq)
+        #expect(verified.user["emailVerified"] as? Bool == true)
+
+        // A sign-in stamps the user but is no change.
+        _ = try await stack.signInAgain("kinds@example.com", password: password)
+        #expect(try await stack.request("PUT", "/v1/me/email", json: ["email": "kinds-new@example.com"], bearer: access).status == 202)
+        try await waitUntil("the email change mail") { try stack.deliveredMails("change_email").count == 1 }
+        let changeCode = try #require(try stack.deliveredMails("change_email").first?.code)
+        #expect(try await stack.request("POST", "/v1/email-change/confirm", json: ["code": changeCode]).status == 204)
+        let changed = try await Self.expectChange(stream, ["email"], after: verified.seq)
+        #expect(changed.user["email"] as? String == "kinds-new@example.com")
+
+        try await stack.patchMe(access, ["photoURL": "https://example.com/p.png"])
+        let photo = try await Self.expectChange(stream, ["profile"], after: changed.seq)
+        #expect(photo.user["photoURL"] as? String == "https://example.com/p.png")
+        try await stack.patchMe(access, ["settings": ["n": 1]])
+        try await Self.expectChange(stream, ["settings"], n: 1, after: photo.seq)
+    }
+
+    @Test("graceful shutdown of the gateway ends its streams with closed shutting_down (resumable)")
+    func gracefulShutdown() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try await stack.startStreamingRoles()
+        let u = try await signUpUser(stack, "shutdown@example.com")
+        let stream = try await stack.openStream(u.access)
+        try await Self.expectSnapshot(stream, of: u.id)
+        try #require(stack.processes["gateway"]).terminate()
+        try await Self.expectClosed(stream, "shutting_down", resumable: true)
+        await stack.kill("gateway")
+    }
+
     @Test("A25.3: sign-out everywhere ends both devices' streams (closed signed_out_everywhere), and a reconnect is refused 401")
     func signOutEverywhereEndsBoth() async throws {
         let stack = Stack()
