@@ -36,11 +36,12 @@ extension Stack {
             port: port ?? httpPort, path: "/v1/me/events" + query, bearer: bearer, lastEventID: lastEventID, receiveBuffer: receiveBuffer)
     }
 
-    /// `gatehouse_event_streams` of the gateway at `port`: the streams open now.
-    func openStreams(port: Int? = nil) async throws -> Int? {
+    /// `gatehouse_event_streams` of the gateway at `port`: the streams open now (0 while the
+    /// gauge has not been written yet; -1 when its line cannot be read).
+    func openStreams(port: Int? = nil) async throws -> Int {
         let text = String(decoding: try await request("GET", "/metrics", port: port).body, as: UTF8.self)
-        let line = text.split(separator: "\n").first { $0.hasPrefix("gatehouse_event_streams ") }
-        return line.flatMap { Double($0.split(separator: " ").last ?? "") }.map { Int($0) }
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("gatehouse_event_streams ") }) else { return 0 }
+        return Double(line.split(separator: " ").last ?? "").map { Int($0) } ?? -1
     }
 
     /// Waits until the gateway at `port` has `count` streams open.
