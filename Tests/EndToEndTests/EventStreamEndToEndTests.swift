@@ -404,6 +404,32 @@ struct EventStreamEndToEndTests {
         #expect(again.status == 401 && !again.isEventStream, "\(String(decoding: again.response.body, as: UTF8.self))")
     }
 
+    @Test("migrating an anonymous user into an existing account ends the anonymous user's stream with closed migrated; the existing account's stream stays open")
+    func migratedAway() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try await stack.startStreamingRoles()
+        let b = try await signUpUser(stack, "bea@example.com")
+        let anonymous = try await stack.request("POST", "/v1/accounts/anonymous")
+        let aID = try #require((anonymous.json["user"] as? [String: Any])?["id"] as? String)
+        let aAccess = try #require((anonymous.json["session"] as? [String: Any])?["accessToken"] as? String)
+        let aStream = try await stack.openStream(aAccess)
+        let bStream = try await stack.openStream(b.access)
+        try await Self.expectSnapshot(aStream, of: aID)
+        try await Self.expectSnapshot(bStream, of: b.id)
+
+        let signIn = try await stack.request(
+            "POST", "/v1/sessions", json: ["email": "bea@example.com", "password": "glacier lantern marmalade", "allowMigration": true], bearer: aAccess)
+        #expect(signIn.status == 200, "\(String(decoding: signIn.body, as: UTF8.self))")
+        try await Self.expectClosed(aStream, "migrated")
+        try await Self.expectRefused(stack, aAccess, 401, "session_revoked")
+        // B's stream stays open: it gets B's next change (after any change the sign-in made to B).
+        try await stack.patchMe(b.access, ["settings": ["n": 1]])
+        var event = try await bStream.next()
+        while event.n != 1, event.type == "change" { event = try await bStream.next() }
+        #expect(event.type == "change" && event.n == 1, "\(event)")
+    }
+
     @Test("a malformed Last-Event-ID (header or lastEventId) is refused 400 invalid_last_event_id before any stream")
     func malformedLastEventID() async throws {
         let stack = Stack()
