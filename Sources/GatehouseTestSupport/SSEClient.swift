@@ -164,9 +164,10 @@ public final class SSEClient: @unchecked Sendable {
         guard comments.count >= count else { throw SSEStreamEnded(failure: failure, received: received.count) }
     }
 
-    /// Ends the connection from the client's side (a FIN both ways), as a client that goes away.
+    /// Ends the connection from the client's side: closes the socket, as a client that goes
+    /// away does (unread events make it a reset).
     public func disconnect() {
-        connection.closeBothWays()
+        connection.closeSocket()
         isClosed = true
     }
 }
