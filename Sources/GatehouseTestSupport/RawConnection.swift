@@ -53,7 +53,19 @@ public final class RawConnection: @unchecked Sendable {
         }
     }
 
-    deinit { close(fd) }
+    deinit { if descriptorOpen { close(fd) } }
+
+    private var descriptorOpen = true
+
+    /// Closes the socket now, as a client that goes away does (the kernel resets the connection
+    /// when data was left unread, else sends a FIN and resets what comes after); `closed` from
+    /// then on, and nothing reads or writes the descriptor again.
+    public func closeSocket() {
+        guard descriptorOpen else { return }
+        descriptorOpen = false
+        closed = true
+        close(fd)
+    }
 
     private static func address(_ ip: String, port: Int) -> sockaddr_in {
         var address = sockaddr_in()

@@ -14,6 +14,9 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
     case mixed
     /// `GET <path>` expecting 200: the bare cost of a route (ceiling comparisons).
     case rawGet = "raw-get"
+    /// `GET /v1/me/events` streams held open while `PATCH /v1/me` changes their users
+    /// (``StreamLoadRunner``, configured by ``StreamLoadConfiguration``).
+    case stream
 }
 
 /// One kind of request the generator sends.

@@ -43,6 +43,8 @@ final class EventLoopThread: TaskExecutor, @unchecked Sendable {
     var inFlight = 0
     var nextTimeoutScan: UInt64 = 0
     var readBuffer = [UInt8](repeating: 0, count: 64 << 10)
+    /// Long-lived event streams (the `stream` scenario, EventLoopThread+Streams.swift).
+    var streams = StreamLoopState()
     /// Set when the loop has ended: `send` refuses from then on.
     var ended = false
 
@@ -154,13 +156,18 @@ final class EventLoopThread: TaskExecutor, @unchecked Sendable {
                     while read(wakeRead, &sink, sink.count) > 0 {}
                     continue
                 }
-                if let connection = connections[event.fd] { handle(connection, event) }
+                if let connection = connections[event.fd] {
+                    handle(connection, event)
+                } else if let stream = streams.sockets[event.fd] {
+                    handleStream(stream, event)
+                }
             }
             if inFlight > 0 { expireTimeouts() }
         }
         // Stop: fail whatever waits, close everything, run what that resumed (any request it
         // sends is refused), then hand later jobs to the global executor.
         ended = true
+        closeStreams()
         for connection in Array(connections.values) {
             if connection.continuation != nil {
                 finish(connection, .failure(LoopHTTPClient.Failure(kind: .connectionClosed, description: "the load generator stopped")))

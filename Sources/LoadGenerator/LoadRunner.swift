@@ -21,6 +21,9 @@ public struct LoadRunner: Sendable {
     public func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> LoadResult {
         let config = configuration
         try config.validate()
+        guard config.scenario != .stream else {
+            throw LoadError.invalidConfiguration("the stream scenario runs with StreamLoadRunner")
+        }
         // The guard runs before any client or connection exists.
         let target = try TargetGuard.check(url: config.url, allowRemote: config.allowRemote)
 

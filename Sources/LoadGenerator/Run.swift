@@ -77,6 +77,7 @@ final class Run: Sendable {
         case .refresh: return [.refresh]
         case .rawGet: return [.rawGet]
         case .mixed: return config.mix.entries.map(\.0)
+        case .stream: return []
         }
     }
 

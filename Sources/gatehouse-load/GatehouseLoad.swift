@@ -10,16 +10,20 @@ struct GatehouseLoad: AsyncParsableCommand {
         commandName: "gatehouse-load",
         abstract: "Load generator for the Gatehouse HTTP API.",
         discussion: """
-            Scenarios: signup, signin, me, refresh, mixed, raw-get. Every response is checked (status and \
+            Scenarios: signup, signin, me, refresh, mixed, raw-get, stream. Every response is checked (status and \
             body shape); a failed check counts as an error, never as throughput. Only loopback targets are \
-            accepted unless --allow-remote is given. See docs/load-testing.md.
+            accepted unless --allow-remote is given. The stream scenario creates --streams anonymous users \
+            (start the server with its anonymous sign-up limit off), holds one GET /v1/me/events stream \
+            open for each, PATCHes their settings at --rate per second for --duration seconds, and reports \
+            the delivery latency of the change events and whether any was lost or duplicated \
+            (scripts/bench-stream). See docs/load-testing.md.
             """
     )
 
     @Option(help: "Base URL of the gateway.")
     var url = "http://127.0.0.1:8080"
 
-    @Option(help: "signup | signin | me | refresh | mixed | raw-get")
+    @Option(help: "signup | signin | me | refresh | mixed | raw-get | stream")
     var scenario: Scenario
 
     @Option(help: "Virtual users (= connections), each with one request in flight.")
@@ -64,6 +68,24 @@ struct GatehouseLoad: AsyncParsableCommand {
     @Option(help: "Event-loop threads of the loop engine (virtual users are spread over them).")
     var threads: Int = 1
 
+    @Option(help: "stream: anonymous users, one open event stream each (at most \(StreamLoadConfiguration.maxStreams)).")
+    var streams = 100
+
+    @Option(help: "stream: PATCH /v1/me per second, spread over the users.")
+    var rate: Double = 100
+
+    @Option(help: "stream: seconds to wait after the last change for its events.")
+    var drain: Double = 5
+
+    @Option(help: "stream: seconds allowed for opening every stream.")
+    var openTimeout: Double = 120
+
+    @Option(help: "stream: streams connecting at once per thread.")
+    var openWindow = 128
+
+    @Option(help: "stream: the gateway's process id, to report its RSS before and after the streams open.")
+    var gatewayPid: Int32?
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
@@ -71,6 +93,7 @@ struct GatehouseLoad: AsyncParsableCommand {
     var failOnError = false
 
     func run() async throws {
+        if scenario == .stream { return try await runStreams() }
         let configuration: LoadConfiguration
         do {
             var built = LoadConfiguration(
@@ -95,6 +118,37 @@ struct GatehouseLoad: AsyncParsableCommand {
         let result: LoadResult
         do {
             result = try await LoadRunner(configuration).run { message in
+                if !quiet { FileHandle.standardError.write(Data("gatehouse-load: \(message)\n".utf8)) }
+            }
+        } catch let error as LoadError {
+            FileHandle.standardError.write(Data("gatehouse-load: \(error.description)\n".utf8))
+            throw ExitCode(2)
+        }
+        print(json ? result.json() : result.textReport())
+        fflush(nil)
+        if failOnError && result.hadErrors { throw ExitCode(1) }
+    }
+
+    /// The stream scenario (StreamLoadRunner).
+    func runStreams() async throws {
+        var configuration = StreamLoadConfiguration(url: url, streams: streams, rate: rate, duration: duration)
+        configuration.drain = drain
+        configuration.openTimeout = openTimeout
+        configuration.openWindow = openWindow
+        configuration.timeout = timeout
+        configuration.concurrency = concurrency
+        configuration.threads = threads
+        configuration.gatewayPID = gatewayPid
+        configuration.allowRemote = allowRemote
+        do {
+            try configuration.validate()
+        } catch let error as LoadError {
+            throw ValidationError(error.description)
+        }
+        let quiet = json
+        let result: StreamLoadResult
+        do {
+            result = try await StreamLoadRunner(configuration).run { message in
                 if !quiet { FileHandle.standardError.write(Data("gatehouse-load: \(message)\n".utf8)) }
             }
         } catch let error as LoadError {
