@@ -73,9 +73,14 @@ actor JWKSCache {
     /// The key collection and expected algorithm for `kid`, or nil when the kid is unknown even after
     /// an allowed refetch.
     func key(for kid: String) async -> (JWTKeyCollection, String)? {
+        // A fetch already under way (another request's: many arrive at once at a cold start or
+        // after a rotation) is waited for, whatever the rate limits: its set may hold the key.
+        if inflight != nil { try? await refresh() }
         // A stale set is refreshed, but while the token service is down the old keys keep
         // working and the attempts are rate limited like unknown-kid fetches.
         if (fetchedAt == nil || isStale) && mayFetch(&lastStaleFetch) { try? await refresh() }
+        if let alg = algorithmByKID[kid] { return (keys, alg) }
+        if inflight != nil { try? await refresh() }
         if let alg = algorithmByKID[kid] { return (keys, alg) }
         guard mayFetch(&lastUnknownKIDFetch) else { return nil }
         try? await refresh()

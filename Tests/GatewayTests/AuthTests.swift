@@ -124,6 +124,21 @@ import GatehouseTestSupport
         }
     }
 
+    @Test("a cold gateway answers many requests that arrive at once with the same fresh token: none is refused while the first JWKS fetch is under way")
+    func concurrentColdRequestsShareTheFirstFetch() async throws {
+        try await Harness.run { h in
+            let (_, session) = try await h.signUp()
+            let token = session["accessToken"] as! String
+            #expect(h.services.calls(to: TokenAPI.jwks) == 0)
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for _ in 0..<32 { group.addTask { try await h.request(.get, "/v1/me", token: token).status } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.filter { $0 != .ok }.isEmpty, "\(statuses)")
+            #expect(h.services.calls(to: TokenAPI.jwks) <= 2)
+        }
+    }
+
     @Test func revocationFeedRefusesSession() async throws {
         try await Harness.run { h in
             let (_, session) = try await h.signUp()
