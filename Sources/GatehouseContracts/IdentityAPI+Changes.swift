@@ -99,18 +99,23 @@ public struct ListChangesResponse: Codable, Sendable, Hashable {
     /// The newest `seq` in the log when it was read (0: empty); more follow when it is past the
     /// last listed change.
     public var head: UInt64
-    /// Changes after `afterSeq` were pruned (retention, per-user cap) before they could be listed:
-    /// the caller cannot catch up from the log.
+    /// Changes after `afterSeq` were pruned by retention (of any user), or the per-user cap pruned
+    /// some of more users than `resyncUserIDs` holds: the caller cannot catch up from the log.
     public var truncated: Bool
+    /// Users some of whose changes after `afterSeq` the per-user cap pruned (at most
+    /// `IdentityAPI.maxChangesPage`): their streams must start again from a snapshot; the other
+    /// users' changes are complete.
+    public var resyncUserIDs: [String]
 
     /// A page of `changes` read at `head`.
-    public init(changes: [UserChange], head: UInt64, truncated: Bool = false) {
+    public init(changes: [UserChange], head: UInt64, truncated: Bool = false, resyncUserIDs: [String] = []) {
         self.changes = changes
         self.head = head
         self.truncated = truncated
+        self.resyncUserIDs = resyncUserIDs
     }
 
-    enum CodingKeys: Int, CodingKey { case changes = 1, head = 2, truncated = 3 }
+    enum CodingKeys: Int, CodingKey { case changes = 1, head = 2, truncated = 3, resyncUserIDs = 4 }
 }
 
 /// `identity.userChanges` request: a snapshot of a user, or the user's changes after a position.

@@ -145,6 +145,7 @@ struct ChangeFeedService: Service {
             position.seq = page.head
             return
         }
+        hub.close(users: page.resyncUserIDs, .resync)
         for change in page.changes where change.seq > position.seq ?? 0 {
             position.seq = change.seq
             hub.deliver(change)
@@ -189,6 +190,8 @@ struct ChangeFeedService: Service {
                     position.seq = max(through, page.head)
                     return
                 }
+                // Users whose missed changes the per-user cap pruned resume from a snapshot.
+                hub.close(users: page.resyncUserIDs, .resync)
                 for change in page.changes where change.seq > position.seq ?? 0 {
                     position.seq = change.seq
                     hub.deliver(change)

@@ -133,6 +133,13 @@ final class StreamHub: Service, Sendable {
         for stream in candidates where stream.sessionID == sessionID { close(stream, StreamCloseReason(revocation: reason)) }
     }
 
+    /// Ends the streams of `userIDs` with `closed` `reason`.
+    func close(users userIDs: [String], _ reason: StreamCloseReason) {
+        for userID in userIDs {
+            for stream in streams(of: userID) { close(stream, reason) }
+        }
+    }
+
     /// Ends every stream with `closed` `reason`.
     func closeAll(_ reason: StreamCloseReason) {
         for stream in all() { close(stream, reason) }

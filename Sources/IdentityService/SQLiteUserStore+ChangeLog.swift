@@ -113,10 +113,15 @@ extension SQLiteUserStore {
         let after = Int64(clamping: afterSeq)
         return try await read { db in
             let head = try Self.changeLogHead(db)
-            let state = try Row.fetchOne(db, sql: "SELECT prunedThrough, capPrunedThrough FROM change_log_state WHERE id = 1")
-            let pruned = max(state?[0] as Int64? ?? 0, state?[1] as Int64? ?? 0)
+            let pruned = try Int64.fetchOne(db, sql: "SELECT prunedThrough FROM change_log_state WHERE id = 1") ?? 0
             let changes = try Self.changes(db, sql: "WHERE seq > ? ORDER BY seq LIMIT ?", [after, limit])
-            return ListChangesResponse(changes: changes, head: head, truncated: after < pruned)
+            // The per-user cap pruned only its users' changes: they alone start again from a snapshot.
+            let cap = Int(IdentityAPI.maxChangesPage)
+            let capped = try String.fetchAll(
+                db, sql: "SELECT userId FROM user_changes_pruned WHERE prunedThrough > ? ORDER BY userId LIMIT ?", arguments: [after, cap + 1])
+            return ListChangesResponse(
+                changes: changes, head: head, truncated: after < pruned || capped.count > cap,
+                resyncUserIDs: capped.count > cap ? [] : capped)
         }
     }
 

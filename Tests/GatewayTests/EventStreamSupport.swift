@@ -149,6 +149,8 @@ final class FakeChangeLog: Sendable {
         var head: UInt64 = 0
         var feeds: [AsyncStream<ChangeNotice>.Continuation] = []
         var names: [String: String] = [:]
+        /// What `listChanges` answers as `resyncUserIDs` (the per-user cap pruned their changes).
+        var resyncUserIDs: [String] = []
     }
     private let state = Mutex(State())
     let createdAt = Date(timeIntervalSince1970: 1_700_000_000)
@@ -188,6 +190,9 @@ final class FakeChangeLog: Sendable {
 
     func heartbeat() { publish(.heartbeat(ChangeFeedHeartbeat(seq: head))) }
 
+    /// Makes `listChanges` answer that the per-user cap pruned these users' changes.
+    func capPruned(_ userIDs: [String]) { state.withLock { $0.resyncUserIDs = userIDs } }
+
     func userChanges(_ request: UserChangesRequest) -> UserChangesResponse {
         state.withLock { s in
             let user = User(id: request.userID, email: "\(request.userID)@example.com", displayName: s.names[request.userID] ?? "", createdAt: createdAt)
@@ -201,7 +206,9 @@ final class FakeChangeLog: Sendable {
     func listChanges(_ request: ListChangesRequest) -> ListChangesResponse {
         state.withLock { s in
             let limit = request.limit == 0 ? Int(IdentityAPI.maxChangesPage) : Int(request.limit)
-            return ListChangesResponse(changes: Array(s.changes.filter { $0.seq > request.afterSeq }.prefix(limit)), head: s.head)
+            return ListChangesResponse(
+                changes: Array(s.changes.filter { $0.seq > request.afterSeq && !s.resyncUserIDs.contains($0.userID) }.prefix(limit)),
+                head: s.head, resyncUserIDs: s.resyncUserIDs)
         }
     }
 

@@ -155,6 +155,28 @@ import Testing
         }
     }
 
+    /// A catch-up whose missed changes of one user the per-user cap pruned ends only that user's
+    /// streams (`resync`); the others get their changes.
+    @Test func capPrunedUsersAloneResync() async throws {
+        try await Self.run { h, log in
+            let (tokenA, a) = try await Self.account(h)
+            let (tokenB, b) = try await Self.account(h, "bea@example.com")
+            let (streamA, _) = try await Self.openLive(h, tokenA)
+            let (streamB, _) = try await Self.openLive(h, tokenB)
+            log.commit(a)  // 1
+            #expect(try await streamA.next().id == "1")
+            log.capPruned([b])
+            log.commit(b, publish: false)  // 2, lost (and pruned by the cap)
+            log.commit(a, publish: false)  // 3, lost
+            log.commit(a)  // 4: the gateway lists after 1
+            #expect(try await [streamA.next(), streamA.next()].map(\.id) == ["3", "4"])
+            let closed = try await streamB.next()
+            #expect(closed.event == "closed" && closed.json["reason"] as? String == "resync" && closed.json["resumable"] as? Bool == true)
+            try await streamB.waitForEnd()
+            #expect(streamA.pending().isEmpty)
+        }
+    }
+
     /// Missed changes that cannot be listed (the identity service is down, or the feed went
     /// back) end the streams with a resumable `resync`: they resume from the log themselves.
     @Test func uncaughtGapsEndStreamsForAResume() async throws {

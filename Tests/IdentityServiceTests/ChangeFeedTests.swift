@@ -117,6 +117,12 @@ struct ChangeFeedTests {
         #expect(pruned.resync && pruned.user?.displayName == "a-11" && pruned.head == 15)
         let kept = try await changes(h, UserChangesRequest(userID: a, resume: true, afterSeq: 5))
         #expect(!kept.resync && kept.changes.map(\.seq) == Array(6...15))
+        // A gateway catching up from before the cap's prune learns that only a must start again;
+        // from after it, nobody.
+        let listed = try await sqlite(h).listChanges(afterSeq: 1, limit: 100)
+        #expect(!listed.truncated && listed.resyncUserIDs == [a] && listed.changes.first?.seq == 2)
+        let later = try await sqlite(h).listChanges(afterSeq: 5, limit: 100)
+        #expect(!later.truncated && later.resyncUserIDs.isEmpty)
         let other = try await changes(h, UserChangesRequest(userID: b, resume: true, afterSeq: 1))
         #expect(!other.resync && other.changes.map(\.seq) == [2])
     }

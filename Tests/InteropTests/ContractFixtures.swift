@@ -420,7 +420,7 @@ extension ListChangesRequest {
 
 extension ListChangesResponse {
     /// Every field set.
-    static let contractFixture = ListChangesResponse(changes: [.contractFixture], head: 913, truncated: true)
+    static let contractFixture = ListChangesResponse(changes: [.contractFixture], head: 913, truncated: true, resyncUserIDs: ["user-9", "user-10"])
 }
 
 extension UserChangesRequest {
