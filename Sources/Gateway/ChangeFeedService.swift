@@ -12,11 +12,15 @@ public enum ChangeNotice: Sendable, Hashable {
     case heartbeat(ChangeFeedHeartbeat)
 }
 
-/// Where the gateway is in the change feed: the `seq` of the last change delivered to the
-/// streams. Pure logic (`ChangeFeedService` does the calls).
+/// Where the gateway is in the change feed: the `seq` through which every change was delivered
+/// to the streams. Pure logic (`ChangeFeedService` does the calls).
 struct ChangeFeedPosition: Sendable, Equatable {
-    /// nil until the first event or heartbeat after start (streams resume from the log themselves).
+    /// nil until the service read the log's head at start.
     var seq: UInt64?
+    /// The newest seq the feed itself announced (a change or a heartbeat). A catch-up reads the
+    /// log past it (changes committed but not published yet), so only a heartbeat below this,
+    /// not below `seq`, means the feed went back.
+    var announced: UInt64 = 0
 
     /// What to do with a notice.
     enum Step: Equatable {
@@ -34,6 +38,7 @@ struct ChangeFeedPosition: Sendable, Equatable {
     mutating func step(_ notice: ChangeNotice) -> Step {
         switch notice {
         case .changed(let change):
+            announced = max(announced, change.seq)
             guard let seq else {
                 self.seq = change.seq
                 return .deliver
@@ -47,14 +52,16 @@ struct ChangeFeedPosition: Sendable, Equatable {
         case .heartbeat(let beat):
             guard let seq else {
                 self.seq = beat.seq
+                announced = beat.seq
                 return .drop
             }
-            if beat.seq > seq { return .catchUp(through: beat.seq) }
-            if beat.seq < seq {
+            if beat.seq < announced {
                 self.seq = beat.seq
+                announced = beat.seq
                 return .reset
             }
-            return .drop
+            announced = beat.seq
+            return beat.seq > seq ? .catchUp(through: beat.seq) : .drop
         }
     }
 }
@@ -87,7 +94,8 @@ struct ChangeFeedService: Service {
     }
 
     func feed() async {
-        let (inputs, input) = AsyncStream.makeStream(of: Input.self)
+        // Bounded: what falls out shows up as a gap, caught up from the log.
+        let (inputs, input) = AsyncStream.makeStream(of: Input.self, bufferingPolicy: .bufferingNewest(10_000))
         let lastHeard = LastHeard()
         await withDiscardingTaskGroup { group in
             group.addTask {
@@ -118,6 +126,7 @@ struct ChangeFeedService: Service {
             }
             group.addTask {
                 var position = ChangeFeedPosition()
+                await start(&position)
                 for await next in inputs {
                     if Task.isCancelled { break }
                     switch next {
@@ -129,20 +138,42 @@ struct ChangeFeedService: Service {
         }
     }
 
-    /// One page of changes after the position, while streams are open. A feed never heard
-    /// from (a wrong `GATEHOUSE_IDENTITY_EVENTS_URL`) starts where the live streams are (else at
-    /// the log's head).
+    /// Reads the log's head (`identity.listChanges` past every seq), retrying until the identity
+    /// service answers, and lets streams open from then on: every change after the head reaches
+    /// the streams (a gap is caught up from the log), so a stream, whose own read comes later,
+    /// misses none, even those published before this gateway's subscription was connected.
+    func start(_ position: inout ChangeFeedPosition) async {
+        var pause = Duration.milliseconds(50)
+        var warned = false
+        while !Task.isCancelled {
+            do {
+                let page = try await list(UInt64(Int64.max))
+                position.seq = page.head
+                position.announced = page.head
+                hub.feedStarted()
+                if warned { logger.notice("the change log answers again; event streams can open") }
+                return
+            } catch {
+                if !warned { logger.warning("cannot read the change log's head (identity.listChanges: \(error)); event streams wait for it") }
+                warned = true
+                try? await Task.sleep(for: pause)
+                pause = min(pause * 2, .seconds(2))
+            }
+        }
+    }
+
+    /// The feed is silent: reads the changes after the position from the log, every page, while
+    /// streams are open; with none open, moves to the head.
     func poll(_ position: inout ChangeFeedPosition) async {
-        guard !hub.isEmpty else { return }
-        guard let seq = position.seq ?? hub.lowestPosition() else {
-            if let page = try? await list(UInt64(Int64.max)) { position.seq = page.head }
+        guard let seq = position.seq else { return }
+        guard !hub.isEmpty else {
+            if let page = try? await list(UInt64(Int64.max)), page.head > seq { position.seq = page.head }
             return
         }
-        position.seq = seq
         guard let page = try? await list(seq) else { return }
         if page.truncated {
             hub.closeAll(.resync)
-            position.seq = page.head
+            position.seq = max(seq, page.head)
             return
         }
         hub.close(users: page.resyncUserIDs, .resync)
@@ -150,11 +181,10 @@ struct ChangeFeedService: Service {
             position.seq = change.seq
             hub.deliver(change)
         }
+        if let now = position.seq, now < page.head { await catchUp(&position, through: page.head) }
     }
 
     func handle(_ notice: ChangeNotice, _ position: inout ChangeFeedPosition) async {
-        // Heard from for the first time: streams that went live before start where they read.
-        if position.seq == nil, let floor = hub.lowestPosition() { position.seq = floor }
         switch position.step(notice) {
         case .deliver:
             if case .changed(let change) = notice { hub.deliver(change) }

@@ -144,7 +144,18 @@ final class EventStream: Sendable {
             w.bool("resync", reply.resync)
             events.append((reply.head, "snapshot", w.finish()))
         } else {
-            for change in reply.changes {
+            // A `disabled` that a later `enabled` of the replay undid is history, not the end:
+            // the user signed in again since.
+            let lastToggle = reply.changes.lastIndex {
+                $0.kinds.contains(UserChange.Kind.disabled) || $0.kinds.contains(UserChange.Kind.enabled)
+            }
+            for (index, change) in reply.changes.enumerated() {
+                if let lastToggle, index < lastToggle, change.kinds.contains(UserChange.Kind.disabled),
+                    !change.kinds.contains(UserChange.Kind.deleted), !change.kinds.contains(UserChange.Kind.migrated)
+                {
+                    events.append((change.seq, "change", Self.changeData(change)))
+                    continue
+                }
                 events.append(Self.encode(change))
                 if let reason = StreamCloseReason(terminal: change.kinds) {
                     ended = reason
@@ -189,22 +200,28 @@ final class EventStream: Sendable {
     @discardableResult
     func offer(_ change: UserChange) -> StreamCloseReason? {
         let terminal = StreamCloseReason(terminal: change.kinds)
-        let queued: Bool? = state.withLock { s in
-            guard s.reason == nil, !s.ending else { return nil }
+        enum Outcome { case queue, keptAside, drop, ended, overflow }
+        // Decided in one critical section: a `start` in between cannot make a kept-aside change
+        // skip the last-id check.
+        let outcome: Outcome = state.withLock { s in
+            guard s.reason == nil, !s.ending else { return .ended }
             guard s.live else {
                 // Bounded: a start that takes this long ends the stream (the client resumes).
-                guard s.early.count < 1000 else { return true }
+                guard s.early.count < 1000 else { return .overflow }
                 s.early.append(change)
-                return false
+                return .keptAside
             }
-            guard change.seq > s.lastID else { return false }
+            guard change.seq > s.lastID else { return .drop }
             s.lastID = change.seq
-            return true
+            return .queue
         }
-        guard queued == true else { return queued == nil ? endReason : nil }
-        if !state.withLock({ $0.live }) {
+        switch outcome {
+        case .ended: return endReason
+        case .keptAside, .drop: return nil
+        case .overflow:
             abort(.slowReader)
             return .slowReader
+        case .queue: break
         }
         if let terminal { return close(terminal, id: change.seq) }
         return enqueue(Self.event(id: change.seq, event: "change", data: Self.changeData(change)), counts: true)

@@ -19,6 +19,7 @@ extension GatewayRoutes {
         let claims = try await authenticate(request)
         let lastEventID = try Self.lastEventID(request)
         let hub = streams
+        try await hub.waitForFeed(timeout: configuration.requestTimeout)
         let stream = try hub.open(userID: claims.sub, sessionID: claims.sid, expiresAt: claims.exp)
         let channel = context.channel
         stream.attach(abort: { channel.close(promise: nil) }, writable: { channel.isWritable })
@@ -41,7 +42,9 @@ extension GatewayRoutes {
         // A client that goes away half-closes or resets: end the stream now, not at the next write.
         let watcher = InputClosedWatcher()
         channel.pipeline.addHandler(watcher, position: .first).whenFailure { _ in hub.abort(stream, .disconnected) }
-        channel.closeFuture.whenComplete { _ in hub.abort(stream, .disconnected) }
+        // Weak: a keep-alive connection that carries many streams one after another does not
+        // keep the ended ones alive until it closes.
+        channel.closeFuture.whenComplete { [weak stream] _ in if let stream { hub.abort(stream, .disconnected) } }
 
         let headers: HTTPFields = [
             .contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no",

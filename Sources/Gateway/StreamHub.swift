@@ -47,6 +47,7 @@ final class StreamHub: Service, Sendable {
     private let logger: Logger
     private let registry = Mutex(Registry())
     private let delivered = Atomic<UInt64>(0)
+    private let feedReady = Atomic<Bool>(false)
 
     private struct Registry {
         var byUser: [String: [EventStream]] = [:]
@@ -145,9 +146,19 @@ final class StreamHub: Service, Sendable {
         for stream in all() { close(stream, reason) }
     }
 
-    /// The lowest position of the live streams (where a change feed heard from for the first
-    /// time must start so none of them misses a change); nil without live streams.
-    func lowestPosition() -> UInt64? { all().compactMap(\.position).min() }
+    /// The change feed has read the log's head: from now on it delivers every change after it,
+    /// so streams may open (`waitForFeed`).
+    func feedStarted() { feedReady.store(true, ordering: .releasing) }
+
+    /// Waits until the change feed has started (a moment at the gateway's start), at most
+    /// `timeout`; 503 `service_unavailable` after it (the identity service does not answer).
+    func waitForFeed(timeout: Duration) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !feedReady.load(ordering: .acquiring) {
+            guard ContinuousClock.now < deadline else { throw GatewayError.serviceUnavailable }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+    }
 
     /// Whether no stream is open (catching up on the change feed is then pointless).
     var isEmpty: Bool { count == 0 }
