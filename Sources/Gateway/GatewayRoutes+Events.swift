@@ -37,7 +37,7 @@ extension GatewayRoutes {
             hub.remove(stream)
             throw error
         }
-        if stream.start(reply) != nil { hub.remove(stream) }
+        if stream.start(reply) != nil { hub.remove(stream) } else { hub.admitted(stream) }
 
         // A client that goes away half-closes or resets: end the stream now, not at the next write.
         let watcher = InputClosedWatcher()

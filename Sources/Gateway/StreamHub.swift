@@ -71,29 +71,35 @@ final class StreamHub: Service, Sendable {
     var count: Int { registry.withLock { $0.count } }
 
     /// Registers a new stream of `userID` (it keeps the user's live changes until `start`).
-    /// Refused with 503 `too_many_streams` when the gateway holds `maxStreams`; a user at
-    /// `maxPerUser` loses its oldest stream (`closed`, `too_many_streams`).
+    /// Refused with 503 `too_many_streams` when the gateway holds `maxStreams`. The per-user cap
+    /// is applied once the new stream has started (`admitted`), so a connect that fails after
+    /// this closes none of the user's streams.
     func open(userID: String, sessionID: String, expiresAt: Date) throws -> EventStream {
-        let (stream, evicted): (EventStream?, [EventStream]) = registry.withLock { r in
-            guard !r.shuttingDown, r.count < settings.maxStreams else { return (nil, []) }
+        let stream: EventStream? = registry.withLock { r in
+            guard !r.shuttingDown, r.count < settings.maxStreams else { return nil }
             r.nextID += 1
             let stream = EventStream(
                 id: r.nextID, userID: userID, sessionID: sessionID, expiresAt: expiresAt, retryMs: settings.retryMs,
                 limit: settings.bufferBytes, metrics: metrics)
-            var streams = r.byUser[userID] ?? []
-            var evicted: [EventStream] = []
-            while streams.count >= settings.maxPerUser, !streams.isEmpty { evicted.append(streams.removeFirst()) }
-            streams.append(stream)
-            r.byUser[userID] = streams
-            r.count += 1 - evicted.count
-            return (stream, evicted)
+            r.byUser[userID, default: []].append(stream)
+            r.count += 1
+            return stream
         }
         guard let stream else {
             throw GatewayError(.tooManyStreams, detail: ErrorTable.entry(.tooManyStreams).detail ?? "Too many event streams.")
         }
-        metrics.open.increment(by: Double(1 - evicted.count))
-        for old in evicted { metrics.closed(old.close(.tooManyStreams)) }
+        metrics.open.increment()
         return stream
+    }
+
+    /// `stream` has started: a user past `maxPerUser` loses its oldest other streams (`closed`,
+    /// `too_many_streams`).
+    func admitted(_ stream: EventStream) {
+        let evicted: [EventStream] = registry.withLock { r in
+            guard let streams = r.byUser[stream.userID], streams.count > settings.maxPerUser else { return [] }
+            return Array(streams.filter { $0 !== stream }.prefix(streams.count - settings.maxPerUser))
+        }
+        for old in evicted { close(old, .tooManyStreams) }
     }
 
     /// Removes `stream` (idempotent), counting why it ended.
