@@ -522,6 +522,35 @@ struct EventStreamEndToEndTests {
         try await stack.waitForOpenStreams(0)
     }
 
+    @Test("resuming from a position older than GATEHOUSE_CHANGE_LOG_RETENTION gets a fresh snapshot with resync; from a kept one, exactly the changes after it")
+    func resumeAfterRetention() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        let environment = try await stack.startStreamingRoles(["GATEHOUSE_CHANGE_LOG_RETENTION": "60"])
+        let u = try await signUpUser(stack, "retained@example.com")
+        let stream = try await stack.openStream(u.access)
+        let snapshot = try await Self.expectSnapshot(stream, of: u.id)
+        try await stack.patchMe(u.access, ["settings": ["n": 1]])
+        let first = try await Self.expectChange(stream, ["settings"], n: 1)
+        stream.disconnect()
+
+        // Two minutes on, a second change; the identity service restarts and prunes at start:
+        // the first change is past the 60 s retention, the second is kept.
+        stack.advanceClock(by: .seconds(120))
+        try await stack.patchMe(u.access, ["settings": ["n": 2]])
+        await stack.kill("identity")
+        try stack.start("identity", environment: environment)
+        try await stack.waitReady()
+
+        let stale = try await stack.openStream(u.access, lastEventID: snapshot.id)
+        let fresh = try await Self.expectSnapshot(stale, of: u.id, resync: true)
+        #expect(fresh.n == 2)
+        let kept = try await stack.openStream(u.access, lastEventID: first.id)
+        let second = try await Self.expectChange(kept, ["settings"], n: 2, after: first.seq)
+        #expect(second.id == fresh.id)
+        #expect(kept.pending().isEmpty)
+    }
+
     @Test("a slow reader whose buffer fills is closed (the gateway does not grow); it resumes with Last-Event-ID and misses nothing")
     func slowReaderClosed() async throws {
         let stack = Stack()
