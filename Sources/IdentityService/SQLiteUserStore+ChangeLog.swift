@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseSupport
 import GRDB
 import IdentityCore
+import Logging
 
 /// The change log of users (issue 21; PROTOCOL.md "The change log"): written by triggers on
 /// `users`, so every write path, whatever its SQL, records its change in its own transaction.
@@ -171,13 +172,26 @@ extension SQLiteUserStore {
         return try Row.fetchAll(statement, arguments: arguments).map(change)
     }
 
-    /// A row of `changeColumns` as a `UserChange`.
-    static func change(_ row: Row) throws -> UserChange {
+    /// Logs the changes whose `user` JSON does not decode.
+    private static let changeLogLogger = Logger(label: "gatehouse.identity")
+
+    /// A row of `changeColumns` as a `UserChange`. A `user` JSON that does not decode is left out
+    /// (the kinds stay) and logged by seq and user id, never its content: one bad row must not
+    /// stop the log (the publisher, `listChanges`, `userChanges`) at its position.
+    static func change(_ row: Row) -> UserChange {
+        let seq = UInt64(max(0, row[0] as Int64))
+        let userID: String = row[1]
         let kinds: String = row[2]
         let json: String? = row[4]
+        var user: User?
+        if let json {
+            do { user = User(try LoggedUser.decode(json)) } catch {
+                changeLogLogger.warning("change log: the user of change \(seq) (user \(userID)) does not decode; sent without it")
+            }
+        }
         return UserChange(
-            seq: UInt64(max(0, row[0] as Int64)), userID: row[1], kinds: kinds.split(separator: ",").map(String.init),
-            occurredAt: Date(millisecondsSince1970: row[3]), user: try json.map { User(try LoggedUser.decode($0)) })
+            seq: seq, userID: userID, kinds: kinds.split(separator: ",").map(String.init),
+            occurredAt: Date(millisecondsSince1970: row[3]), user: user)
     }
 
     // MARK: Migration

@@ -1,0 +1,57 @@
+import Foundation
+import GatehouseContracts
+import GatehouseTestSupport
+import GRDB
+import IdentityCore
+@testable import IdentityService
+import Logging
+import ProtoCodec
+import Testing
+
+/// Review findings on the change log (issue 21): a row whose `user` JSON does not decode, the
+/// cost of the per-user cap's prune, and `secure_delete` for the prune's deletes.
+@Suite("Identity: change log robustness (bad rows, bounded cap prune, secure delete)")
+struct ChangeLogRobustnessTests {
+    func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
+
+    func anonymous(_ h: Harness) async throws -> String {
+        try await h.caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id
+    }
+
+    func rename(_ h: Harness, _ id: String, _ name: String) async throws {
+        _ = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, displayName: name))
+    }
+
+    @Test("a change whose user JSON does not decode is sent without its user (kinds kept): the publisher, its heartbeat, listChanges and userChanges move past it")
+    func undecodableRow() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let a = try await anonymous(h)
+        let store = try sqlite(h)
+        let sink = RecordingEventSink()
+        let publisher = try await ChangeLogPublisher.start(store: store, events: sink, logger: Logger(label: "test"))
+        for n in 1...3 { try await rename(h, a, "a\(n)") }  // 1...3
+        try await store.files.pool.write { db in
+            try db.execute(sql: #"UPDATE user_changes SET user = '{"id": 7, "email": ' WHERE seq = 2"#)
+        }
+        let run = Task { await publisher.run(heartbeat: .milliseconds(20)) }
+        defer { run.cancel() }
+        func beats() throws -> [UInt64] {
+            try sink.events.filter { $0.topic == IdentityAPI.Topic.changeFeedHeartbeat }
+                .map { try ProtobufDecoder().decode(ChangeFeedHeartbeat.self, from: $0.payload).seq }
+        }
+        try await waitUntil("the publisher past the bad row") { publisher.position == 3 }
+        try await waitUntil("a heartbeat at 3") { try beats().last == 3 }
+        let published = try sink.decoded(as: UserChange.self).filter { $0.topic == IdentityAPI.Topic.userChanged }.map(\.event)
+        #expect(published.map(\.seq) == [1, 2, 3])
+        #expect(published.map(\.kinds) == [["profile"], ["profile"], ["profile"]])
+        #expect(published.map { $0.user?.displayName } == ["a1", nil, "a3"])
+        #expect(published[1].userID == a)
+
+        let listed = try await h.caller.call(IdentityAPI.listChanges, ListChangesRequest(afterSeq: 0))
+        #expect(listed.changes.map(\.seq) == [1, 2, 3] && listed.changes.map { $0.user?.displayName } == ["a1", nil, "a3"])
+        let resumed = try await h.caller.call(IdentityAPI.userChanges, UserChangesRequest(userID: a, resume: true, afterSeq: 0))
+        #expect(!resumed.resync && resumed.changes.map(\.seq) == [1, 2, 3] && resumed.changes[1].user == nil)
+        #expect(resumed.changes[1].kinds == ["profile"])
+    }
+}
