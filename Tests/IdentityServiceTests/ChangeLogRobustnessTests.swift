@@ -54,4 +54,39 @@ struct ChangeLogRobustnessTests {
         #expect(!resumed.resync && resumed.changes.map(\.seq) == [1, 2, 3] && resumed.changes[1].user == nil)
         #expect(resumed.changes[1].kinds == ["profile"])
     }
+
+    @Test("the cap prune checks only users changed since its last run: a user over a (lowered) cap whose changes all predate it is not rescanned; a user who crosses the cap after a run is pruned; the look-ups search the primary key and the (userId, seq) index")
+    func boundedCapPrune() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let store = try sqlite(h)
+        let a = try await anonymous(h)
+        let b = try await anonymous(h)
+        for n in 0..<12 { try await rename(h, a, "a-\(n)") }  // 1...12
+        for n in 0..<8 { try await rename(h, b, "b-\(n)") }  // 13...20
+        #expect(try await store.pruneChanges(before: .distantPast, maxPerUser: 10) == 2)  // a: 1, 2
+        // Nothing changed since: no user is looked at again, whatever the cap.
+        #expect(try await store.pruneChanges(before: .distantPast, maxPerUser: 5) == 0)
+        #expect(try await store.listChanges(afterSeq: 0, limit: 100).changes.count == 18)
+        // b crosses the cap of 10 after the run: the next run prunes it, and only it.
+        for n in 8..<12 { try await rename(h, b, "b-\(n)") }  // 21...24
+        #expect(try await store.pruneChanges(before: .distantPast, maxPerUser: 10) == 2)  // b: 13, 14
+        let log = try await store.listChanges(afterSeq: 0, limit: 100)
+        #expect(log.changes.map(\.seq) == Array(3...12) + Array(15...24))
+        #expect(log.resyncUserIDs.sorted() == [a, b].sorted())
+        let resyncB = try await h.caller.call(IdentityAPI.userChanges, UserChangesRequest(userID: b, resume: true, afterSeq: 13))
+        #expect(resyncB.resync)
+        let resumedB = try await h.caller.call(IdentityAPI.userChanges, UserChangesRequest(userID: b, resume: true, afterSeq: 14))
+        #expect(!resumedB.resync && resumedB.changes.map(\.seq) == Array(15...24))
+        #expect(try await store.pruneChanges(before: .distantPast, maxPerUser: 10) == 0)
+
+        let plans = try await store.files.pool.read { db -> [[String]] in
+            try [SQLiteUserStore.changedUsersSQL, SQLiteUserStore.capThroughSQL].map { sql in
+                try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: [0, 10]).map { $0["detail"] as String }
+            }
+        }
+        #expect(plans[0].contains { $0.hasPrefix("SEARCH user_changes USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") }, "\(plans[0])")
+        #expect(plans[1].contains { $0.hasPrefix("SEARCH user_changes USING COVERING INDEX user_changes_user (userId=?)") }, "\(plans[1])")
+        #expect(!plans.joined().contains { $0.hasPrefix("SCAN") }, "\(plans)")
+    }
 }
