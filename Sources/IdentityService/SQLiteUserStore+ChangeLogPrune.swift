@@ -25,13 +25,15 @@ extension SQLiteUserStore {
     ///
     /// Only the users with a change since the previous run are checked against the cap (a user
     /// under it then can only cross it by a newer change), so a run's work follows the changes
-    /// since the last run, not the log's size.
+    /// since the last run, not the log's size. Every delete runs with `secure_delete` on: the
+    /// freed bytes (emails, profiles in the `user` JSON) are overwritten, as for every deletion
+    /// of a user.
     @discardableResult
     public func pruneChanges(before cutoff: Date, maxPerUser: Int, batch: Int = 5000) async throws -> Int {
         var deleted = 0
         let cutoffMs = cutoff.millisecondsSince1970
         while true {
-            let (count, more) = try await run { db in
+            let (count, more) = try await secureDeleting { db in
                 let seqs = try Int64.fetchAll(
                     db, sql: "SELECT seq FROM user_changes WHERE occurredAt < ? ORDER BY occurredAt LIMIT ?", arguments: [cutoffMs, batch])
                 guard let through = seqs.max() else { return (0, false) }
@@ -53,7 +55,7 @@ extension SQLiteUserStore {
             return (head, over)
         }
         for userID in over {
-            deleted += try await run { db in
+            deleted += try await secureDeleting { db in
                 // Recounted under the writer: the user's newest seq that goes, if still over the cap.
                 guard let through = try Int64.fetchOne(db.cachedStatement(sql: Self.capThroughSQL), arguments: [userID, maxPerUser])
                 else { return 0 }
@@ -69,7 +71,7 @@ extension SQLiteUserStore {
             }
         }
         // Every user with a change through `checked` is within the cap now; later changes are the next run's.
-        try await run { db in
+        try await secureDeleting { db in
             try db.execute(
                 sql: "UPDATE change_log_state SET capCheckedThrough = max(capCheckedThrough, ?) WHERE id = 1", arguments: [checked])
             // Per-user watermarks at or under the global one say nothing more.
@@ -77,5 +79,14 @@ extension SQLiteUserStore {
                 sql: "DELETE FROM user_changes_pruned WHERE prunedThrough <= (SELECT prunedThrough FROM change_log_state WHERE id = 1)")
         }
         return deleted
+    }
+
+    /// Runs `body` in a write transaction with SQLite's `secure_delete` on (see `deleteUserRow`).
+    private func secureDeleting<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
+        try await run { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+            return try body(db)
+        }
     }
 }

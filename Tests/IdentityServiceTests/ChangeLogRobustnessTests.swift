@@ -89,4 +89,32 @@ struct ChangeLogRobustnessTests {
         #expect(plans[1].contains { $0.hasPrefix("SEARCH user_changes USING COVERING INDEX user_changes_user (userId=?)") }, "\(plans[1])")
         #expect(!plans.joined().contains { $0.hasPrefix("SCAN") }, "\(plans)")
     }
+
+    @Test("retention and cap deletes of the change log run with secure_delete on (freed bytes overwritten, like every deletion of a user)")
+    func pruneSecureDelete() async throws {
+        let h = try await Harness()
+        defer { h.cleanup() }
+        let store = try sqlite(h)
+        let a = try await anonymous(h)
+        let b = try await anonymous(h)
+        for n in 0..<5 { try await rename(h, a, "old-\(n)") }  // 1...5 at t
+        h.clock.advance(by: 120)
+        for n in 0..<6 { try await rename(h, b, "new-\(n)") }  // 6...11 at t + 120 s
+        // A user deletion first: it turns secure_delete off again when it is done.
+        let c = try await anonymous(h)
+        _ = try await h.caller.call(IdentityAPI.deleteUser, UserIDRequest(userID: c))
+        // Each deletion from the log, on the writer's connection, records the pragma's value then.
+        try await store.files.pool.write { db in
+            try db.execute(sql: """
+                CREATE TEMP TABLE deletes (secure INTEGER NOT NULL);
+                CREATE TEMP TRIGGER record_secure_delete AFTER DELETE ON main.user_changes
+                BEGIN INSERT INTO deletes SELECT secure_delete FROM pragma_secure_delete; END;
+                """)
+            #expect(try Int.fetchOne(db, sql: "PRAGMA secure_delete") == 0)
+        }
+        #expect(try await store.pruneChanges(before: h.clock.now.addingTimeInterval(-60), maxPerUser: 3, batch: 2) == 8)
+        let recorded = try await store.files.pool.write { db in try Int.fetchAll(db, sql: "SELECT secure FROM temp.deletes") }
+        #expect(recorded.count == 8 && recorded.allSatisfy { $0 == 1 }, "\(recorded)")
+        #expect(try await store.files.pool.write { db in try Int.fetchOne(db, sql: "PRAGMA secure_delete") } == 0)
+    }
 }
