@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseSupport
 import GRDB
 import IdentityCore
+import Logging
 
 /// The change log of users (issue 21; PROTOCOL.md "The change log"): written by triggers on
 /// `users`, so every write path, whatever its SQL, records its change in its own transaction.
@@ -171,64 +172,26 @@ extension SQLiteUserStore {
         return try Row.fetchAll(statement, arguments: arguments).map(change)
     }
 
-    /// A row of `changeColumns` as a `UserChange`.
-    static func change(_ row: Row) throws -> UserChange {
+    /// Logs the changes whose `user` JSON does not decode.
+    private static let changeLogLogger = Logger(label: "gatehouse.identity")
+
+    /// A row of `changeColumns` as a `UserChange`. A `user` JSON that does not decode is left out
+    /// (the kinds stay) and logged by seq and user id, never its content: one bad row must not
+    /// stop the log (the publisher, `listChanges`, `userChanges`) at its position.
+    static func change(_ row: Row) -> UserChange {
+        let seq = UInt64(max(0, row[0] as Int64))
+        let userID: String = row[1]
         let kinds: String = row[2]
         let json: String? = row[4]
+        var user: User?
+        if let json {
+            do { user = User(try LoggedUser.decode(json)) } catch {
+                changeLogLogger.warning("change log: the user of change \(seq) (user \(userID)) does not decode; sent without it")
+            }
+        }
         return UserChange(
-            seq: UInt64(max(0, row[0] as Int64)), userID: row[1], kinds: kinds.split(separator: ",").map(String.init),
-            occurredAt: Date(millisecondsSince1970: row[3]), user: try json.map { User(try LoggedUser.decode($0)) })
-    }
-
-    // MARK: Pruning
-
-    /// Deletes the changes that occurred before `cutoff`, and of each user all but its newest
-    /// `maxPerUser`, moving the watermarks in the same transactions (`identity`'s prune job).
-    /// The writer is held for short batches only: the users over the cap are found by a read,
-    /// and retention deletes at most `batch` changes per transaction. How many changes went.
-    @discardableResult
-    public func pruneChanges(before cutoff: Date, maxPerUser: Int, batch: Int = 5000) async throws -> Int {
-        var deleted = 0
-        let cutoffMs = cutoff.millisecondsSince1970
-        while true {
-            let (count, more) = try await run { db in
-                let seqs = try Int64.fetchAll(
-                    db, sql: "SELECT seq FROM user_changes WHERE occurredAt < ? ORDER BY occurredAt LIMIT ?", arguments: [cutoffMs, batch])
-                guard let through = seqs.max() else { return (0, false) }
-                let delete = try db.cachedStatement(sql: "DELETE FROM user_changes WHERE seq = ?")
-                for seq in seqs { try delete.execute(arguments: [seq]) }
-                try db.execute(sql: "UPDATE change_log_state SET prunedThrough = max(prunedThrough, ?) WHERE id = 1", arguments: [through])
-                return (seqs.count, seqs.count == batch)
-            }
-            deleted += count
-            if !more { break }
-        }
-        let over = try await read { db in
-            try String.fetchAll(db, sql: "SELECT userId FROM user_changes GROUP BY userId HAVING count(*) > ?", arguments: [maxPerUser])
-        }
-        for userID in over {
-            deleted += try await run { db in
-                // Recounted under the writer: the user's newest seq that goes, if still over the cap.
-                guard let through = try Int64.fetchOne(
-                    db, sql: "SELECT seq FROM user_changes WHERE userId = ? ORDER BY seq DESC LIMIT 1 OFFSET ?", arguments: [userID, maxPerUser])
-                else { return 0 }
-                try db.execute(sql: "DELETE FROM user_changes WHERE userId = ? AND seq <= ?", arguments: [userID, through])
-                let count = db.changesCount
-                try db.execute(
-                    sql: """
-                        INSERT INTO user_changes_pruned (userId, prunedThrough) VALUES (?1, ?2)
-                        ON CONFLICT (userId) DO UPDATE SET prunedThrough = max(prunedThrough, ?2)
-                        """, arguments: [userID, through])
-                try db.execute(sql: "UPDATE change_log_state SET capPrunedThrough = max(capPrunedThrough, ?) WHERE id = 1", arguments: [through])
-                return count
-            }
-        }
-        // Per-user watermarks at or under the global one say nothing more.
-        try await run { db in
-            try db.execute(
-                sql: "DELETE FROM user_changes_pruned WHERE prunedThrough <= (SELECT prunedThrough FROM change_log_state WHERE id = 1)")
-        }
-        return deleted
+            seq: seq, userID: userID, kinds: kinds.split(separator: ",").map(String.init),
+            occurredAt: Date(millisecondsSince1970: row[3]), user: user)
     }
 
     // MARK: Migration

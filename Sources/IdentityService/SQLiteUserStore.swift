@@ -107,7 +107,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
                 """)
         }
         for register in [
-            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration,
+            registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration, registerChangeLogCapCheckMigration,
         ] { register(&migrator) }
         return migrator
     }
