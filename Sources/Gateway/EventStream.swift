@@ -98,6 +98,11 @@ final class EventStream: Sendable {
         /// Why the stream ended (set once).
         var reason: StreamCloseReason?
         var expiringSent = false
+        /// Bytes of the start (snapshot or replay, up to a page of changes) still in `pending`:
+        /// they are allowed on top of the limit, so a live change or a keep-alive that comes
+        /// before the writer took a big replay does not cut off a client that has not had a
+        /// chance to read yet.
+        var startAllowance = 0
         var waiter: CheckedContinuation<ByteBuffer?, Never>?
         var onAbort: (@Sendable () -> Void)?
         /// Whether the connection takes more bytes now (its client is reading).
@@ -176,6 +181,7 @@ final class EventStream: Sendable {
                 ended = StreamCloseReason(terminal: change.kinds)
             }
             for (id, name, data) in events { Self.append(&s.pending, id: id, event: name, data: data) }
+            s.startAllowance = s.pending.readableBytes
             if let ended {
                 s.ending = true
                 s.reason = ended
@@ -244,9 +250,10 @@ final class EventStream: Sendable {
         return reason
     }
 
-    /// A `: keep-alive` comment (not counted as an event).
+    /// A `: keep-alive` comment (not counted as an event); none while bytes wait to be written
+    /// (they keep the connection busy anyway).
     func keepAlive() -> StreamCloseReason? {
-        guard state.withLock({ $0.live }) else { return endReason }  // the snapshot comes first
+        guard state.withLock({ $0.live && $0.pending.readableBytes == 0 }) else { return endReason }  // the snapshot comes first
         return enqueue(ByteBuffer(string: ": keep-alive\n\n"), counts: false)
     }
 
@@ -286,7 +293,7 @@ final class EventStream: Sendable {
     private func enqueue(_ bytes: ByteBuffer, counts: Bool) -> StreamCloseReason? {
         let overflow: Bool? = state.withLock { s in
             guard s.reason == nil, !s.ending else { return nil }
-            let queued = s.pending.readableBytes + bytes.readableBytes
+            let queued = s.pending.readableBytes + bytes.readableBytes - s.startAllowance
             if s.pending.readableBytes > 0, queued > limit {
                 // Past the limit: a client that is not reading (its connection takes no more
                 // bytes) is cut off; one that reads only saw a burst faster than the writer got
@@ -315,6 +322,7 @@ final class EventStream: Sendable {
             if s.pending.readableBytes > 0 {
                 s.waiter = nil
                 let chunk = s.pending
+                s.startAllowance = 0
                 s.pending = ByteBuffer()
                 return (waiter, chunk)
             }
@@ -335,6 +343,7 @@ final class EventStream: Sendable {
                 let ready: ByteBuffer?? = state.withLock { s in
                     if s.pending.readableBytes > 0 {
                         let chunk = s.pending
+                s.startAllowance = 0
                         s.pending = ByteBuffer()
                         return .some(chunk)
                     }

@@ -4,6 +4,7 @@ import GatehouseTestSupport
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Prometheus
 import Synchronization
 import Testing
 
@@ -459,6 +460,7 @@ import Testing
     @Test func aSlowReaderIsClosed() async throws {
         try await Self.run(configure: { $0.streams.bufferBytes = 16_384 }) { h, log in
             let (token, userID) = try await Self.account(h)
+            let connections = h.parts.admission.open
             let stream = try await StreamClient.open(port: h.client.port!, token: token, receiveBuffer: 4096)
             try await waitUntil("open") { h.openStreams == 1 }
             let name = String(repeating: "x", count: 4000)
@@ -473,8 +475,35 @@ import Testing
             try await waitUntil("the stream is closed") { h.openStreams == 0 }
             #expect(h.closedCount("slow_reader") == 1)
             #expect(commits < 20_000)
-            try await stream.connection.waitForClose()
+            // The gateway closed the connection (its descriptor is released). The client is not
+            // drained: the megabytes in the kernel's buffers would trickle through its 4 KiB
+            // window for minutes on a loaded machine.
+            try await waitUntil("the connection is closed") { h.parts.admission.open == connections }
+            withExtendedLifetime(stream) {}
         }
+    }
+
+    /// A big replay (a page of changes) queued at start is allowed on top of the limit: a live
+    /// change or a keep-alive that comes before the writer has taken it does not cut off a
+    /// client that has had no chance to read yet.
+    @Test func aBigReplayIsNotASlowReader() async throws {
+        let stream = EventStream(
+            id: 1, userID: "u", sessionID: "s", expiresAt: .distantFuture, retryMs: 3000, limit: 16_384,
+            metrics: StreamMetrics(registry: PrometheusCollectorRegistry()))
+        let user = User(id: "u", displayName: String(repeating: "x", count: 4000), createdAt: Date())
+        let replay = (1...50).map { UserChange(seq: UInt64($0), userID: "u", kinds: ["profile"], occurredAt: Date(), user: user) }
+        #expect(stream.start(UserChangesResponse(head: 50, changes: replay)) == nil)
+        #expect(stream.keepAlive() == nil)
+        #expect(stream.offer(UserChange(seq: 51, userID: "u", kinds: ["profile"], occurredAt: Date(), user: user)) == nil)
+        #expect(stream.offer(UserChange(seq: 52, userID: "u", kinds: ["profile"], occurredAt: Date(), user: user)) == nil)
+        #expect(stream.endReason == nil)
+        let chunk = await stream.next()
+        let text = chunk.map { String(buffer: $0) } ?? ""
+        #expect(text.components(separatedBy: "event: change").count - 1 == 52)
+        #expect(!text.contains(": keep-alive"))
+        // Past the start, the limit holds again for a client that does not take what is queued.
+        for seq in 53...60 { _ = stream.offer(UserChange(seq: UInt64(seq), userID: "u", kinds: ["profile"], occurredAt: Date(), user: user)) }
+        #expect(stream.endReason == .slowReader)
     }
 
     /// A burst past the buffer for a client that reads (a catch-up page) is delivered, not cut off.
