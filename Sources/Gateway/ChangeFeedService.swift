@@ -170,18 +170,8 @@ struct ChangeFeedService: Service {
             if let page = try? await list(UInt64(Int64.max)), page.head > seq { position.seq = page.head }
             return
         }
-        guard let page = try? await list(seq) else { return }
-        if page.truncated {
-            hub.closeAll(.resync)
-            position.seq = max(seq, page.head)
-            return
-        }
-        hub.close(users: page.resyncUserIDs, .resync)
-        for change in page.changes where change.seq > position.seq ?? 0 {
-            position.seq = change.seq
-            hub.deliver(change)
-        }
-        if let now = position.seq, now < page.head { await catchUp(&position, through: page.head) }
+        guard let head = try? await list(UInt64(Int64.max)).head, head > seq else { return }
+        await catchUp(&position, through: head)
     }
 
     func handle(_ notice: ChangeNotice, _ position: inout ChangeFeedPosition) async {

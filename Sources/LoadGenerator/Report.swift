@@ -1,6 +1,15 @@
 import Foundation
 
-extension LoadResult {
+/// What a run reports: a table for people, one JSON object for machines, and whether it found
+/// a problem (`--fail-on-error` then exits 1).
+public protocol LoadReport: Encodable, Sendable {
+    /// The human-readable table.
+    func textReport() -> String
+    /// Whether the run found a problem.
+    var hadErrors: Bool { get }
+}
+
+extension LoadReport {
     /// One JSON object (sorted keys, one line).
     public func json() -> String {
         let encoder = JSONEncoder()
@@ -8,7 +17,9 @@ extension LoadResult {
         guard let data = try? encoder.encode(self) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
+}
 
+extension LoadResult: LoadReport {
     /// The human-readable table.
     public func textReport() -> String {
         var lines: [String] = []

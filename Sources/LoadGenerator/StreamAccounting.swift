@@ -85,7 +85,7 @@ public struct StreamEventTally: Codable, Sendable, Equatable {
 }
 
 /// The result of a `stream` run; `--json` prints exactly this.
-public struct StreamLoadResult: Codable, Sendable {
+public struct StreamLoadResult: Codable, Sendable, LoadReport {
     /// The target's base URL.
     public var url: String
     /// Streams asked for (one anonymous user each).
@@ -140,14 +140,6 @@ public struct StreamLoadResult: Codable, Sendable {
     public var hadErrors: Bool {
         opened < streams || changesOK < changesSent || events.lost > 0 || events.unexpected > 0 || events.duplicates > 0
             || events.unreadable > 0 || droppedStreams > 0 || !closedByServer.isEmpty
-    }
-
-    /// One JSON object (sorted keys, one line).
-    public func json() -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
     }
 
     /// The human-readable table.

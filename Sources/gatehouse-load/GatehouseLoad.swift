@@ -114,10 +114,16 @@ struct GatehouseLoad: AsyncParsableCommand {
             throw ValidationError(error.description)
         }
 
+        try await report { progress in try await LoadRunner(configuration).run(progress: progress) }
+    }
+
+    /// Runs a scenario (its progress on standard error unless `--json`), prints its report, and
+    /// exits 2 when it could not run, 1 when it found errors under `--fail-on-error`.
+    func report<Result: LoadReport>(_ run: (@escaping @Sendable (String) -> Void) async throws -> Result) async throws {
         let quiet = json
-        let result: LoadResult
+        let result: Result
         do {
-            result = try await LoadRunner(configuration).run { message in
+            result = try await run { message in
                 if !quiet { FileHandle.standardError.write(Data("gatehouse-load: \(message)\n".utf8)) }
             }
         } catch let error as LoadError {
@@ -145,18 +151,6 @@ struct GatehouseLoad: AsyncParsableCommand {
         } catch let error as LoadError {
             throw ValidationError(error.description)
         }
-        let quiet = json
-        let result: StreamLoadResult
-        do {
-            result = try await StreamLoadRunner(configuration).run { message in
-                if !quiet { FileHandle.standardError.write(Data("gatehouse-load: \(message)\n".utf8)) }
-            }
-        } catch let error as LoadError {
-            FileHandle.standardError.write(Data("gatehouse-load: \(error.description)\n".utf8))
-            throw ExitCode(2)
-        }
-        print(json ? result.json() : result.textReport())
-        fflush(nil)
-        if failOnError && result.hadErrors { throw ExitCode(1) }
+        try await report { progress in try await StreamLoadRunner(configuration).run(progress: progress) }
     }
 }
