@@ -53,14 +53,17 @@ public struct ChangePasswordRequest: Codable, Sendable, Hashable {
     public var caller: AuthenticatedCaller
     /// The new password; refused with `weak_password` when the policy does not accept it.
     public var password: String
+    /// The client asking, for the audit log.
+    public var client: ClientInfo
 
     /// A change of `caller`'s password to `password`.
-    public init(caller: AuthenticatedCaller, password: String) {
+    public init(caller: AuthenticatedCaller, password: String, client: ClientInfo = ClientInfo()) {
         self.caller = caller
         self.password = password
+        self.client = client
     }
 
-    enum CodingKeys: Int, CodingKey { case caller = 1, password = 2 }
+    enum CodingKeys: Int, CodingKey { case caller = 1, password = 2, client = 3 }
 }
 
 /// `identity.changeEmail` request: asks to change the caller's email address (recent login

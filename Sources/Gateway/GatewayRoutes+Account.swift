@@ -58,12 +58,13 @@ extension GatewayRoutes {
     /// sessions are revoked, this one continues. Limited per address like sign-up (a new hash).
     @Sendable func changePassword(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        try admit(.signUp, identifyClient(request, context).address)
+        let (client, address) = identifyClient(request, context)
+        try admit(.signUp, address)
         var request = request
         let (body, _) = try await request.decodeJSON(PasswordBody.self, limit: configuration.maxBodySize)
         try Self.validatePassword(body.password)
         return try await withPasswordPlace {
-            let change = ChangePasswordRequest(caller: Self.caller(claims), password: body.password)
+            let change = ChangePasswordRequest(caller: Self.caller(claims), password: body.password, client: client)
             let reply = try await call(services.identity, IdentityAPI.changePassword, change)
             revocations.insert(reply.revokedSessionIDs, now: clock.now)
             return Self.json(.ok, reply.user.json, noStore: true)

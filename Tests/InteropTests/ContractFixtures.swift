@@ -85,7 +85,7 @@ extension ReauthenticateRequest {
 
 extension ChangePasswordRequest {
     /// Every field set.
-    static let contractFixture = ChangePasswordRequest(caller: .contractFixture, password: "new correct horse")
+    static let contractFixture = ChangePasswordRequest(caller: .contractFixture, password: "new correct horse", client: .contractFixture)
 }
 
 extension ChangeEmailRequest {
@@ -431,4 +431,24 @@ extension UserChangesRequest {
 extension UserChangesResponse {
     /// Every field set.
     static let contractFixture = UserChangesResponse(user: .contractFixture, head: 913, changes: [.contractFixture], resync: true)
+}
+
+// MARK: the audit log (identity.listAudit, token.listAudit)
+
+extension AuditEvent {
+    /// Every field set.
+    static let contractFixture = AuditEvent(
+        seq: 42, occurredAt: instant(40), kind: AuditEvent.Kind.signInFailed, userID: "user-audit-1", actor: AuditEvent.Actor.user,
+        reason: "invalid_credentials", email: "audit@example.com", ip: "192.0.2.7", userAgent: "curl/8.5", sessionID: "session-audit-1",
+        detailJSON: #"{"created":3}"#)
+}
+
+extension ListAuditRequest {
+    /// Every field set.
+    static let contractFixture = ListAuditRequest(afterSeq: 41, userID: "user-audit-1", limit: 100, since: instant(41))
+}
+
+extension ListAuditResponse {
+    /// Every field set.
+    static let contractFixture = ListAuditResponse(events: [.contractFixture], nextAfterSeq: 42)
 }
