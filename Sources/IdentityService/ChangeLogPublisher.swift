@@ -133,18 +133,23 @@ public struct ChangeLogPrune: Sendable {
     public let retention: TimeInterval
     /// Of each user, only the newest this many changes stay.
     public let maxPerUser: Int
+    /// Audit events older than this many seconds go too (the same job prunes the audit log).
+    public let auditRetention: TimeInterval
 
-    /// A prune of `store`'s log by these limits, reading the time from `clock`.
-    public init(store: SQLiteUserStore, clock: WallClock, retention: TimeInterval, maxPerUser: Int) {
+    /// A prune of `store`'s change log and audit log by these limits, reading the time from `clock`.
+    public init(store: SQLiteUserStore, clock: WallClock, retention: TimeInterval, maxPerUser: Int, auditRetention: TimeInterval = 7_776_000) {
         self.store = store
         self.clock = clock
         self.retention = retention
         self.maxPerUser = maxPerUser
+        self.auditRetention = auditRetention
     }
 
-    /// Deletes what is past the limits now; how many changes went.
+    /// Deletes what is past the limits now; how many changes went (audit events not counted).
     @discardableResult
     public func prune() async throws -> Int {
-        try await store.pruneChanges(before: clock.now.addingTimeInterval(-retention), maxPerUser: maxPerUser)
+        let now = clock.now
+        try await store.pruneAudit(before: now.addingTimeInterval(-auditRetention))
+        return try await store.pruneChanges(before: now.addingTimeInterval(-retention), maxPerUser: maxPerUser)
     }
 }

@@ -43,6 +43,8 @@ public struct IdentityConfiguration: Sendable {
     public var changeLogRetention: TimeInterval = 86_400
     /// Most changes the change log keeps per user (`GATEHOUSE_CHANGE_LOG_MAX_PER_USER`).
     public var changeLogMaxPerUser = 1000
+    /// Seconds the audit log keeps an event (`GATEHOUSE_AUDIT_RETENTION`; 90 days).
+    public var auditRetention: TimeInterval = 7_776_000
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

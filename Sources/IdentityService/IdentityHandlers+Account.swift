@@ -31,6 +31,13 @@ extension IdentityHandlers {
     /// Another user's valid credentials: `userMismatch`, nothing changes. A caller without a
     /// password (anonymous or provider-only): `invalidCredentials`.
     public func reauthenticate(_ request: ReauthenticateRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        try await audited(
+            AuditEvent.Kind.reauthenticate, failure: AuditEvent.Kind.reauthenticateFailed, userID: request.caller.userID,
+            email: request.email ?? "", client: request.client, sessionID: request.caller.sessionID
+        ) { try await reauthenticateAudited(request, deadline: deadline) }
+    }
+
+    private func reauthenticateAudited(_ request: ReauthenticateRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         let hashDeadline = Self.hashDeadline(deadline)
         try Self.checkClient(request.client)
         let current = try await callerUser(request.caller)
@@ -38,7 +45,10 @@ extension IdentityHandlers {
         let email = try EmailAddress(request.email ?? own)
         let (user, stored, password) = try await checkPasswordThrottled(
             request.password, email: email, client: request.client, deadline: hashDeadline)
-        guard user.id == current.id else { throw IdentityError.userMismatch }
+        guard user.id == current.id else {
+            auditUser(current.id)
+            throw IdentityError.userMismatch
+        }
         guard !user.disabled else { throw IdentityError.userDisabled }
         let (signedIn, tokens) = try await completeSignIn(
             user, verified: stored, password: password, client: request.client, hashDeadline: hashDeadline, deadline: deadline)
@@ -65,10 +75,13 @@ extension IdentityHandlers {
         try requireRecentLogin(request.caller)
         let password = try policy.validate(request.password, email: email)
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
+        let audit = (kind: AuditEvent.Kind.passwordChanged, user: current.id.rawValue, session: request.caller.sessionID)
         let (user, revoked) = try await revokingSessions(of: current.id, reason: "password_changed", except: request.caller.sessionID) {
-            let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
-            try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
-            return user
+            try await audited(audit.kind, userID: audit.user, client: request.client, sessionID: audit.session) {
+                let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
+                try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: user.id, at: clock.now)
+                return user
+            }
         }
         await publish(IdentityAPI.Topic.userUpdated, user)
         return CredentialChangeResponse(user: User(user), revokedSessionIDs: revoked)
@@ -89,7 +102,9 @@ extension IdentityHandlers {
         if let current = try await store.user(id: id) {
             if !current.isAnonymous { try requireRecentLogin(request.caller) }
             _ = try await revokeSessionIDs(of: id, reason: "user_deleted", except: nil)
-            do { try await store.delete(id: id) } catch IdentityError.userNotFound {}  // deleted meanwhile: revoke all the same
+            try await audited(AuditEvent.Kind.accountDeleted, userID: id.rawValue, client: request.client, sessionID: request.caller.sessionID) {
+                do { try await store.delete(id: id) } catch IdentityError.userNotFound {}  // deleted meanwhile: revoke all the same
+            }
         }
         let revoked = try await revokeSessionIDs(of: id, reason: "user_deleted", except: nil)
         // Also on a retry (the user already gone): events are at least once.

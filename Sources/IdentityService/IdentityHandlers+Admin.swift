@@ -5,6 +5,50 @@ import ProtoCodec
 
 // Administrative methods (`gatehouse users ...`) and the settings merge patch of `updateProfile`.
 extension IdentityHandlers {
+    /// Revokes the user's sessions in the token service, deletes the user and its linked
+    /// identities, revokes again (a racing sign-in's session), all committed before this returns,
+    /// then publishes `user.deleted` (`identity.deleteUser`). A retry after a failed revocation
+    /// answers `userNotFound`, and revokes them all the same.
+    public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
+        let id = try Self.validID(request.userID)
+        return try await audited(AuditEvent.Kind.userDeleted, actor: AuditEvent.Actor.operator, userID: id.rawValue) {
+            try await deleteUserAudited(id)
+        }
+    }
+
+    private func deleteUserAudited(_ id: UserID) async throws -> Empty {
+        if try await store.user(id: id) != nil { try await revokeSessions(of: id, reason: "user_deleted") }
+        do { try await store.delete(id: id) } catch IdentityError.userNotFound {
+            try await revokeSessions(of: id, reason: "user_deleted")
+            throw IdentityError.userNotFound
+        }
+        try await revokeSessions(of: id, reason: "user_deleted")
+        let event = UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now)
+        await publish(IdentityAPI.Topic.userDeleted, event)
+        return Empty()
+    }
+
+    /// Disables or enables a user. Disabling revokes the user's sessions in the token service
+    /// (committed there before this returns; again on a repeated call, so a retry after a failed
+    /// revocation completes it) and publishes `user.disabled`.
+    public func setDisabled(_ request: SetDisabledRequest) async throws -> User {
+        let id = try Self.validID(request.userID)
+        let kind = request.disabled ? AuditEvent.Kind.userDisabled : AuditEvent.Kind.userEnabled
+        return try await audited(kind, actor: AuditEvent.Actor.operator, userID: id.rawValue) { try await setDisabledAudited(request, id: id) }
+    }
+
+    private func setDisabledAudited(_ request: SetDisabledRequest, id: UserID) async throws -> User {
+        guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
+        if current.disabled == request.disabled {
+            if request.disabled { try await revokeSessions(of: id, reason: "user_disabled") }
+            return User(current)
+        }
+        let user = try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.disabled = request.disabled }
+        if request.disabled { try await revokeSessions(of: id, reason: "user_disabled") }
+        await publish(request.disabled ? IdentityAPI.Topic.userDisabled : IdentityAPI.Topic.userUpdated, user)
+        return User(user)
+    }
+
     /// Sets a user's custom claims (`identity.setCustomClaims`): a JSON object of at most 1,000
     /// bytes without reserved names (`CustomClaims`); "" or `{}` clears them. The token service
     /// reads them at each refresh (`claimsForSession`), so they are in the user's access tokens
@@ -12,7 +56,9 @@ extension IdentityHandlers {
     public func setCustomClaims(_ request: SetCustomClaimsRequest) async throws -> User {
         let id = try Self.validID(request.userID)
         let claims = try CustomClaims.validated(request.claimsJSON)
-        let user = try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.customClaimsJSON = claims }
+        let user = try await audited(AuditEvent.Kind.claimsSet, actor: AuditEvent.Actor.operator, userID: id.rawValue) {
+            try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.customClaimsJSON = claims }
+        }
         let event = UserEvent(userID: user.id.rawValue, version: user.version, occurredAt: user.updatedAt)
         do {
             await events.publish(topic: IdentityAPI.Topic.userUpdated, payload: try ProtobufEncoder().encode(event))

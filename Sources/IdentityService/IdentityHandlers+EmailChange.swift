@@ -25,7 +25,7 @@ extension IdentityHandlers {
     /// `emailFlows.perMinute`/`perHour` change mails; an anonymous caller: `invalidArgument`.
     public func changeEmail(_ request: ChangeEmailRequest) async throws -> CredentialChangeResponse {
         let current = try await callerUser(request.caller)
-        guard !current.isAnonymous, let currentEmail = current.email, let currentNormalized = current.emailNormalized else {
+        guard !current.isAnonymous, let currentEmail = current.email, current.emailNormalized != nil else {
             throw IdentityError.invalidArgument(
                 field: "email", reason: "an anonymous user has no email: register an email and password with POST /v1/me/upgrade")
         }
@@ -34,10 +34,19 @@ extension IdentityHandlers {
         try Self.checkClient(request.client)
         let preferences = try Self.emailChangeLocale(request.locale)
         if email.typed == currentEmail { return CredentialChangeResponse(user: User(current)) }
+        return try await audited(
+            AuditEvent.Kind.emailChangeRequested, userID: current.id.rawValue, email: email.typed, client: request.client,
+            sessionID: request.caller.sessionID
+        ) { try await changeEmail(current, to: email, preferences: preferences) }
+    }
+
+    private func changeEmail(_ current: UserRecord, to email: EmailAddress, preferences: String) async throws -> CredentialChangeResponse {
+        guard let currentEmail = current.email, let currentNormalized = current.emailNormalized else { throw IdentityError.userNotFound }
         // The same mailbox (only ASCII letter case differs): applied at once. Addresses equal only
         // after Unicode folding (full-width letters, ...) go through the confirmation like any other.
         if email.normalized == currentNormalized, email.typed.lowercased() == currentEmail.lowercased(),
             email.typed.unicodeScalars.allSatisfy(\.isASCII) {
+            AuditScope.current?.update { $0.kind = AuditEvent.Kind.emailChanged }
             let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.email = email.typed }
             await publish(IdentityAPI.Topic.userEmailChanged, user)
             return CredentialChangeResponse(user: User(user))
@@ -74,12 +83,17 @@ extension IdentityHandlers {
         let revertCode = Self.newResetCode()
         let now = clock.now
         let (composer, ttl) = (mailComposer, emailFlows.revertTTL)
-        let id = try await sqlite.confirmEmailChange(
+        let pending = try await sqlite.emailChangeCode(codeHash: codeHash, purpose: .changeEmail, now: now)
+        let id = try await audited(
+            AuditEvent.Kind.emailChanged, userID: pending?.userID.rawValue ?? "", email: pending?.email ?? "", client: request.client
+        ) {
+            try await sqlite.confirmEmailChange(
             codeHash: codeHash, revertCodeHash: Self.resetCodeHash(revertCode), revertExpiresAt: now.addingTimeInterval(ttl), now: now
         ) { old, new in
             composer.message(
                 .emailChanged, to: old, code: revertCode, ttl: ttl, preferences: preferences, date: now,
                 extra: ["oldEmail": old, "newEmail": new])
+            }
         }
         guard let user = try await store.user(id: id) else { throw IdentityError.userNotFound }
         await publish(IdentityAPI.Topic.userEmailChanged, user)
@@ -112,7 +126,9 @@ extension IdentityHandlers {
             composer.message(.passwordReset, to: to, code: resetCode, ttl: resetTTL, preferences: preferences, date: now)
         }
         let (id, revoked) = try await revokingSessions(of: user.id, reason: "email_reverted") {
-            try await sqlite.revertEmailChange(codeHash: codeHash, now: now, reset: reset)
+            try await audited(AuditEvent.Kind.emailChangeReverted, userID: user.id.rawValue, email: code.email, client: request.client) {
+                try await sqlite.revertEmailChange(codeHash: codeHash, now: now, reset: reset)
+            }
         }
         guard let reverted = try await store.user(id: id) else { throw IdentityError.userNotFound }
         await publish(IdentityAPI.Topic.userEmailChanged, reverted)

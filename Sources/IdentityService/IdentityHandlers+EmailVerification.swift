@@ -144,7 +144,11 @@ extension IdentityHandlers {
         try Self.checkClient(request.client)
         guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "email verification needs the SQLite user store") }
         guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidVerificationCode }
-        let (user, changed) = try await sqlite.useEmailVerification(codeHash: codeHash, now: clock.now)
+        let now = clock.now
+        let code = try await sqlite.emailChangeCode(codeHash: codeHash, purpose: .verifyEmail, now: now)
+        let (user, changed) = try await audited(
+            AuditEvent.Kind.emailVerified, userID: code?.userID.rawValue ?? "", email: code?.email ?? "", client: request.client
+        ) { try await sqlite.useEmailVerification(codeHash: codeHash, now: now) }
         if changed {
             await publish(IdentityAPI.Topic.userUpdated, user)
             logger.info("email verified", metadata: ["user": "\(user.id.rawValue)"])

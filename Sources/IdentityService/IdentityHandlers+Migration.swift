@@ -31,7 +31,9 @@ extension IdentityHandlers {
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = clock.now
-        let user = try await updateUpgrading(id: id, email: email, locale: request.locale, now: at) { user in
+        let audit = (kind: AuditEvent.Kind.anonymousUpgraded, user: id.rawValue)
+        let user = try await audited(audit.kind, userID: audit.user, email: email.typed, client: request.client) {
+            try await updateUpgrading(id: id, email: email, locale: request.locale, now: at) { user in
             guard user.isAnonymous else { throw Self.notAnonymous }
             user.email = email.typed
             user.emailNormalized = email.normalized
@@ -40,6 +42,7 @@ extension IdentityHandlers {
             user.isAnonymous = false
             if let displayName { user.displayName = displayName }
             user.lastSignInAt = at.roundedToMilliseconds
+            }
         }
         await publish(IdentityAPI.Topic.userUpdated, user)
         let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
@@ -95,11 +98,19 @@ extension IdentityHandlers {
     /// is taken (single use) if it is this caller's, on this session, and unexpired; then the
     /// anonymous user must still be anonymous and the target unchanged and enabled.
     public func resumeSignIn(_ request: ResumeSignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        try await audited(
+            AuditEvent.Kind.signIn, failure: AuditEvent.Kind.migrationFailed, userID: "", client: request.client,
+            sessionID: request.caller.sessionID
+        ) { try await resumeSignInAudited(request, deadline: deadline) }
+    }
+
+    private func resumeSignInAudited(_ request: ResumeSignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         try Self.checkClient(request.client)
         guard UserID.isWellFormed(request.caller.userID),
             let entry = resumeHandles.take(
                 request.resumeHandle, userID: UserID(request.caller.userID), sessionID: request.caller.sessionID, now: clock.now)
         else { throw IdentityError.invalidResumeHandle }
+        auditUser(entry.targetUserID)
         guard let anonymous = try await store.user(id: entry.anonymousUserID), anonymous.isAnonymous,
             let target = try await store.user(id: entry.targetUserID), target.passwordHash == entry.targetPasswordHash
         else { throw IdentityError.invalidResumeHandle }
@@ -123,7 +134,13 @@ extension IdentityHandlers {
         // Reason `migrated` (a deletion reason: the sessions lose their client details), so open
         // streams end as `migrated`; the change log marks the deletion `migrated` too.
         let revoke = UserSessionsRequest(userID: anonymousID.rawValue, reason: "migrated")
-        do { try await deleteMigrated(anonymousID) } catch IdentityError.userNotFound {
+        let detail = #"{"anonymousUserId":"\#(anonymousID.rawValue)"}"#
+        do {
+            try await audited(AuditEvent.Kind.migration, userID: target.id.rawValue, client: client) {
+                AuditScope.current?.update { $0.detailJSON = detail }
+                try await deleteMigrated(anonymousID)
+            }
+        } catch IdentityError.userNotFound {
             if try await store.user(id: anonymousID) != nil { return nil }
             _ = try await tokens.call(TokenAPI.revokeAllSessions, revoke)
             throw RPCError(.sessionRevoked, "the anonymous user was deleted meanwhile; sign in again")

@@ -116,7 +116,9 @@ extension IdentityHandlers {
         let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
         let at = clock.now
         let (_, revoked) = try await revokingSessions(of: userID, reason: "password_reset") {
-            try await store.usePasswordReset(codeHash: codeHash, userID: userID, passwordHash: hash, now: at)
+            try await audited(AuditEvent.Kind.passwordReset, userID: userID.rawValue, email: user.email ?? "", client: request.client) {
+                try await store.usePasswordReset(codeHash: codeHash, userID: userID, passwordHash: hash, now: at)
+            }
         }
         await publish(IdentityAPI.Topic.userUpdated, UserEvent(userID: userID.rawValue, version: user.version + 1, occurredAt: at))
         logger.info("password reset confirmed", metadata: ["user": "\(userID.rawValue)"])

@@ -94,6 +94,7 @@ public struct IdentityHandlers: Sendable {
         registerEmailVerificationMethods(&router)
         registerImportMethods(&router)
         registerChangeMethods(&router)
+        registerAuditMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
@@ -142,6 +143,12 @@ public struct IdentityHandlers: Sendable {
     /// caller's), a hash that could not be done in time is refused as `overloaded` at once, and
     /// the token service gets what is left of it.
     public func signUp(_ request: SignUpRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        try await audited(AuditEvent.Kind.signUp, email: request.email, client: request.client) {
+            try await signUpAudited(request, deadline: deadline)
+        }
+    }
+
+    private func signUpAudited(_ request: SignUpRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         let email = try EmailAddress(request.email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
@@ -155,6 +162,7 @@ public struct IdentityHandlers: Sendable {
         let user = UserRecord(
             id: .random(), email: email, displayName: displayName, passwordHash: hash, settingsJSON: defaultSettingsJSON,
             createdAt: at, lastSignInAt: verifyFirst ? nil : at)
+        auditUser(user.id)
         try await insertSigningUp(user, email: email, locale: request.locale)
         await publish(IdentityAPI.Topic.userCreated, user)
         if verifyFirst { return .verificationRequired(user: User(user)) }  // no session until verified
@@ -169,7 +177,9 @@ public struct IdentityHandlers: Sendable {
         let at = clock.now
         let user = UserRecord(
             id: .random(), email: nil, isAnonymous: true, settingsJSON: defaultSettingsJSON, createdAt: at, lastSignInAt: at)
-        try await store.insert(user)
+        try await audited(AuditEvent.Kind.signUpAnonymous, userID: user.id.rawValue, client: request.client) {
+            try await store.insert(user)
+        }
         await publish(IdentityAPI.Topic.userCreated, user)
         let tokens = try await issueSession(for: user, at: at, client: request.client, amr: ["anon"], deadline: deadline)
         return AuthResponse(user: User(user), tokens: tokens)
@@ -181,6 +191,12 @@ public struct IdentityHandlers: Sendable {
     /// counted by `throttle` and `accountThrottle` before the user is looked up, so both are
     /// throttled alike.
     public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
+        try await audited(AuditEvent.Kind.signIn, failure: AuditEvent.Kind.signInFailed, email: request.email, client: request.client) {
+            try await signInAudited(request, deadline: deadline)
+        }
+    }
+
+    private func signInAudited(_ request: SignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         let hashDeadline = Self.hashDeadline(deadline)
         let email = try EmailAddress(request.email)
         try Self.checkClient(request.client)
@@ -206,6 +222,7 @@ public struct IdentityHandlers: Sendable {
         let password = PasswordPolicy.normalize(typed)
         guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
         let found = try await store.user(normalizedEmail: email.normalized)
+        if let found { auditUser(found.id) }
         guard let user = found, let stored = user.passwordHash else {
             _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
             if found == nil { unknownEmail() }
@@ -247,39 +264,6 @@ public struct IdentityHandlers: Sendable {
             if let patch { user.settingsJSON = try SettingsDocument.merged(patch, into: user.settingsJSON) }
         }
         await publish(IdentityAPI.Topic.userUpdated, user)
-        return User(user)
-    }
-
-    /// Revokes the user's sessions in the token service, deletes the user and its linked
-    /// identities, revokes again (a racing sign-in's session), all committed before this returns,
-    /// then publishes `user.deleted` (`identity.deleteUser`). A retry after a failed revocation
-    /// answers `userNotFound`, and revokes them all the same.
-    public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
-        let id = try Self.validID(request.userID)
-        if try await store.user(id: id) != nil { try await revokeSessions(of: id, reason: "user_deleted") }
-        do { try await store.delete(id: id) } catch IdentityError.userNotFound {
-            try await revokeSessions(of: id, reason: "user_deleted")
-            throw IdentityError.userNotFound
-        }
-        try await revokeSessions(of: id, reason: "user_deleted")
-        let event = UserEvent(userID: id.rawValue, version: 0, occurredAt: clock.now)
-        await publish(IdentityAPI.Topic.userDeleted, event)
-        return Empty()
-    }
-
-    /// Disables or enables a user. Disabling revokes the user's sessions in the token service
-    /// (committed there before this returns; again on a repeated call, so a retry after a failed
-    /// revocation completes it) and publishes `user.disabled`.
-    public func setDisabled(_ request: SetDisabledRequest) async throws -> User {
-        let id = try Self.validID(request.userID)
-        guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
-        if current.disabled == request.disabled {
-            if request.disabled { try await revokeSessions(of: id, reason: "user_disabled") }
-            return User(current)
-        }
-        let user = try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.disabled = request.disabled }
-        if request.disabled { try await revokeSessions(of: id, reason: "user_disabled") }
-        await publish(request.disabled ? IdentityAPI.Topic.userDisabled : IdentityAPI.Topic.userUpdated, user)
         return User(user)
     }
 

@@ -48,7 +48,8 @@ public struct IdentityService: Sendable {
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)
         let changeLog = try await ChangeLogPublisher.start(store: store, events: events, logger: logger)
         let prune = ChangeLogPrune(
-            store: store, clock: clock, retention: configuration.changeLogRetention, maxPerUser: configuration.changeLogMaxPerUser)
+            store: store, clock: clock, retention: configuration.changeLogRetention, maxPerUser: configuration.changeLogMaxPerUser,
+            auditRetention: configuration.auditRetention)
         return IdentityService(
             configuration: configuration, store: store, hashPool: pool, handlers: handlers, anonymousSweep: sweep, changeLog: changeLog,
             changeLogPrune: prune)

@@ -25,7 +25,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     public typealias Durability = SQLiteSupport.Durability
 
     let files: SQLiteFiles
-    private var pool: DatabasePool { files.pool }
+    var pool: DatabasePool { files.pool }
     /// Checkpoints the WAL off the writer's path (see `WALCheckpointer`).
     var checkpointer: WALCheckpointer { files.checkpointer }
     /// Connections of its own for the point reads by id and email (see `RawReadPool`).
@@ -108,6 +108,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
         for register in [
             registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration, registerChangeLogCapCheckMigration,
+            registerAuditMigration,
         ] { register(&migrator) }
         return migrator
     }
@@ -344,52 +345,6 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 
     private static func providers(_ text: String) -> [String] {
         text.isEmpty ? [] : text.split(separator: ",").map(String.init)
-    }
-
-    // MARK: Access and error translation
-
-    func run<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await pool.write(body)
-        } catch {
-            throw Self.translate(error)
-        }
-    }
-
-    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws -> T {
-        do {
-            return try await pool.read(body)
-        } catch {
-            throw Self.translate(error)
-        }
-    }
-
-    /// Turns any error from GRDB or SQLite into an `IdentityError` (or cancellation).
-    static func translate(_ error: any Error) -> any Error {
-        switch error {
-        case let error as IdentityError:
-            return error
-        case is CancellationError:
-            return error
-        case let error as DatabaseError:
-            let message = error.message ?? ""
-            switch error.extendedResultCode {
-            case .SQLITE_CONSTRAINT_UNIQUE where message.contains("users.emailNormalized"),
-                .SQLITE_CONSTRAINT_TRIGGER where message.contains("email_reserved"):
-                return IdentityError.emailExists
-            case .SQLITE_CONSTRAINT_PRIMARYKEY where message.contains("identities."):
-                return IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
-            case .SQLITE_CONSTRAINT_FOREIGNKEY:
-                return IdentityError.userNotFound
-            case .SQLITE_CONSTRAINT_CHECK, .SQLITE_CONSTRAINT_NOTNULL:
-                return IdentityError.invalidArgument(field: "user", reason: "breaks a storage invariant")
-            default:
-                break
-            }
-            return SQLiteFiles.isBusy(error) ? IdentityError.unavailable(cause: "\(error)") : IdentityError.storage(cause: "\(error)")
-        default:
-            return IdentityError.storage(cause: String(reflecting: error))
-        }
     }
 
     private static func offCooperativePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
