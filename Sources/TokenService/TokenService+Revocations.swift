@@ -64,4 +64,14 @@ extension TokenService {
         let sessions = try await store.revokedSessions(since: since)
         return RevocationSnapshot(epoch: revocationFeed.epoch, seq: seq, sessions: sessions)
     }
+
+    /// A page of the audit log (`token.listAudit`): `invalidArgument` for a limit outside
+    /// 0 … `maxAuditPage` or a user id over 128 bytes.
+    public func listAudit(_ request: ListAuditRequest) async throws -> ListAuditResponse {
+        guard (0...maxAuditPage).contains(request.limit) else { throw TokenError.invalidArgument("limit must be between 0 and \(maxAuditPage)") }
+        guard request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be at most 128 bytes") }
+        let limit = request.limit == 0 ? Int(maxAuditPage) : Int(request.limit)
+        let (events, next) = try await store.auditEvents(after: request.afterSeq, userID: request.userID, since: request.since, limit: limit)
+        return ListAuditResponse(events: events, nextAfterSeq: next)
+    }
 }

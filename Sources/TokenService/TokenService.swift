@@ -29,6 +29,8 @@ public struct TokenConfiguration: Sendable {
     /// How long ended sessions (revoked, expired, idle) are kept before `sweep()` deletes them;
     /// also how long a superseded refresh token is at least kept for reuse detection.
     public var sessionRetention: TimeInterval = 7 * 86_400
+    /// Seconds an audit event is kept (`GATEHOUSE_AUDIT_RETENTION`; 90 days); the sweep prunes older ones.
+    public var auditRetention: TimeInterval = 7_776_000
     /// The algorithm of new signing keys.
     public var algorithm: SigningAlgorithm = .es256
     /// Encrypts private keys (and the refresh secret) at rest when set (AES-256-GCM).
@@ -294,6 +296,7 @@ public final class TokenService: Sendable {
         // A revoked session stays listed (`listRevocations`) as long as its access tokens may be valid.
         let retention = max(configuration.sessionRetention, configuration.accessTokenTTL + configuration.leeway)
         let counts = try await store.sweep(now: clock.now, retention: retention, idleTimeout: configuration.idleTimeout)
+        try await store.pruneAudit(before: clock.now.addingTimeInterval(-configuration.auditRetention))
         if counts != TokenStore.SweepCounts() {
             logger.info("sweep deleted \(counts.sessions) ended sessions and \(counts.refreshTokens) old refresh tokens")
         }
@@ -348,6 +351,7 @@ public final class TokenService: Sendable {
         router.register(TokenAPI.rotateKeys) { _, _ in try await self.rotateKeys() }
         router.register(TokenAPI.listRevocations) { _, _ in try await self.listRevocations() }
         router.register(TokenAPI.lastActivity) { request, _ in try await self.lastActivity(request) }
+        router.register(TokenAPI.listAudit) { request, _ in try await self.listAudit(request) }
         return router
     }
 }

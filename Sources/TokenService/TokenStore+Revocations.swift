@@ -33,13 +33,15 @@ extension TokenStore {
                 try db.execute(
                     sql: "UPDATE session SET userAgent = '', ip = '' WHERE userId = ? AND (userAgent != '' OR ip != '')", arguments: [userID])
             }
-            return rows.map { row in
+            let revoked = rows.map { row in
                 var s = Self.session(row)
                 s.revokedAt = now
                 s.revokeReason = reason
                 if scrubClient { s.client = ClientInfo() }
                 return s
             }
+            if let event = Self.revocationEvent(revoked, reason: reason, at: now, all: true) { try Self.appendAudit(event, in: db) }
+            return revoked
         }
     }
 

@@ -111,6 +111,7 @@ public final class TokenStore: Sendable {
                 """)
         }
         registerRevokedAtIndex(&migrator)
+        registerAuditMigration(&migrator)
         return migrator
     }
 
@@ -322,6 +323,9 @@ public final class TokenStore: Sendable {
                     arguments: [Self.ms(now), sessionID])
                 session.revokedAt = now
                 session.revokeReason = "refresh_token_reused"
+                if let event = Self.revocationEvent([session], reason: "refresh_token_reused", at: now, all: false) {
+                    try Self.appendAudit(event, in: db)
+                }
                 return .reused(session)
             }
             try db.cachedStatement(sql: "UPDATE session SET currentHash = ?, rotatedAt = ?, lastUsedAt = ? WHERE id = ?")
@@ -347,6 +351,7 @@ public final class TokenStore: Sendable {
             var s = Self.session(row)
             s.revokedAt = now
             s.revokeReason = reason
+            if let event = Self.revocationEvent([s], reason: reason, at: now, all: false) { try Self.appendAudit(event, in: db) }
             return s
         }
     }
