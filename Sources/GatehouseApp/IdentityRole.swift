@@ -76,6 +76,7 @@ public struct IdentityRoleSettings: Sendable {
         changeFeedHeartbeat = .milliseconds(try config.int(ConfigTable.changeFeedHeartbeatMs, in: 100...60_000))
         service.changeLogRetention = TimeInterval(try config.int(ConfigTable.changeLogRetention, in: 60...2_592_000))
         service.changeLogMaxPerUser = try config.int(ConfigTable.changeLogMaxPerUser, in: 10...100_000)
+        service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)

@@ -44,6 +44,7 @@ public struct TokenRoleSettings: Sendable {
         service.idleTimeout = TimeInterval(try config.int(ConfigTable.sessionIdleTTL, in: 300...31_536_000))
         service.refreshGrace = TimeInterval(try config.int(ConfigTable.refreshGrace, in: 0...300))
         service.sessionRetention = TimeInterval(try config.int(ConfigTable.sessionRetention, in: 3_600...31_536_000))
+        service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
         sweepInterval = try config.int(ConfigTable.sweepInterval, in: 0...86_400)
         heartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         let algorithm = try config.required(ConfigTable.signingAlgorithm)
