@@ -66,6 +66,8 @@ public struct AuditEvent: Codable, Sendable, Hashable {
         public static let `operator` = "operator"
         /// A background task of the service (the anonymous sweep).
         public static let system = "system"
+        /// The admin API with the key `id`.
+        public static func adminKey(_ id: String) -> String { "admin_key:\(id)" }
     }
 
     /// The kinds of event. A failure is its operation's kind with `.failed`, and its `reason`.
@@ -111,6 +113,18 @@ public struct AuditEvent: Codable, Sendable, Hashable {
         public static let userEnabled = "user.enabled"
         /// An operator set the user's custom claims.
         public static let claimsSet = "claims.set"
+        /// An operator created a user (admin API).
+        public static let userCreated = "user.created"
+        /// An operator changed a user (admin API; `detailJSON.fields`: which).
+        public static let userUpdated = "user.updated"
+        /// An operator revoked every session of a user (admin API).
+        public static let userSessionsRevoked = "user.sessions_revoked"
+        /// An operator made a password-reset or verification link (`detailJSON.kind`), not mailed.
+        public static let actionLinkGenerated = "action_link.generated"
+        /// An admin API key was made (`detailJSON`: its id, name and scopes).
+        public static let adminKeyCreated = "admin_key.created"
+        /// An admin API key was revoked (`detailJSON.keyId`).
+        public static let adminKeyRevoked = "admin_key.revoked"
         /// An operator imported a batch of users (`detailJSON`: the counts).
         public static let usersImported = "users.imported"
         /// The sweep deleted an inactive anonymous user.

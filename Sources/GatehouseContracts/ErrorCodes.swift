@@ -87,6 +87,13 @@ extension ErrorCode {
     /// The access token is past its `exp`.
     public static let tokenExpired: ErrorCode = "token_expired"
 
+    /// The admin API key is missing, malformed, unknown or revoked.
+    public static let invalidAdminKey: ErrorCode = "invalid_admin_key"
+    /// The admin API key lacks the scope the operation needs.
+    public static let insufficientScope: ErrorCode = "insufficient_scope"
+    /// No admin API key has this id.
+    public static let adminKeyNotFound: ErrorCode = "admin_key_not_found"
+
     /// Every code above: the gateway's error table must map each one (a test checks it).
     public static let all: [ErrorCode] = [
         .internal, .unimplemented, .unsupportedVersion, .deadlineExceeded, .cancelled, .unavailable, .overloaded,
@@ -96,5 +103,6 @@ extension ErrorCode {
         .providerAlreadyLinked, .invalidResumeHandle, .invalidResetCode,
         .invalidVerificationCode, .invalidEmailChangeCode, .emailNotVerified, .emailAlreadyVerified,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
+        .invalidAdminKey, .insufficientScope, .adminKeyNotFound,
     ]
 }

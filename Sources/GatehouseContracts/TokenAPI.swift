@@ -330,7 +330,7 @@ public enum TokenAPI {
     /// Revokes every session of a user not revoked yet. Idempotent.
     public static let revokeAllSessions = RPCMethod<UserSessionsRequest, RevokedCount>(name: "token.revokeAllSessions", idempotent: true, callers: [.gateway, .identity])
     /// Lists a user's sessions. Idempotent.
-    public static let listSessions = RPCMethod<UserSessionsRequest, SessionList>(name: "token.listSessions", idempotent: true, callers: [.gateway])
+    public static let listSessions = RPCMethod<UserSessionsRequest, SessionList>(name: "token.listSessions", idempotent: true, callers: [.gateway, .identity])
     /// Verifies an access token and returns its claims. Errors:
     /// `invalid_token`, `token_expired`, `session_revoked`.
     public static let verifyAccessToken = RPCMethod<VerifyRequest, VerifiedClaims>(name: "token.verifyAccessToken", idempotent: true, callers: [.gateway])

@@ -40,6 +40,10 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     case emailNotVerified
     /// The address is already verified.
     case emailAlreadyVerified
+    /// The admin API key is malformed, unknown or revoked.
+    case invalidAdminKey
+    /// No admin API key has this id.
+    case adminKeyNotFound
     /// This user or address had mail of this kind too recently; retry after `retryAfterSeconds`.
     case mailRateLimited(retryAfterSeconds: Int)
     /// The database is busy or unreachable.
@@ -74,6 +78,8 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .emailAlreadyVerified: return "email already verified"
         case .mailRateLimited(let seconds): return "mail rate limited (retry after \(seconds) s)"
         case .invalidResetCode: return "invalid reset code"
+        case .invalidAdminKey: return "invalid admin key"
+        case .adminKeyNotFound: return "admin key not found"
         }
     }
 }

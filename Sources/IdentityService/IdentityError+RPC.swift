@@ -71,6 +71,10 @@ extension IdentityError: RPCErrorConvertible {
                 .emailNotVerified, "this account's email address is not verified yet: open the link in the verification mail, or ask for a new one")
         case .emailAlreadyVerified:
             return RPCError(.emailAlreadyVerified, "this email address is already verified")
+        case .invalidAdminKey:
+            return RPCError(.invalidAdminKey, "the admin API key is malformed, unknown or revoked")
+        case .adminKeyNotFound:
+            return RPCError(.adminKeyNotFound, "no admin API key has this id")
         case .mailRateLimited(let seconds):
             return RPCError(
                 .rateLimited, "a mail of this kind was sent to this account too recently; retry later",

@@ -16,7 +16,7 @@ extension IdentityHandlers {
         }
     }
 
-    private func deleteUserAudited(_ id: UserID) async throws -> Empty {
+    func deleteUserAudited(_ id: UserID) async throws -> Empty {
         if try await store.user(id: id) != nil { try await revokeSessions(of: id, reason: "user_deleted") }
         do { try await store.delete(id: id) } catch IdentityError.userNotFound {
             try await revokeSessions(of: id, reason: "user_deleted")

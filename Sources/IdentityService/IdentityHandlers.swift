@@ -95,6 +95,7 @@ public struct IdentityHandlers: Sendable {
         registerImportMethods(&router)
         registerChangeMethods(&router)
         registerAuditMethods(&router)
+        registerAdminAPIMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

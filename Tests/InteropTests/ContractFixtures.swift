@@ -452,3 +452,88 @@ extension ListAuditResponse {
     /// Every field set.
     static let contractFixture = ListAuditResponse(events: [.contractFixture], nextAfterSeq: 42)
 }
+
+// MARK: the admin API (identity.createAdminKey … generateActionLink)
+
+extension AdminKey {
+    /// Every field set.
+    static let contractFixture = AdminKey(
+        id: "AbCdEfGhIjKlMnOp", name: "ops key", scopes: [AdminKey.Scope.usersRead, AdminKey.Scope.audit], createdAt: instant(50),
+        revokedAt: instant(51), lastUsedAt: instant(52))
+}
+
+extension CreateAdminKeyRequest {
+    /// Every field set.
+    static let contractFixture = CreateAdminKeyRequest(name: "ops key", scopes: [AdminKey.Scope.usersWrite])
+}
+
+extension CreateAdminKeyResponse {
+    /// Every field set.
+    static let contractFixture = CreateAdminKeyResponse(key: .contractFixture, token: "gha_AbCdEfGhIjKlMnOp.secret")
+}
+
+extension AdminKeyList {
+    /// Every field set.
+    static let contractFixture = AdminKeyList(keys: [.contractFixture])
+}
+
+extension AdminKeyIDRequest {
+    /// Every field set.
+    static let contractFixture = AdminKeyIDRequest(id: "AbCdEfGhIjKlMnOp")
+}
+
+extension AuthenticateAdminKeyRequest {
+    /// Every field set.
+    static let contractFixture = AuthenticateAdminKeyRequest(token: "gha_AbCdEfGhIjKlMnOp.secret")
+}
+
+extension AdminUser {
+    /// Every field set.
+    static let contractFixture = AdminUser(user: .contractFixture, customClaimsJSON: #"{"role":"admin"}"#, updatedAt: instant(53))
+}
+
+extension ListUsersRequest {
+    /// Every field set (the optional booleans at their non-default value).
+    static let contractFixture = ListUsersRequest(
+        emailPrefix: "ana", provider: "google.com", disabled: true, anonymous: true, createdAfter: instant(54), createdBefore: instant(55),
+        limit: 50, cursor: "user-cursor-1")
+}
+
+extension ListUsersResponse {
+    /// Every field set.
+    static let contractFixture = ListUsersResponse(users: [.contractFixture], nextCursor: "user-cursor-2")
+}
+
+extension AdminUserRequest {
+    /// Every field set.
+    static let contractFixture = AdminUserRequest(userID: "user-admin-1", actor: "admin_key:AbCdEfGhIjKlMnOp")
+}
+
+extension AdminCreateUserRequest {
+    /// Every field set.
+    static let contractFixture = AdminCreateUserRequest(
+        email: "new@example.com", password: "correct horse battery", emailVerified: true, displayName: "New", disabled: true,
+        actor: "admin_key:AbCdEfGhIjKlMnOp")
+}
+
+extension AdminUpdateUserRequest {
+    /// Every field set.
+    static let contractFixture = AdminUpdateUserRequest(
+        userID: "user-admin-1", email: "other@example.com", displayName: "Other", disabled: true, emailVerified: true,
+        password: "another horse battery", actor: "admin_key:AbCdEfGhIjKlMnOp")
+}
+
+extension AdminSetClaimsRequest {
+    /// Every field set.
+    static let contractFixture = AdminSetClaimsRequest(userID: "user-admin-1", claimsJSON: #"{"tier":2}"#, actor: "admin_key:AbCdEfGhIjKlMnOp")
+}
+
+extension GenerateActionLinkRequest {
+    /// Every field set.
+    static let contractFixture = GenerateActionLinkRequest(userID: "user-admin-1", kind: "password_reset", actor: "admin_key:AbCdEfGhIjKlMnOp")
+}
+
+extension ActionLink {
+    /// Every field set.
+    static let contractFixture = ActionLink(link: "https://auth.example.com/actions?mode=resetPassword&code=c", code: "c", expiresIn: 3600)
+}

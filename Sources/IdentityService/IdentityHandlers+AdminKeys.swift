@@ -1,0 +1,122 @@
+import Crypto
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import IdentityCore
+import RPCRouting
+
+// Admin API keys (issue 22 §1): made by `gatehouse admin keys create` (the secret shown once, its
+// SHA-256 stored), checked by the admin listener at every request (so a revoked key is refused at
+// once), revoked by `gatehouse admin keys revoke`.
+extension IdentityHandlers {
+    /// Registers the admin API's identity methods.
+    func registerAdminAPIMethods(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.createAdminKey) { request, _ in try await createAdminKey(request) }
+        router.register(IdentityAPI.listAdminKeys) { _, _ in try await listAdminKeys() }
+        router.register(IdentityAPI.revokeAdminKey) { request, _ in try await revokeAdminKey(request) }
+        router.register(IdentityAPI.authenticateAdminKey) { request, _ in try await authenticateAdminKey(request) }
+        router.register(IdentityAPI.listUsers) { request, _ in try await listUsers(request) }
+        router.register(IdentityAPI.adminGetUser) { request, _ in try await adminGetUser(request) }
+        router.register(IdentityAPI.adminCreateUser) { request, context in try await adminCreateUser(request, deadline: context.deadline) }
+        router.register(IdentityAPI.adminUpdateUser) { request, context in try await adminUpdateUser(request, deadline: context.deadline) }
+        router.register(IdentityAPI.adminDeleteUser) { request, _ in try await adminDeleteUser(request) }
+        router.register(IdentityAPI.adminSetClaims) { request, _ in try await adminSetClaims(request) }
+        router.register(IdentityAPI.revokeUserSessions) { request, _ in try await revokeUserSessions(request) }
+        router.register(IdentityAPI.generateActionLink) { request, _ in try await generateActionLink(request) }
+    }
+
+    /// The prefix of every admin API key.
+    static let adminKeyPrefix = "gha_"
+
+    /// Makes a key: a 16-character id and a 256-bit secret, `gha_<id>.<secret>`, of which only
+    /// the secret's SHA-256 is stored. `invalidArgument` for a name that is empty, over 64 bytes
+    /// or holds control characters, or no or unknown scopes (`all` stands for every scope).
+    public func createAdminKey(_ request: CreateAdminKeyRequest) async throws -> CreateAdminKeyResponse {
+        let name = request.name.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, name.utf8.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw IdentityError.invalidArgument(field: "name", reason: "must be 1 to 64 bytes without control characters")
+        }
+        let scopes = try Self.validScopes(request.scopes)
+        let sqlite = try adminStore()
+        var generator = SystemRandomNumberGenerator()
+        let id = Base64URL.encode((0..<12).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let secret = Self.newResetCode()
+        let key = AdminKey(id: id, name: name, scopes: scopes, createdAt: clock.now.roundedToMilliseconds)
+        var detail = JSONObjectWriter()
+        detail.string("keyId", id)
+        detail.string("name", name)
+        detail.strings("scopes", scopes)
+        try await audited(AuditEvent.Kind.adminKeyCreated, actor: AuditEvent.Actor.operator) {
+            AuditScope.current?.update { $0.detailJSON = String(decoding: detail.finish(), as: UTF8.self) }
+            try await sqlite.insertAdminKey(key, secretHash: Self.resetCodeHash(secret))
+        }
+        logger.notice("admin API key created", metadata: ["keyId": "\(id)", "scopes": "\(scopes.joined(separator: ","))"])
+        return CreateAdminKeyResponse(key: key, token: "\(Self.adminKeyPrefix)\(id).\(secret)")
+    }
+
+    /// Every key, revoked ones included, oldest first.
+    public func listAdminKeys() async throws -> AdminKeyList {
+        AdminKeyList(keys: try await adminStore().adminKeys())
+    }
+
+    /// Revokes a key: its next request is refused. `adminKeyNotFound` for an unknown id.
+    public func revokeAdminKey(_ request: AdminKeyIDRequest) async throws -> AdminKey {
+        guard request.id.utf8.count == 16 else { throw IdentityError.adminKeyNotFound }
+        let sqlite = try adminStore()
+        let detail = #"{"keyId":"\#(request.id.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })"}"#
+        return try await audited(AuditEvent.Kind.adminKeyRevoked, actor: AuditEvent.Actor.operator) {
+            AuditScope.current?.update { $0.detailJSON = detail }
+            return try await sqlite.revokeAdminKey(id: request.id, at: clock.now)
+        }
+    }
+
+    /// The active key whose token this is: `invalidAdminKey` for a malformed token, an unknown or
+    /// revoked key, or a wrong secret (compared in constant time). Notes the use at most once a minute.
+    public func authenticateAdminKey(_ request: AuthenticateAdminKeyRequest) async throws -> AdminKey {
+        let token = request.token
+        guard token.utf8.count == 64, token.hasPrefix(Self.adminKeyPrefix) else { throw IdentityError.invalidAdminKey }
+        let body = token.dropFirst(Self.adminKeyPrefix.count)
+        let id = String(body.prefix(16))
+        let rest = body.dropFirst(16)
+        guard rest.first == ".", let hash = Self.resetCodeHash(ifWellFormed: String(rest.dropFirst())) else {
+            throw IdentityError.invalidAdminKey
+        }
+        let sqlite = try adminStore()
+        guard let (key, stored) = try await sqlite.activeAdminKey(id: id),
+            PasswordHashing.constantTimeEquals(Array(stored), Array(hash))
+        else { throw IdentityError.invalidAdminKey }
+        let now = clock.now
+        if key.lastUsedAt.map({ now.timeIntervalSince($0) >= 60 }) ?? true {
+            try? await sqlite.touchAdminKey(id: id, at: now)
+        }
+        return key
+    }
+
+    /// The scopes asked for, checked, without duplicates, sorted; `all` is every scope.
+    static func validScopes(_ asked: [String]) throws -> [String] {
+        var scopes = Set<String>()
+        for scope in asked {
+            if scope == "all" { scopes.formUnion(AdminKey.Scope.all); continue }
+            guard AdminKey.Scope.all.contains(scope) else {
+                throw IdentityError.invalidArgument(
+                    field: "scopes", reason: "unknown scope \(scope.prefix(64)); use \(AdminKey.Scope.all.joined(separator: ", ")) or all")
+            }
+            scopes.insert(scope)
+        }
+        guard !scopes.isEmpty else { throw IdentityError.invalidArgument(field: "scopes", reason: "give at least one scope") }
+        return scopes.sorted()
+    }
+
+    /// The SQLite store, which keeps the admin tables.
+    func adminStore() throws -> SQLiteUserStore {
+        guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "the admin API needs the SQLite user store") }
+        return sqlite
+    }
+
+    /// The audit actor a request names: `admin_key:<id>` (at most 128 bytes), or the operator.
+    static func adminActor(_ actor: String) throws -> String {
+        if actor.isEmpty { return AuditEvent.Actor.operator }
+        guard actor.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "actor", reason: "longer than 128 bytes") }
+        return actor
+    }
+}

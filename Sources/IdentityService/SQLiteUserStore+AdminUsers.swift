@@ -1,0 +1,106 @@
+import Foundation
+import GatehouseSupport
+import GRDB
+import IdentityCore
+
+// The admin API's reads and writes that no other path has (issue 22 §1): the filtered listing of
+// users, and action codes stored for a link the operator hands over instead of a mail.
+extension SQLiteUserStore {
+    /// The filters of `users(filter:)`.
+    public struct UserFilter: Sendable {
+        /// Normalized email starts with this; "" for any.
+        public var emailPrefix = ""
+        /// Linked to this provider; "" for any.
+        public var provider = ""
+        /// Disabled or not; nil for both.
+        public var disabled: Bool?
+        /// Anonymous or not; nil for both.
+        public var anonymous: Bool?
+        /// Created at or after.
+        public var createdAfter: Date?
+        /// Created before.
+        public var createdBefore: Date?
+        /// No filter.
+        public init() {}
+    }
+
+    /// Up to `limit` users with an id after `afterID` ("" from the first) that pass `filter`, in
+    /// id order, and whether more follow.
+    public func users(filter: UserFilter, after afterID: String, limit: Int) async throws -> ([UserRecord], Bool) {
+        var clauses = ["id > ?"]
+        var arguments: StatementArguments = [afterID]
+        if !filter.emailPrefix.isEmpty {
+            // A range of the unique index: every address that starts with the prefix sorts in it.
+            clauses.append("emailNormalized >= ? AND emailNormalized < ?")
+            arguments += [filter.emailPrefix, filter.emailPrefix + "\u{10FFFF}"]
+        }
+        if filter.provider == "password" {
+            clauses.append("passwordHash IS NOT NULL")
+        } else if !filter.provider.isEmpty {
+            clauses.append("instr(',' || providers || ',', ',' || ? || ',') > 0")
+            arguments += [filter.provider]
+        }
+        if let disabled = filter.disabled {
+            clauses.append("disabled = ?")
+            arguments += [disabled ? 1 : 0]
+        }
+        if let anonymous = filter.anonymous {
+            clauses.append("isAnonymous = ?")
+            arguments += [anonymous ? 1 : 0]
+        }
+        if let after = filter.createdAfter {
+            clauses.append("createdAt >= ?")
+            arguments += [after.millisecondsSince1970]
+        }
+        if let before = filter.createdBefore {
+            clauses.append("createdAt < ?")
+            arguments += [before.millisecondsSince1970]
+        }
+        arguments += [limit + 1]
+        let bound = arguments
+        let sql = Self.selectByIDSQL.replacingOccurrences(
+            of: "WHERE id = ?", with: "WHERE \(clauses.joined(separator: " AND ")) ORDER BY id LIMIT ?")
+        let rows = try await read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: bound).map(Self.record) }
+        return (Array(rows.prefix(limit)), rows.count > limit)
+    }
+
+    /// The kinds of code an operator can make a link for.
+    public enum LinkCodeKind: String, Sendable {
+        case passwordReset = "password_reset"
+        case verifyEmail = "verify_email"
+    }
+
+    /// Stores a `kind` code (its SHA-256) for `userID`, voiding the user's older codes of that
+    /// kind, without a mail, in one transaction; `userNotFound` when the user is gone, disabled,
+    /// or no longer has the address `emailNormalized`.
+    public func storeLinkCode(
+        _ kind: LinkCodeKind, userID: UserID, email: String, emailNormalized: String, codeHash: Data, expiresAt: Date, now: Date
+    ) async throws {
+        try await run { db in
+            let nowMs = now.millisecondsSince1970
+            guard let row = try Row.fetchOne(
+                db, sql: "SELECT disabled FROM users WHERE id = ? AND emailNormalized = ?", arguments: [userID.rawValue, emailNormalized]),
+                (row[0] as Int64) == 0
+            else { throw IdentityError.userNotFound }
+            switch kind {
+            case .passwordReset:
+                try db.execute(
+                    sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, userID.rawValue])
+                try db.execute(
+                    sql: "INSERT INTO password_resets (userId, codeHash, expiresAt, createdAt) VALUES (?, ?, ?, ?)",
+                    arguments: [userID.rawValue, codeHash, expiresAt.millisecondsSince1970, nowMs])
+            case .verifyEmail:
+                try Self.voidEmailActions(userID: userID.rawValue, purposes: [.verifyEmail], at: nowMs, in: db)
+                try db.execute(
+                    sql: """
+                        INSERT INTO email_actions (purpose, userId, codeHash, email, emailNormalized, expiresAt, createdAt)
+                        VALUES (?, ?, ?, ?, ?, ?, ?)
+                        """,
+                    arguments: [
+                        EmailActionPurpose.verifyEmail.rawValue, userID.rawValue, codeHash, email, emailNormalized,
+                        expiresAt.millisecondsSince1970, nowMs,
+                    ])
+            }
+        }
+    }
+}
