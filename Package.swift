@@ -136,7 +136,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            exclude: ["Resources/openapi.json"],
+            exclude: ["Resources/openapi.json", "Resources/admin-openapi.json"],
             swiftSettings: swiftSettings
         ),
         // MARK: Identity service

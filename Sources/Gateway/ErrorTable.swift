@@ -160,6 +160,12 @@ public enum ErrorTable {
             .forbidden,
             detail: "This account's email address is not verified yet: open the link in the verification mail, or ask for a new one."),
         .emailAlreadyVerified: Entry(.conflict, detail: "This email address is already verified."),
+        // The admin listener's (issue 22 §1): never the service's text for a refused key.
+        .invalidAdminKey: Entry(
+            .unauthorized, .bearerChallenge,
+            detail: "The admin API key is missing, malformed, unknown or revoked: send Authorization: Bearer gha_<id>.<secret>."),
+        .insufficientScope: Entry(.forbidden),
+        .adminKeyNotFound: Entry(.notFound),
         .payloadTooLarge: Entry(.contentTooLarge),
         .unsupportedMediaType: Entry(.unsupportedMediaType),
         .rateLimited: Entry(.tooManyRequests, .retryAfterFromDetails),
