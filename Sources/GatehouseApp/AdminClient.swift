@@ -68,6 +68,21 @@ public struct AdminClient: Sendable {
         _ = try await client.call(IdentityAPI.deleteUser, UserIDRequest(userID: userID), timeout: timeout)
     }
 
+    /// Makes an admin API key (`identity.createAdminKey`); the reply's token is shown once.
+    public func createAdminKey(name: String, scopes: [String]) async throws -> CreateAdminKeyResponse {
+        try await client.call(IdentityAPI.createAdminKey, CreateAdminKeyRequest(name: name, scopes: scopes), timeout: timeout)
+    }
+
+    /// Every admin API key.
+    public func adminKeys() async throws -> [AdminKey] {
+        try await client.call(IdentityAPI.listAdminKeys, Empty(), timeout: timeout).keys
+    }
+
+    /// Revokes the admin API key `id` at once.
+    public func revokeAdminKey(id: String) async throws -> AdminKey {
+        try await client.call(IdentityAPI.revokeAdminKey, AdminKeyIDRequest(id: id), timeout: timeout)
+    }
+
     /// Closes the connection.
     public func close() async { await client.close() }
 
@@ -77,6 +92,8 @@ public struct AdminClient: Sendable {
         switch error.code {
         case .userNotFound:
             return "error: no user with id \(userID) (user_not_found)"
+        case .adminKeyNotFound:
+            return "error: no admin API key with id \(userID) (admin_key_not_found)"
         case .invalidArgument:
             return "error: \(error.message) (invalid_argument)"
         case .unavailable, .deadlineExceeded, .cancelled:

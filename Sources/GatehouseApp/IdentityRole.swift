@@ -2,10 +2,12 @@ import Foundation
 import GatehouseContracts
 import GatehouseRPC
 import GatehouseSupport
+import Gateway
 import IdentityCore
 import IdentityService
 import Logging
 import Mail
+import RPCRouting
 import ServiceLifecycle
 
 /// Hands identity events to the ZeroMQ PUB socket.
@@ -41,6 +43,8 @@ public struct IdentityRoleSettings: Sendable {
     public var dataDir: String
     /// The interval of `identity.heartbeat` and of the change log's tail (`GATEHOUSE_CHANGE_FEED_HEARTBEAT_MS`).
     public var changeFeedHeartbeat: Duration = .seconds(1)
+    /// The admin listener (`GATEHOUSE_ADMIN_HOST`, `GATEHOUSE_ADMIN_PORT`); nil when the port is 0.
+    public var admin: AdminAPIConfiguration?
 
     /// Reads and checks the identity role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -77,6 +81,10 @@ public struct IdentityRoleSettings: Sendable {
         service.changeLogRetention = TimeInterval(try config.int(ConfigTable.changeLogRetention, in: 60...2_592_000))
         service.changeLogMaxPerUser = try config.int(ConfigTable.changeLogMaxPerUser, in: 10...100_000)
         service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
+        let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
+        admin = adminPort == 0 ? nil : AdminAPIConfiguration(
+            host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,
+            requestTimeout: .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)) * 2)
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
@@ -136,6 +144,8 @@ public struct IdentityRole: Sendable {
     public let outboxDelivery: OutboxDelivery
     /// Publishes and prunes the change log; run it in the role's service group.
     public let changeLog: ChangeLogService
+    /// The admin listener (nil when turned off); run it in the role's service group.
+    public let adminAPI: (any Service)?
 
     /// Creates the data folder, opens and migrates the database, binds the sockets. The service
     /// reads the time from `clock`.
@@ -166,6 +176,10 @@ public struct IdentityRole: Sendable {
             anonymousSweeper: AnonymousSweeper(sweep: service.anonymousSweep, interval: interval, logger: logger),
             outboxDelivery: OutboxDelivery(worker: worker),
             changeLog: ChangeLogService(
-                publisher: service.changeLog, heartbeat: settings.changeFeedHeartbeat, prune: service.changeLogPrune, logger: logger))
+                publisher: service.changeLog, heartbeat: settings.changeFeedHeartbeat, prune: service.changeLogPrune, logger: logger),
+            adminAPI: settings.admin.map { admin in
+                // The identity service in process (its own key's rights), the token service through the role's client.
+                buildAdminAPI(configuration: admin, identity: LocalCaller(router: service.router), tokens: tokenClient, logger: logger)
+            })
     }
 }

@@ -2,10 +2,13 @@ import Foundation
 import GatehouseTestSupport
 import Testing
 
-/// `gatehouse users ARGS` against the stack's running identity service (its environment:
-/// GATEHOUSE_IDENTITY_URL, plain loopback tcp allowed).
-func runUsersCommand(_ stack: Stack, _ arguments: [String]) async throws -> ProcessResult {
-    try await runProcess(try gatehouseBinary(), ["users"] + arguments, environment: stack.environment)
+/// `gatehouse users ARGS` against the stack's running identity service: its admin listener with
+/// an admin key of every scope (GATEHOUSE_ADMIN_URL, GATEHOUSE_ADMIN_KEY), or, for import and
+/// export, its RPC endpoint (GATEHOUSE_IDENTITY_URL, plain loopback tcp allowed).
+func runUsersCommand(_ stack: Stack, _ arguments: [String], stdin: Data? = nil) async throws -> ProcessResult {
+    var environment = stack.environment
+    if !["import", "export"].contains(arguments.first ?? "") { environment["GATEHOUSE_ADMIN_KEY"] = try await stack.adminKey() }
+    return try await runProcess(try gatehouseBinary(), ["users"] + arguments, environment: environment, stdin: stdin)
 }
 
 /// Signs up `email` and returns the user id, access token and refresh token.
@@ -55,12 +58,12 @@ struct AdminCLIEndToEndTests {
         // An unknown user: exit 1 and one clear line.
         let unknown = try await runUsersCommand(stack, ["disable", "AAAAAAAAAAAAAAAAAAAAAA"])
         #expect(unknown.status == 1)
-        #expect(unknown.stderr.contains("no user with id AAAAAAAAAAAAAAAAAAAAAA"), "\(unknown.stderr)")
+        #expect(unknown.stderr.contains("(user_not_found)"), "\(unknown.stderr)")
         #expect(unknown.stdout.isEmpty)
         // Ids are base64url: one in 64 starts with '-', and is still an id, not a flag.
         let dashed = try await runUsersCommand(stack, ["disable", "-AAAAAAAAAAAAAAAAAAAAA"])
         #expect(dashed.status == 1)
-        #expect(dashed.stderr.contains("no user with id -AAAAAAAAAAAAAAAAAAAAA"), "\(dashed.stderr)")
+        #expect(dashed.stderr.contains("(user_not_found)"), "\(dashed.stderr)")
     }
 
     @Test("set-claims: the claims are in the next refreshed token; reserved names, oversize and bad JSON are refused clearly")
@@ -101,18 +104,23 @@ struct AdminCLIEndToEndTests {
         #expect(jwtClaims(thirdAccess)["role"] == nil)
     }
 
-    @Test("no identity service at the endpoint: exit 1 with a line naming it")
+    @Test("no admin listener at the URL: exit 1 with a line naming it; no key: exit 1 naming the setting")
     func noService() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
         var environment = stack.environment
         environment["GATEHOUSE_RPC_TIMEOUT_MS"] = "300"
+        environment["GATEHOUSE_ADMIN_KEY"] = "gha_AAAAAAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"
         let result = try await runProcess(try gatehouseBinary(), ["users", "enable", "AAAAAAAAAAAAAAAAAAAAAA"], environment: environment)
         #expect(result.status == 1)
-        #expect(result.stderr.contains("no answer from the identity service at \(environment["GATEHOUSE_IDENTITY_URL"] ?? "")"), "\(result.stderr)")
+        #expect(result.stderr.contains("no answer from the admin API at \(environment["GATEHOUSE_ADMIN_URL"] ?? "")"), "\(result.stderr)")
+        environment["GATEHOUSE_ADMIN_KEY"] = nil
+        let keyless = try await runProcess(try gatehouseBinary(), ["users", "list"], environment: environment)
+        #expect(keyless.status == 1)
+        #expect(keyless.stderr.contains("GATEHOUSE_ADMIN_KEY"), "\(keyless.stderr)")
     }
 
-    @Test("over CURVE: the identity service's own key pair may disable a user; another role's key is refused before any call")
+    @Test("over CURVE: the identity service's own key pair makes an admin key, another role's key is refused before any call; the key then disables a user")
     func overCurve() async throws {
         let stack = Stack()
         defer { stack.stopAll() }
@@ -123,19 +131,22 @@ struct AdminCLIEndToEndTests {
         let u = try await signUpUser(stack, "curve@example.com")
         func run(_ extra: [String: String], _ arguments: [String]) async throws -> ProcessResult {
             try await runProcess(
-                try gatehouseBinary(), ["users"] + arguments, environment: stack.environment.merging(extra) { $1 }.merging(["GATEHOUSE_RPC_TIMEOUT_MS": "1000"]) { $1 })
+                try gatehouseBinary(), arguments, environment: stack.environment.merging(extra) { $1 }.merging(["GATEHOUSE_RPC_TIMEOUT_MS": "1000"]) { $1 })
         }
-        let asGateway = try await run(gateway, ["disable", u.id])
+        let create = ["admin", "keys", "create", "--name", "ops", "--scope", "users:write"]
+        let asGateway = try await run(gateway, create)
         #expect(asGateway.status == 1)
         #expect(asGateway.stderr.contains("another role's key"), "\(asGateway.stderr)")
-        let plain = try await run([:], ["disable", u.id])
+        let plain = try await run([:], create)
         #expect(plain.status == 1)
         #expect(plain.stderr.contains("no answer from the identity service"), "\(plain.stderr)")
-        let signIn = try await stack.request("POST", "/v1/sessions", json: ["email": "curve@example.com", "password": "glacier lantern marmalade"])
-        #expect(signIn.status == 200)
 
-        let asIdentity = try await run(identity, ["disable", u.id])
-        #expect(asIdentity.status == 0, "\(asIdentity.stderr)")
+        let made = try await run(identity, create)
+        #expect(made.status == 0, "\(made.stderr)")
+        let key = String(made.stdout.split(separator: "\n").first ?? "")
+        #expect(key.hasPrefix("gha_") && key.count == 64)
+        let disabled = try await run(["GATEHOUSE_ADMIN_KEY": key], ["users", "disable", u.id])
+        #expect(disabled.status == 0, "\(disabled.stderr)")
         let refused = try await stack.request("POST", "/v1/sessions", json: ["email": "curve@example.com", "password": "glacier lantern marmalade"])
         #expect(refused.json["code"] as? String == "user_disabled")
     }

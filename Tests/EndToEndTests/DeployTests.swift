@@ -107,8 +107,10 @@ struct LoopbackSubstitution {
             for value in (service["environment"] as? [String: Any] ?? [:]).values.map({ "\($0)" }) {
                 for port in Self.endpointPorts(value) where ports[port] == nil { ports[port] = freeLoopbackPort() }
             }
-            if let http = (service["environment"] as? [String: Any])?["GATEHOUSE_HTTP_PORT"].map({ "\($0)" }), let port = Int(http), ports[port] == nil {
-                ports[port] = freeLoopbackPort()
+            for key in ["GATEHOUSE_HTTP_PORT", "GATEHOUSE_ADMIN_PORT"] {
+                if let http = (service["environment"] as? [String: Any])?[key].map({ "\($0)" }), let port = Int(http), ports[port] == nil {
+                    ports[port] = freeLoopbackPort()
+                }
             }
         }
         self.ports = ports
@@ -126,7 +128,7 @@ struct LoopbackSubstitution {
             let mappedHost = ["identity", "token", "0.0.0.0"].contains(host) ? "127.0.0.1" : host
             return "tcp://\(mappedHost):\(ports[port] ?? port)"
         }
-        if key == "GATEHOUSE_HTTP_PORT", let port = Int(value) { return "\(ports[port] ?? port)" }
+        if key == "GATEHOUSE_HTTP_PORT" || key == "GATEHOUSE_ADMIN_PORT", let port = Int(value) { return "\(ports[port] ?? port)" }
         if value == "0.0.0.0" { return "127.0.0.1" }
         if value == "/data" { return dataDir.path }
         if value.hasPrefix("/run/secrets/") {

@@ -20,6 +20,10 @@ func gatehouseBinary() throws -> URL { try BuiltProducts.executable(named: "gate
 final class Stack: @unchecked Sendable {
     let environment: [String: String]
     let httpPort: Int
+    /// The identity role's admin listener port.
+    let adminPort: Int
+    /// An admin API key with every scope, made by `adminKey()` the first time it is asked for.
+    private var madeAdminKey: String?
     let dataDir: URL
     var processes: [String: ChildProcess] = [:]
     /// The clock every process of the stack reads (`GATEHOUSE_TEST_CLOCK_FILE`): the system time
@@ -53,10 +57,25 @@ final class Stack: @unchecked Sendable {
         env["GATEHOUSE_TOKEN_URL"] = "tcp://127.0.0.1:\(token)"
         env["GATEHOUSE_TOKEN_EVENTS_BIND"] = "tcp://127.0.0.1:\(tokenEvents)"
         env["GATEHOUSE_TOKEN_EVENTS_URL"] = "tcp://127.0.0.1:\(tokenEvents)"
+        // The identity role's admin listener, on a port of its own per stack.
+        adminPort = freeLoopbackPort()
+        env["GATEHOUSE_ADMIN_PORT"] = "\(adminPort)"
+        env["GATEHOUSE_ADMIN_URL"] = "http://127.0.0.1:\(adminPort)"
         environment = env
     }
 
     var baseURL: String { "http://127.0.0.1:\(httpPort)" }
+
+    /// An admin API key with every scope (`gatehouse admin keys create`, once per stack).
+    func adminKey() async throws -> String {
+        if let madeAdminKey { return madeAdminKey }
+        let made = try await runProcess(try gatehouseBinary(), ["admin", "keys", "create", "--name", "tests", "--scope", "all"], environment: environment)
+        guard made.status == 0, let key = made.stdout.split(separator: "\n").first.map(String.init), key.hasPrefix("gha_") else {
+            throw StackError("gatehouse admin keys create failed: \(made.stderr)")
+        }
+        madeAdminKey = key
+        return key
+    }
 
     /// A CURVE key set from `gatehouse keys generate` in the stack's folder, as each role's
     /// environment (`identity`, `token`, `gateway`).

@@ -1,0 +1,76 @@
+import Foundation
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The admin API over HTTP, for `gatehouse users` (issue 22 §2): `GATEHOUSE_ADMIN_URL` and the key
+/// of `GATEHOUSE_ADMIN_KEY` (or `GATEHOUSE_ADMIN_KEY_FILE`).
+public struct AdminAPIClient: Sendable {
+    /// The admin listener's base URL.
+    public let baseURL: URL
+    let key: String
+    let timeout: TimeInterval
+
+    /// A failed call: the problem's code and detail, or why no answer came.
+    public struct Failure: Error, CustomStringConvertible {
+        /// The HTTP status (0: no answer).
+        public var status: Int
+        /// The problem's stable code (`invalid_admin_key`, …), or `unavailable`.
+        public var code: String
+        /// The problem's detail, for the operator.
+        public var detail: String
+        /// `error: DETAIL (CODE)`.
+        public var description: String { "error: \(detail) (\(code))" }
+    }
+
+    /// A client configured by `config`; `ConfigError` naming the key for a bad URL or no key.
+    public init(config: Config) throws {
+        let urlKey = ConfigTable.adminURL
+        let text = config.string(urlKey) ?? urlKey.defaultValue ?? ""
+        guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https", url.host != nil else {
+            throw ConfigError(message: "\(urlKey.env) (\(urlKey.flag)) must be an http(s) URL, not \(text)")
+        }
+        baseURL = url
+        if let path = config.string(ConfigTable.adminKeyFile), !path.isEmpty {
+            guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw ConfigError(message: "\(ConfigTable.adminKeyFile.env) (\(ConfigTable.adminKeyFile.flag)): cannot read \(path)")
+            }
+            key = contents.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else if let value = config.string(ConfigTable.adminKey), !value.isEmpty {
+            key = value
+        } else {
+            throw ConfigError(
+                message: "no admin API key: set \(ConfigTable.adminKey.env) or \(ConfigTable.adminKeyFile.env) (make one with `gatehouse admin keys create --name NAME --scope all`)")
+        }
+        timeout = TimeInterval(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)) / 1000 * 4
+    }
+
+    /// `method path` with `body` (JSON) and `query`; the decoded JSON object of a 2xx answer
+    /// (empty for 204), or `Failure`.
+    public func call(_ method: String, _ path: String, query: [(String, String)] = [], body: Any? = nil, rawBody: Data? = nil) async throws
+        -> [String: Any]
+    {
+        var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)!
+        if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
+        var request = URLRequest(url: components.url!)
+        request.httpMethod = method
+        request.timeoutInterval = timeout
+        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
+        if let body { request.httpBody = try JSONSerialization.data(withJSONObject: body) }
+        if let rawBody { request.httpBody = rawBody }
+        if request.httpBody != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        let data: Data
+        let response: URLResponse
+        do { (data, response) = try await URLSession.shared.data(for: request) } catch {
+            throw Failure(
+                status: 0, code: "unavailable",
+                detail: "no answer from the admin API at \(baseURL.absoluteString) (\(error.localizedDescription)); is the identity role running, and is \(ConfigTable.adminURL.env) its admin listener?")
+        }
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        guard (200..<300).contains(status) else {
+            throw Failure(status: status, code: object["code"] as? String ?? "http_\(status)", detail: object["detail"] as? String ?? "HTTP \(status)")
+        }
+        return object
+    }
+}
