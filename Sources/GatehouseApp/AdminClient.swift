@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import IdentityService
 import Logging
 import ZeroMQ
 
@@ -104,4 +105,35 @@ public struct AdminClient: Sendable {
             return "error: \(error.message) (\(error.code.rawValue))"
         }
     }
+}
+
+/// The admin API's keys on the identity database file itself (`gatehouse admin keys ... --data-dir`):
+/// for `gatehouse serve`, whose identity service has no RPC endpoint outside its process, or an
+/// operator on the identity host. SQLite lets it write beside the running service.
+public struct AdminKeyFile: Sendable {
+    let store: SQLiteUserStore
+
+    /// The keys of the identity database in `dataDir` (`identity.sqlite`); it must exist, made by
+    /// the identity role (no migration is run here).
+    public init(dataDir: String) async throws {
+        let path = URL(fileURLWithPath: dataDir).appendingPathComponent("identity.sqlite").path
+        guard FileManager.default.fileExists(atPath: path) else {
+            throw ConfigError(message: "--data-dir: no identity database at \(path); start the identity role (or gatehouse serve) once first")
+        }
+        store = try await SQLiteUserStore.open(path: path)
+        guard try await store.appliedMigrations().contains("0012-admin-keys") else {
+            throw ConfigError(message: "--data-dir: the identity database at \(path) predates admin API keys; start this version's identity role once first")
+        }
+    }
+
+    /// Makes a key (shown once).
+    public func create(name: String, scopes: [String]) async throws -> CreateAdminKeyResponse {
+        try await store.createAdminKey(name: name, scopes: scopes, now: Date())
+    }
+
+    /// Every key.
+    public func list() async throws -> [AdminKey] { try await store.adminKeys() }
+
+    /// Revokes the key `id`.
+    public func revoke(id: String) async throws -> AdminKey { try await store.revokeAdminKey(id: id, at: Date()) }
 }

@@ -28,30 +28,11 @@ extension IdentityHandlers {
     /// The prefix of every admin API key.
     static let adminKeyPrefix = "gha_"
 
-    /// Makes a key: a 16-character id and a 256-bit secret, `gha_<id>.<secret>`, of which only
-    /// the secret's SHA-256 is stored. `invalidArgument` for a name that is empty, over 64 bytes
-    /// or holds control characters, or no or unknown scopes (`all` stands for every scope).
+    /// Makes a key (`SQLiteUserStore.createAdminKey`), audited as the operator's.
     public func createAdminKey(_ request: CreateAdminKeyRequest) async throws -> CreateAdminKeyResponse {
-        let name = request.name.trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, name.utf8.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw IdentityError.invalidArgument(field: "name", reason: "must be 1 to 64 bytes without control characters")
-        }
-        let scopes = try Self.validScopes(request.scopes)
-        let sqlite = try adminStore()
-        var generator = SystemRandomNumberGenerator()
-        let id = Base64URL.encode((0..<12).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let secret = Self.newResetCode()
-        let key = AdminKey(id: id, name: name, scopes: scopes, createdAt: clock.now.roundedToMilliseconds)
-        var detail = JSONObjectWriter()
-        detail.string("keyId", id)
-        detail.string("name", name)
-        detail.strings("scopes", scopes)
-        try await audited(AuditEvent.Kind.adminKeyCreated, actor: AuditEvent.Actor.operator) {
-            AuditScope.current?.update { $0.detailJSON = String(decoding: detail.finish(), as: UTF8.self) }
-            try await sqlite.insertAdminKey(key, secretHash: Self.resetCodeHash(secret))
-        }
-        logger.notice("admin API key created", metadata: ["keyId": "\(id)", "scopes": "\(scopes.joined(separator: ","))"])
-        return CreateAdminKeyResponse(key: key, token: "\(Self.adminKeyPrefix)\(id).\(secret)")
+        let made = try await adminStore().createAdminKey(name: request.name, scopes: request.scopes, now: clock.now)
+        logger.notice("admin API key created", metadata: ["keyId": "\(made.key.id)", "scopes": "\(made.key.scopes.joined(separator: ","))"])
+        return made
     }
 
     /// Every key, revoked ones included, oldest first.

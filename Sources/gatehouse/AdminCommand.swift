@@ -27,7 +27,10 @@ struct AdminCommand: AsyncParsableCommand {
             discussion: "Scopes: users:read, users:write, sessions, claims, audit, or all. Repeat --scope or separate them with commas.")
         @Argument(
             parsing: .captureForPassthrough,
-            help: "--name NAME --scope SCOPE[,SCOPE] [--json] [FLAGS...]: then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+            help: """
+                --name NAME --scope SCOPE[,SCOPE] [--json] [--data-dir DIR] [FLAGS...]: then configuration flags, e.g. \
+                --identity-url tcp://127.0.0.1:7001; --data-dir writes to DIR/identity.sqlite itself (for gatehouse serve).
+                """)
         var words: [String] = []
 
         func run() async throws {
@@ -38,8 +41,9 @@ struct AdminCommand: AsyncParsableCommand {
             var scopes: [String] = []
             while let scope = try takeOption("--scope", from: &rest) { scopes += scope.split(separator: ",").map(String.init) }
             guard !scopes.isEmpty else { throw ValidationError("Missing --scope (users:read, users:write, sessions, claims, audit or all).") }
-            try await withAdminClient(rest, userID: "") { client in
-                let made = try await client.createAdminKey(name: name, scopes: scopes)
+            let dataDir = try takeOption("--data-dir", from: &rest)
+            try await withKeys(rest, dataDir: dataDir) { keys in
+                let made = try await keys.create(name, scopes)
                 if json { return AdminKeyText.json(made.key, token: made.token) }
                 return """
                     \(made.token)
@@ -52,14 +56,15 @@ struct AdminCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List every key (never a secret), revoked ones included.")
-        @Argument(parsing: .captureForPassthrough, help: "[--json] [FLAGS...]: configuration flags.") var words: [String] = []
+        @Argument(parsing: .captureForPassthrough, help: "[--json] [--data-dir DIR] [FLAGS...]: configuration flags.") var words: [String] = []
 
         func run() async throws {
             var rest = words
             if rest.first == "--help" || rest.first == "-h" { throw CleanExit.helpRequest(Self.self) }
             let json = takeFlag("--json", from: &rest)
-            try await withAdminClient(rest, userID: "") { client in
-                let keys = try await client.adminKeys()
+            let dataDir = try takeOption("--data-dir", from: &rest)
+            try await withKeys(rest, dataDir: dataDir) { store in
+                let keys = try await store.list()
                 if json { return keys.map { AdminKeyText.json($0) }.joined(separator: "\n") }
                 let rows = keys.map { key in
                     [
@@ -74,16 +79,43 @@ struct AdminCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Revoke a key: its next request is refused.")
-        @Argument(parsing: .captureForPassthrough, help: "ID [FLAGS...]: the key's id (the part after gha_ and before the dot).")
+        @Argument(parsing: .captureForPassthrough, help: "ID [--data-dir DIR] [FLAGS...]: the key's id (the part after gha_ and before the dot).")
         var words: [String] = []
 
         func run() async throws {
-            let (id, rest) = try userArguments(words, Self.self)
-            try await withAdminClient(rest, userID: id) { client in
-                let key = try await client.revokeAdminKey(id: id)
+            var (id, rest) = try userArguments(words, Self.self)
+            let dataDir = try takeOption("--data-dir", from: &rest)
+            try await withKeys(rest, dataDir: dataDir, id: id) { keys in
+                let key = try await keys.revoke(id)
                 return "admin API key \(key.id) (\(key.name)) revoked"
             }
         }
+    }
+}
+
+/// The three key operations, on the running service (`AdminClient`) or on the database file.
+struct KeyOperations {
+    var create: (String, [String]) async throws -> CreateAdminKeyResponse
+    var list: () async throws -> [AdminKey]
+    var revoke: (String) async throws -> AdminKey
+}
+
+/// Runs `body` with the key operations of the running identity service, or of the database in
+/// `dataDir` when given; prints what it returns, or the error on stderr and exits 1.
+func withKeys(_ options: [String], dataDir: String?, id: String = "", _ body: (KeyOperations) async throws -> String) async throws {
+    guard let dataDir else {
+        try await withAdminClient(options, userID: id) { client in
+            try await body(KeyOperations(create: client.createAdminKey, list: client.adminKeys, revoke: client.revokeAdminKey))
+        }
+        return
+    }
+    do {
+        let file = try await AdminKeyFile(dataDir: dataDir)
+        print(try await body(KeyOperations(create: file.create, list: file.list, revoke: file.revoke)))
+    } catch {
+        let text = (error as? ConfigError)?.message ?? "\(error)"
+        FileHandle.standardError.write(Data("error: \(text)\n".utf8))
+        throw ExitCode(1)
     }
 }
 

@@ -146,4 +146,27 @@ struct AdminAPIEndToEndTests {
         #expect(events.contains { $0["kind"] as? String == "sessions.revoked" && $0["source"] as? String == "token" })
         #expect(audit.json["more"] as? Bool == false)
     }
+
+    @Test("under gatehouse serve (no RPC endpoint outside the process), --data-dir makes a key on the database file, and the admin API serves it")
+    func serveWithDataDir() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("serve")
+        try await stack.waitReady()
+        _ = try await signUpUser(stack, "serve@example.com")
+        let made = try await runProcess(
+            try gatehouseBinary(), ["admin", "keys", "create", "--name", "local", "--scope", "users:read", "--data-dir", stack.dataDir.path],
+            environment: stack.environment)
+        #expect(made.status == 0, "\(made.stderr)")
+        let key = String(made.stdout.split(separator: "\n").first ?? "")
+        let listed = try await admin(stack, "GET", "/admin/v1/users?emailPrefix=serve", key: key)
+        #expect(listed.status == 200 && (listed.json["users"] as? [Any])?.count == 1, "\(String(decoding: listed.body, as: UTF8.self))")
+        let keys = try await runProcess(
+            try gatehouseBinary(), ["admin", "keys", "list", "--data-dir", stack.dataDir.path], environment: stack.environment)
+        #expect(keys.status == 0 && keys.stdout.contains("local") && keys.stdout.contains("active"), "\(keys.stdout)\(keys.stderr)")
+        let nowhere = try await runProcess(
+            try gatehouseBinary(), ["admin", "keys", "list", "--data-dir", stack.dataDir.appendingPathComponent("nope").path],
+            environment: stack.environment)
+        #expect(nowhere.status == 1 && nowhere.stderr.contains("no identity database"), "\(nowhere.stderr)")
+    }
 }
