@@ -107,7 +107,11 @@ public final class AnonymousSweep: Sendable {
             counts.active += active.count
             for id in idle {
                 try Task.checkCancellation()
-                guard try await store.deleteAnonymous(id: id, inactiveBefore: cutoff) else { continue }
+                let event = AuditEvent(occurredAt: clock.now, kind: AuditEvent.Kind.anonymousSwept, userID: id.rawValue, actor: AuditEvent.Actor.system)
+                let deleted = try await AuditScope.$current.withValue(AuditRecorder(event)) {
+                    try await store.deleteAnonymous(id: id, inactiveBefore: cutoff)
+                }
+                guard deleted else { continue }
                 unrevoked.withLock { _ = $0.insert(id) }
                 counts.deleted += 1
                 try await revokeSessions(of: id)

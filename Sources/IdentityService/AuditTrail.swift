@@ -41,6 +41,12 @@ public final class AuditRecorder: Sendable {
         }
     }
 
+    /// Drops the event: the write that would have carried it changed nothing (a delete that found
+    /// no row), so nothing happened to record.
+    func discard() {
+        state.withLock { $0.phase = .written }
+    }
+
     /// Ends a `take()`: written when its transaction committed, pending again when it did not.
     func settle(committed: Bool) {
         state.withLock { s in

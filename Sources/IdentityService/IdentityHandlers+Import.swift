@@ -38,7 +38,23 @@ extension IdentityHandlers {
                 results[index] = Self.failure(index, error)
             }
         }
-        let writes = candidates.isEmpty ? [] : try await sqlite.importUsers(candidates, update: update, now: now)
+        let refused = request.users.count - candidates.count
+        let detail = { @Sendable (writes: [ImportWrite]) -> String in
+            var counts = (created: 0, updated: 0, skipped: 0, failed: refused)
+            for write in writes {
+                switch write {
+                case .created: counts.created += 1
+                case .updated: counts.updated += 1
+                case .skipped: counts.skipped += 1
+                case .failed: counts.failed += 1
+                }
+            }
+            return #"{"mode":"\#(update ? "update" : "skip")","created":\#(counts.created),"updated":\#(counts.updated),"skipped":\#(counts.skipped),"failed":\#(counts.failed)}"#
+        }
+        let writes = try await audited(AuditEvent.Kind.usersImported, actor: AuditEvent.Actor.operator) {
+            AuditScope.current?.update { $0.detailJSON = detail([]) }
+            return candidates.isEmpty ? [] : try await sqlite.importUsers(candidates, update: update, now: now, auditDetail: detail)
+        }
         for (position, write) in zip(positions, writes) {
             let index = Int32(position)
             switch write {

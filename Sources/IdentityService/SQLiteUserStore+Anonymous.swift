@@ -18,11 +18,15 @@ extension SQLiteUserStore {
     func deleteUserRow(
         sql: String, _ arguments: StatementArguments, then: (@Sendable (Database) throws -> Void)? = nil
     ) async throws -> Bool {
-        try await run { db in
+        let audit = AuditScope.current
+        return try await run { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             try db.cachedStatement(sql: sql).execute(arguments: arguments)
-            guard db.changesCount == 1 else { return false }
+            guard db.changesCount == 1 else {
+                audit?.discard()  // nothing was deleted: no event for it
+                return false
+            }
             try then?(db)
             return true
         }

@@ -37,9 +37,13 @@ public enum ImportWrite: Sendable, Equatable {
 extension SQLiteUserStore {
     /// Writes `candidates` in one transaction, each in its own savepoint; `update` overwrites a
     /// matched user (by id when the item named one, else by normalized email), otherwise a match
-    /// is skipped. One result per candidate, in order.
-    public func importUsers(_ candidates: [ImportCandidate], update: Bool, now: Date) async throws -> [ImportWrite] {
-        try await run { db in
+    /// is skipped. One result per candidate, in order. `auditDetail` turns the results into the
+    /// detail of the running call's audit event, which commits with the batch.
+    public func importUsers(
+        _ candidates: [ImportCandidate], update: Bool, now: Date, auditDetail: (@Sendable ([ImportWrite]) -> String)? = nil
+    ) async throws -> [ImportWrite] {
+        let audit = AuditScope.current
+        return try await run { db in
             var results: [ImportWrite] = []
             results.reserveCapacity(candidates.count)
             let byID = try db.cachedStatement(sql: "SELECT id FROM users WHERE id = ?")
@@ -77,6 +81,10 @@ extension SQLiteUserStore {
                         throw translated
                     }
                 }
+            }
+            if let audit, let auditDetail {
+                let detail = auditDetail(results)
+                audit.update { $0.detailJSON = detail }
             }
             return results
         }

@@ -169,6 +169,9 @@ struct AnonymousSweepTests {
         #expect(session.revokedAt != nil && session.revokeReason == "anonymous_expired")
         #expect(await s.code { try await s.refresh(idle.tokens.refreshToken) } == .sessionRevoked)
         #expect(try s.deletedEvents() == [idle.user.id])
+        // In the audit log, by the system (issue 22 §3), in the deletion's transaction.
+        let swept = try await s.identity.handlers.listAudit(ListAuditRequest()).events.filter { $0.kind == "anonymous.swept" }
+        #expect(swept.map(\.userID) == [idle.user.id] && swept.allSatisfy { $0.actor == "system" })
         // A second pass finds nothing more.
         #expect(try await s.identity.anonymousSweep.sweep() == AnonymousSweep.Counts())
     }

@@ -91,6 +91,11 @@ struct AuditLogTests {
         // Enabling an enabled user writes nothing; the operator's action is still recorded.
         _ = try await h.caller.call(IdentityAPI.setDisabled, SetDisabledRequest(userID: id.rawValue, disabled: false))
         #expect(try await events(h).last?.kind == AuditEvent.Kind.userEnabled)
+        // Deleting a user that does not exist deletes nothing, and records nothing.
+        await expectCode(.userNotFound) {
+            try await h.caller.call(IdentityAPI.adminDeleteUser, AdminUserRequest(userID: UserID.random().rawValue, actor: "admin_key:AAAAAAAAAAAAAAAA"))
+        }
+        #expect(try await events(h).last?.kind == AuditEvent.Kind.userEnabled)
         // A failure without a failure kind (a taken email at sign-up) records nothing.
         let count = try await events(h).count
         await expectCode(.emailExists) { try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "tx@example.com", password: strong)) }

@@ -93,6 +93,12 @@ import Testing
         #expect(results[3].errorMessage.contains("`sub` is a reserved claim name"))
         #expect(results[5].errorMessage.contains("without an email address cannot sign in"))
         #expect(results.allSatisfy { !$0.errorMessage.contains("AzTUpxHc9OS8") })
+        // Each batch is one audit event by the operator, its counts committed with it (issue 22 §3).
+        let imported = try await h.caller.call(IdentityAPI.listAudit, ListAuditRequest()).events.filter { $0.kind == "users.imported" }
+        #expect(imported.map(\.detailJSON) == [
+            #"{"mode":"skip","created":1,"updated":0,"skipped":0,"failed":0}"#, #"{"mode":"skip","created":1,"updated":0,"skipped":0,"failed":8}"#,
+        ])
+        #expect(imported.allSatisfy { $0.actor == "operator" && !$0.detailJSON.contains("AzTUpxHc9OS8") })
         // A user without an email at all (a phone-only or anonymous user elsewhere) is refused too.
         let emailless = try await importing(h, [ImportedUser(id: "phone-only-user-0000001")])
         #expect(emailless.map(\.outcome) == ["failed"] && emailless[0].errorMessage.contains("without an email address"))
