@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseRPC
 import GatehouseSupport
+import GRDB
 import Logging
 
 /// Reads the two audit logs for `gatehouse audit` (issue 22 §3): the identity service's
@@ -32,14 +33,17 @@ public struct AuditReader: Sendable {
         public init() {}
     }
 
-    let identity: AdminClient
-    let token: RPCClient
+    let identity: AdminClient?
+    let token: RPCClient?
     let tokenEndpoint: String
+    let files: AuditFiles?
 
     /// A reader configured by `config` (the identity role's configuration: with CURVE keys, its
     /// own pair and `GATEHOUSE_TOKEN_PUBLIC_KEY_FILE`).
     public init(config: Config) throws {
-        identity = try AdminClient(config: config)
+        let identity = try AdminClient(config: config)
+        self.identity = identity
+        files = nil
         tokenEndpoint = try config.endpoint(ConfigTable.tokenURL)
         var configuration = RPCClient.Configuration(endpoint: tokenEndpoint, defaultTimeout: identity.timeout)
         if let own = try LinkSecurity.selfProbeKeys(config) {
@@ -52,6 +56,15 @@ public struct AuditReader: Sendable {
         var logger = Logger(label: "gatehouse.audit")
         logger.logLevel = .critical
         token = try RPCClient(configuration: configuration, logger: logger)
+    }
+
+    /// A reader of the database files in `dataDir` (`identity.sqlite`, `token.sqlite`), read-only:
+    /// for `gatehouse serve`, whose services have no RPC endpoint outside the process.
+    public init(dataDir: String) throws {
+        identity = nil
+        token = nil
+        tokenEndpoint = ""
+        files = try AuditFiles(dataDir: dataDir)
     }
 
     /// Every event after `cursor` of `userID` ("" for all), not before `since`, handed to `emit`
@@ -82,6 +95,8 @@ public struct AuditReader: Sendable {
     }
 
     private func list(_ source: Source, _ request: ListAuditRequest) async throws -> ListAuditResponse {
+        if let files { return try files.list(source, request) }
+        guard let identity, let token else { return ListAuditResponse(events: [], nextAfterSeq: request.afterSeq) }
         switch source {
         case .identity: return try await identity.client.call(IdentityAPI.listAudit, request, timeout: identity.timeout)
         case .token: return try await token.call(TokenAPI.listAudit, request, timeout: identity.timeout)
@@ -90,12 +105,13 @@ public struct AuditReader: Sendable {
 
     /// Closes both connections.
     public func close() async {
-        await identity.close()
-        await token.close()
+        await identity?.close()
+        await token?.close()
     }
 
     /// One line for the operator about a failed read.
     public func describe(_ error: any Error) -> String {
+        guard let identity else { return "error: \(error)" }
         if let error = error as? RPCError, [.unavailable, .deadlineExceeded, .cancelled].contains(error.code) {
             return "error: no answer from the identity service at \(identity.endpoint) or the token service at \(tokenEndpoint) within \(identity.timeout) (\(error.code.rawValue)); are both running, and are \(ConfigTable.identityURL.env) and \(ConfigTable.tokenURL.env) their RPC endpoints?"
         }
@@ -143,5 +159,51 @@ public struct AuditReader: Sendable {
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         formatter.timeZone = TimeZone(identifier: "UTC")
         return formatter.string(from: date)
+    }
+}
+
+/// The two audit logs read straight from the database files, read-only (the services write them;
+/// SQLite's WAL lets a reader in beside them).
+struct AuditFiles: Sendable {
+    let identity: DatabaseQueue
+    let token: DatabaseQueue
+
+    init(dataDir: String) throws {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        func open(_ name: String) throws -> DatabaseQueue {
+            let path = URL(fileURLWithPath: dataDir).appendingPathComponent(name).path
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw ConfigError(message: "--data-dir: no \(name) at \(path); start the roles (or gatehouse serve) once first")
+            }
+            return try DatabaseQueue(path: path, configuration: configuration)
+        }
+        identity = try open("identity.sqlite")
+        token = try open("token.sqlite")
+    }
+
+    func list(_ source: AuditReader.Source, _ request: ListAuditRequest) throws -> ListAuditResponse {
+        let limit = request.limit == 0 ? Int(maxAuditPage) : Int(request.limit)
+        return try (source == .identity ? identity : token).read { db in
+            var sql = "SELECT seq, occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail FROM audit_log WHERE seq > ?"
+            var arguments: StatementArguments = [Int64(clamping: request.afterSeq)]
+            if !request.userID.isEmpty {
+                sql += " AND userId = ?"
+                arguments += [request.userID]
+            }
+            if let since = request.since {
+                sql += " AND occurredAt >= ?"
+                arguments += [since.millisecondsSince1970]
+            }
+            sql += " ORDER BY seq LIMIT ?"
+            arguments += [limit]
+            let events = try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
+                AuditEvent(
+                    seq: UInt64(row[0] as Int64), occurredAt: Date(millisecondsSince1970: row[1]), kind: row[2], userID: row[3], actor: row[4],
+                    reason: row[5], email: row[6], ip: row[7], userAgent: row[8], sessionID: row[9], detailJSON: row[10])
+            }
+            return ListAuditResponse(events: events, nextAfterSeq: events.last?.seq ?? request.afterSeq)
+        }
     }
 }

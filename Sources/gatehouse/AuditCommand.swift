@@ -48,9 +48,13 @@ struct AuditCommand: AsyncParsableCommand {
         }
     }
 
-    /// A reader for `options`, or the error on stderr and exit 1.
+    /// A reader for `options` (`--data-dir DIR`: the database files), or the error on stderr and exit 1.
     static func reader(_ options: [String]) throws -> AuditReader {
-        do { return try AuditReader(config: try Config(arguments: options)) } catch {
+        var options = options
+        do {
+            if let dataDir = try takeOption("--data-dir", from: &options) { return try AuditReader(dataDir: dataDir) }
+            return try AuditReader(config: try Config(arguments: options))
+        } catch {
             FileHandle.standardError.write(Data("error: \(error)\n".utf8))
             throw ExitCode(1)
         }
@@ -62,7 +66,10 @@ struct AuditCommand: AsyncParsableCommand {
             discussion: "One line per event: time, service, kind, then name=value for each field set; --json prints each as a JSON object instead.")
         @Argument(
             parsing: .captureForPassthrough,
-            help: "[--user ID] [--since TIME|DURATION] [--follow] [--json] [FLAGS...]: then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+            help: """
+                [--user ID] [--since TIME|DURATION] [--follow] [--json] [--data-dir DIR] [FLAGS...]: then configuration flags, \
+                e.g. --identity-url tcp://127.0.0.1:7001; --data-dir reads the database files (gatehouse serve).
+                """)
         var words: [String] = []
 
         func run() async throws {
@@ -96,7 +103,7 @@ struct AuditCommand: AsyncParsableCommand {
             discussion: "FILE is created new with mode 0600 (never through a symbolic link); - or nothing writes to standard output.")
         @Argument(
             parsing: .captureForPassthrough,
-            help: "[FILE|-] [--user ID] [--since TIME|DURATION] [FLAGS...]: then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
+            help: "[FILE|-] [--user ID] [--since TIME|DURATION] [--data-dir DIR] [FLAGS...]: then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
         var words: [String] = []
 
         func run() async throws {

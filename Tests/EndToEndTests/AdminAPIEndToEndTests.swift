@@ -168,5 +168,10 @@ struct AdminAPIEndToEndTests {
             try gatehouseBinary(), ["admin", "keys", "list", "--data-dir", stack.dataDir.appendingPathComponent("nope").path],
             environment: stack.environment)
         #expect(nowhere.status == 1 && nowhere.stderr.contains("no identity database"), "\(nowhere.stderr)")
+        // The audit log of the embedded default, read from its files.
+        let audit = try await runProcess(
+            try gatehouseBinary(), ["audit", "tail", "--json", "--data-dir", stack.dataDir.path], environment: stack.environment)
+        #expect(audit.status == 0, "\(audit.stderr)")
+        #expect(jsonLines(audit.stdout).compactMap { $0["kind"] as? String } == ["sign_up", "admin_key.created"])
     }
 }
