@@ -4,6 +4,7 @@ import GatehouseRPC
 import GatehouseSupport
 import GRDB
 import Logging
+import SQLiteSupport
 
 /// Reads the two audit logs for `gatehouse audit` (issue 22 §3): the identity service's
 /// (`identity.listAudit`, through an `AdminClient`: the service's own key) and the token
@@ -184,26 +185,6 @@ struct AuditFiles: Sendable {
     }
 
     func list(_ source: AuditReader.Source, _ request: ListAuditRequest) throws -> ListAuditResponse {
-        let limit = request.limit == 0 ? Int(maxAuditPage) : Int(request.limit)
-        return try (source == .identity ? identity : token).read { db in
-            var sql = "SELECT seq, occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail FROM audit_log WHERE seq > ?"
-            var arguments: StatementArguments = [Int64(clamping: request.afterSeq)]
-            if !request.userID.isEmpty {
-                sql += " AND userId = ?"
-                arguments += [request.userID]
-            }
-            if let since = request.since {
-                sql += " AND occurredAt >= ?"
-                arguments += [since.millisecondsSince1970]
-            }
-            sql += " ORDER BY seq LIMIT ?"
-            arguments += [limit]
-            let events = try Row.fetchAll(db, sql: sql, arguments: arguments).map { row in
-                AuditEvent(
-                    seq: UInt64(row[0] as Int64), occurredAt: Date(millisecondsSince1970: row[1]), kind: row[2], userID: row[3], actor: row[4],
-                    reason: row[5], email: row[6], ip: row[7], userAgent: row[8], sessionID: row[9], detailJSON: row[10])
-            }
-            return ListAuditResponse(events: events, nextAfterSeq: events.last?.seq ?? request.afterSeq)
-        }
+        try (source == .identity ? identity : token).read { db in try AuditLogTable.page(request, in: db) }
     }
 }

@@ -12,7 +12,7 @@ extension ConfigTable {
     /// Where `gatehouse users` and `gatehouse admin` reach the admin API.
     public static let adminURL = ConfigKey(env: "GATEHOUSE_ADMIN_URL", defaultValue: "http://127.0.0.1:8081", secret: false, roles: "cli", help: "Base URL of the admin API for `gatehouse users ...` (list, get, create, update, disable, enable, delete, revoke-sessions, set-claims).")
     /// The admin API key the CLI presents.
-    public static let adminKey = ConfigKey(env: "GATEHOUSE_ADMIN_KEY", defaultValue: nil, secret: true, roles: "cli", help: "Admin API key (gha_<id>.<secret>) that `gatehouse users ...` presents; made by `gatehouse admin keys create`.")
+    public static let adminKey = ConfigKey(env: "GATEHOUSE_ADMIN_KEY", defaultValue: nil, secret: true, roles: "cli", help: "Admin API key (gha_<id>.<secret>) that `gatehouse users ...` presents; made by `gatehouse admin keys create`. Use the environment or GATEHOUSE_ADMIN_KEY_FILE, not the flag: a flag shows in the process list.")
     /// A file holding the admin API key.
     public static let adminKeyFile = ConfigKey(env: "GATEHOUSE_ADMIN_KEY_FILE", defaultValue: nil, secret: false, roles: "cli", help: "File holding the admin API key, instead of GATEHOUSE_ADMIN_KEY.")
 

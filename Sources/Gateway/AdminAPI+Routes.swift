@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseSupport
 import Hummingbird
 import HTTPTypes
+import NIOCore
 
 // The admin listener's handlers (issue 22 §1). Every route checks the key and one scope first,
 // then validates its input, then makes its calls; each writing call carries the key as the
@@ -121,7 +122,7 @@ extension AdminRoutes {
         let id = try Self.userID(context)
         guard let type = request.headers[.contentType], Request.isJSON(type) else { throw GatewayError.unsupportedMediaType }
         let buffer: ByteBuffer
-        do { buffer = try await request.body.collect(upTo: 4096) } catch { throw GatewayError.payloadTooLarge(4096) }
+        do { buffer = try await request.body.collect(upTo: 4096) } catch is NIOTooManyBytesError { throw GatewayError.payloadTooLarge(4096) }
         let claims = String(decoding: buffer.readableBytesView, as: UTF8.self)
         let user = try await call(identity, IdentityAPI.adminSetClaims, AdminSetClaimsRequest(userID: id, claimsJSON: claims, actor: actor))
         return Self.json(.ok, user.json)

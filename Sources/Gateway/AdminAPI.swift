@@ -48,7 +48,11 @@ struct AdminAPIParts {
 }
 
 func makeAdminAPI(configuration: AdminAPIConfiguration, identity: any RPCCaller, tokens: any RPCCaller, logger: Logger) -> AdminAPIParts {
-    let routes = AdminRoutes(identity: identity, tokens: tokens, configuration: configuration)
+    let routes = AdminRoutes(identity: identity, tokens: tokens, configuration: configuration, logger: logger)
+    if !["127.0.0.1", "::1", "localhost"].contains(configuration.host) {
+        logger.warning(
+            "the admin API listens on \(configuration.host):\(configuration.port), beyond loopback, in plain HTTP: keep it on a private network behind TLS (deploy/README.md, \"Administering users\")")
+    }
     var table = RouteTable(logger: logger)
     let endpoints = routes.endpoints()
     for endpoint in endpoints { table.add(endpoint.method, endpoint.path) }
@@ -74,6 +78,7 @@ struct AdminRoutes: Sendable {
     let identity: any RPCCaller
     let tokens: any RPCCaller
     let configuration: AdminAPIConfiguration
+    let logger: Logger
 
     func endpoints() -> [(method: HTTPRequest.Method, path: String, handler: Handler)] {
         [
@@ -100,7 +105,15 @@ struct AdminRoutes: Sendable {
             throw GatewayError(.invalidAdminKey, detail: "An admin API key is required: Authorization: Bearer gha_<id>.<secret>.")
         }
         let token = String(header.dropFirst("Bearer ".count))
-        let key = try await call(identity, IdentityAPI.authenticateAdminKey, AuthenticateAdminKeyRequest(token: token))
+        let key: AdminKey
+        do {
+            key = try await call(identity, IdentityAPI.authenticateAdminKey, AuthenticateAdminKeyRequest(token: token))
+        } catch let error as RPCError where error.code == .invalidAdminKey {
+            // The id part only (never the secret), so probing shows in the log.
+            let id = token.hasPrefix("gha_") ? String(token.dropFirst(4).prefix(16).filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) : "-"
+            logger.notice("admin API key refused", metadata: ["keyId": "\(id)", "path": "\(request.uri.path.prefix(128))"])
+            throw error
+        }
         guard key.scopes.contains(scope) else {
             throw GatewayError(.insufficientScope, detail: "This key (\(key.name)) lacks the scope \(scope).")
         }

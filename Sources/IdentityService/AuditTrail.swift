@@ -80,12 +80,23 @@ extension IdentityHandlers {
         do {
             result = try await AuditScope.$current.withValue(recorder) { try await body() }
         } catch {
-            if let failure, recorder.isPending, let code = Self.auditReason(error) {
+            guard let failure, let code = Self.auditReason(error), auditSampler.admits(code: code, event: recorder.event, now: clock.now) else {
+                throw error
+            }
+            if recorder.isPending {
                 recorder.update {
                     $0.kind = failure
                     $0.reason = code
                 }
                 await appendAudit(recorder)
+            } else {
+                // The success was written with a change (the sign-in's stamp), then the call was
+                // refused after all (the session confirmed against a change that raced it): say so.
+                var refused = recorder.event
+                refused.kind = failure
+                refused.reason = code
+                refused.occurredAt = clock.now
+                await appendAudit(AuditRecorder(refused))
             }
             throw error
         }
@@ -98,7 +109,8 @@ extension IdentityHandlers {
     static func auditReason(_ error: any Error) -> String? {
         guard let error = error as? IdentityError else { return nil }
         switch error {
-        case .unavailable, .storage, .overloaded, .migrationRequired: return nil
+        // Outages, a question to the client, and malformed input: nothing about an account.
+        case .unavailable, .storage, .overloaded, .migrationRequired, .invalidEmail, .invalidArgument: return nil
         default: return error.code.rawValue
         }
     }
@@ -118,6 +130,12 @@ extension IdentityHandlers {
     func auditUser(_ user: UserID) {
         AuditScope.current?.update { $0.userID = user.rawValue }
     }
+
+    /// Notes the address the running call is about, once it parsed (normalized: never what a
+    /// person typed into the wrong box).
+    func auditEmail(_ email: EmailAddress) {
+        AuditScope.current?.update { $0.email = email.normalized }
+    }
 }
 
 // `identity.listAudit`: pages of the log for `gatehouse audit`.
@@ -133,8 +151,10 @@ extension IdentityHandlers {
         let limit = try Self.auditPageLimit(request.limit)
         guard request.userID.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "userID", reason: "longer than 128 bytes") }
         guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "this store keeps no audit log") }
-        let (events, next) = try await sqlite.auditEvents(after: request.afterSeq, userID: request.userID, since: request.since, limit: limit)
-        return ListAuditResponse(events: events, nextAfterSeq: next)
+        var page = request
+        page.limit = Int32(limit)
+        page.since = try Self.auditableDate(request.since, "since")
+        return try await sqlite.auditEvents(page)
     }
 
     /// The page size a `ListAuditRequest.limit` asks for: 0 is the maximum.
@@ -143,5 +163,32 @@ extension IdentityHandlers {
             throw IdentityError.invalidArgument(field: "limit", reason: "must be between 0 and \(maxAuditPage)")
         }
         return limit == 0 ? Int(maxAuditPage) : Int(limit)
+    }
+}
+
+/// Keeps refusals that cost an attacker nothing (a throttled attempt) from each becoming a row:
+/// the first of a kind per address (or user) and client address is recorded, then at most one a
+/// minute. Bounded: past `capacity` keys it starts over.
+public final class AuditSampler: Sendable {
+    private let seen = Mutex<[String: Date]>([:])
+    let capacity: Int
+    let interval: TimeInterval
+
+    /// A sampler of at most `capacity` keys, one event per key per `interval` seconds.
+    public init(capacity: Int = 100_000, interval: TimeInterval = 60) {
+        self.capacity = capacity
+        self.interval = interval
+    }
+
+    /// Whether a refusal with `code` of `event` is recorded now. Only throttling is sampled.
+    func admits(code: String, event: AuditEvent, now: Date) -> Bool {
+        guard code == ErrorCode.tooManyAttempts.rawValue || code == ErrorCode.rateLimited.rawValue else { return true }
+        let key = "\(event.kind)|\(event.email)|\(event.userID)|\(event.ip)"
+        return seen.withLock { seen in
+            if let last = seen[key], now.timeIntervalSince(last) < interval { return false }
+            if seen.count >= capacity { seen.removeAll(keepingCapacity: true) }
+            seen[key] = now
+            return true
+        }
     }
 }

@@ -33,7 +33,7 @@ extension IdentityHandlers {
     public func reauthenticate(_ request: ReauthenticateRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
         try await audited(
             AuditEvent.Kind.reauthenticate, failure: AuditEvent.Kind.reauthenticateFailed, userID: request.caller.userID,
-            email: request.email ?? "", client: request.client, sessionID: request.caller.sessionID
+            client: request.client, sessionID: request.caller.sessionID
         ) { try await reauthenticateAudited(request, deadline: deadline) }
     }
 
@@ -43,6 +43,7 @@ extension IdentityHandlers {
         let current = try await callerUser(request.caller)
         guard !current.isAnonymous, let own = current.email else { throw IdentityError.invalidCredentials }
         let email = try EmailAddress(request.email ?? own)
+        auditEmail(email)
         let (user, stored, password) = try await checkPasswordThrottled(
             request.password, email: email, client: request.client, deadline: hashDeadline)
         guard user.id == current.id else {

@@ -16,7 +16,9 @@ extension IdentityHandlers {
         guard request.cursor.isEmpty || UserID.isWellFormed(request.cursor) else {
             throw IdentityError.invalidArgument(field: "cursor", reason: "not a cursor of this listing")
         }
-        let prefix = request.emailPrefix.trimmingCharacters(in: .whitespaces).lowercased()
+        // Normalized as stored addresses are (NFKC, lower case), so full-width or decomposed input matches.
+        let trimmed = request.emailPrefix.trimmingCharacters(in: .whitespaces)
+        let prefix = (trimmed.utf8.allSatisfy { $0 < 0x80 } ? trimmed : trimmed.precomposedStringWithCompatibilityMapping).lowercased()
         guard prefix.utf8.count <= 254 else { throw IdentityError.invalidArgument(field: "emailPrefix", reason: "longer than 254 bytes") }
         guard request.provider.utf8.count <= 64 else { throw IdentityError.invalidArgument(field: "provider", reason: "longer than 64 bytes") }
         var filter = SQLiteUserStore.UserFilter()
@@ -24,8 +26,8 @@ extension IdentityHandlers {
         filter.provider = request.provider
         filter.disabled = request.disabled
         filter.anonymous = request.anonymous
-        filter.createdAfter = request.createdAfter
-        filter.createdBefore = request.createdBefore
+        filter.createdAfter = try Self.auditableDate(request.createdAfter, "createdAfter")
+        filter.createdBefore = try Self.auditableDate(request.createdBefore, "createdBefore")
         let (users, more) = try await adminStore().users(filter: filter, after: request.cursor, limit: limit)
         return ListUsersResponse(users: users.map(AdminUser.init), nextCursor: more ? users.last?.id.rawValue ?? "" : "")
     }
@@ -89,10 +91,16 @@ extension IdentityHandlers {
         var detail = JSONObjectWriter()
         detail.strings("fields", fields)
         let detailJSON = String(decoding: detail.finish(), as: UTF8.self)
-        let write = { [store, clock] () async throws -> UserRecord in
+        guard !fields.isEmpty else {
+            throw IdentityError.invalidArgument(field: "user", reason: "nothing to change: give email, displayName, disabled, emailVerified or password")
+        }
+        let write = { [clock] () async throws -> UserRecord in
             try await self.audited(kind, actor: actor, userID: id.rawValue, email: email?.typed ?? "") {
                 AuditScope.current?.update { $0.detailJSON = detailJSON }
-                let user = try await store.update(id: id, expectedVersion: nil, now: clock.now) { user in
+                // A new address or password voids the user's reset codes and pending email changes
+                // and verifications in the same transaction: a code mailed before must not undo it.
+                let voids = email.map { $0.normalized != current.emailNormalized } == true || hash != nil
+                return try await adminStore().update(id: id, now: clock.now, voidingCodes: voids) { user in
                     if let email {
                         user.email = email.typed
                         user.emailNormalized = email.normalized
@@ -103,8 +111,6 @@ extension IdentityHandlers {
                     if let verified = request.emailVerified { user.emailVerified = verified }
                     if let hash { user.passwordHash = hash }
                 }
-                if hash != nil { try await (store as? SQLiteUserStore)?.voidPasswordResets(userID: id, at: clock.now) }
-                return user
             }
         }
         let user: UserRecord
@@ -172,6 +178,17 @@ extension IdentityHandlers {
         }
         let link = mailComposer.link(kind == .passwordReset ? .passwordReset : .verifyEmail, code: code, locale: "en") ?? ""
         return ActionLink(link: link, code: code, expiresIn: Int64(ttl.rounded(.up)))
+    }
+}
+
+extension IdentityHandlers {
+    /// `date` when it is within the years 1970 to 9999 (stored as milliseconds); `invalidArgument` otherwise.
+    static func auditableDate(_ date: Date?, _ field: String) throws -> Date? {
+        guard let date else { return nil }
+        guard date.timeIntervalSince1970 >= 0, date.timeIntervalSince1970 < 253_402_300_800 else {
+            throw IdentityError.invalidArgument(field: field, reason: "must be a time between 1970 and 9999")
+        }
+        return date
     }
 }
 

@@ -40,6 +40,8 @@ public struct IdentityHandlers: Sendable {
     public var recentLoginWindow: TimeInterval = 300
     /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
     public var resumeHandles = ResumeHandles()
+    /// Samples throttled refusals for the audit log (one per key a minute).
+    public var auditSampler = AuditSampler()
     /// Password reset: code lifetime, per-address mail limits, the mail's sender, app name, link.
     public var passwordReset = PasswordResetSettings()
     /// Email verification and change: mode, code lifetimes, per-user mail limits.
@@ -144,13 +146,14 @@ public struct IdentityHandlers: Sendable {
     /// caller's), a hash that could not be done in time is refused as `overloaded` at once, and
     /// the token service gets what is left of it.
     public func signUp(_ request: SignUpRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
-        try await audited(AuditEvent.Kind.signUp, email: request.email, client: request.client) {
+        try await audited(AuditEvent.Kind.signUp, client: request.client) {
             try await signUpAudited(request, deadline: deadline)
         }
     }
 
     private func signUpAudited(_ request: SignUpRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         let email = try EmailAddress(request.email)
+        auditEmail(email)
         let displayName = try Self.validDisplayName(request.displayName)
         try Self.checkClient(request.client)
         try Self.checkLocale(request.locale)
@@ -192,7 +195,7 @@ public struct IdentityHandlers: Sendable {
     /// counted by `throttle` and `accountThrottle` before the user is looked up, so both are
     /// throttled alike.
     public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
-        try await audited(AuditEvent.Kind.signIn, failure: AuditEvent.Kind.signInFailed, email: request.email, client: request.client) {
+        try await audited(AuditEvent.Kind.signIn, failure: AuditEvent.Kind.signInFailed, client: request.client) {
             try await signInAudited(request, deadline: deadline)
         }
     }
@@ -200,6 +203,7 @@ public struct IdentityHandlers: Sendable {
     private func signInAudited(_ request: SignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         let hashDeadline = Self.hashDeadline(deadline)
         let email = try EmailAddress(request.email)
+        auditEmail(email)
         try Self.checkClient(request.client)
         if let caller = request.caller, let anonymous = try await anonymousCaller(caller) {
             return try await signIn(request, email: email, from: anonymous, deadline: deadline)

@@ -104,3 +104,23 @@ extension SQLiteUserStore {
         }
     }
 }
+
+extension SQLiteUserStore {
+    /// `update`, and with `voidingCodes` in the same transaction the user's unused password reset
+    /// codes and pending email changes and verifications voided (an operator's new address or
+    /// password). Revert codes stay: they are the previous address owner's way back.
+    public func update(
+        id: UserID, now: Date, voidingCodes: Bool, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord {
+        try await run { db in
+            let user = try Self.update(id: id, expectedVersion: nil, now: now, in: db, change)
+            if voidingCodes {
+                let nowMs = now.millisecondsSince1970
+                try db.execute(
+                    sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, id.rawValue])
+                try Self.voidEmailActions(userID: id.rawValue, purposes: [.changeEmail, .verifyEmail], at: nowMs, in: db)
+            }
+            return user
+        }
+    }
+}

@@ -124,7 +124,8 @@ extension SQLiteUserStore {
     /// (version + 1) and voids every unused verification code of the user, this one included.
     /// Returns the user after the change and whether it changed (false: it was verified already).
     public func useEmailVerification(codeHash: Data, now: Date) async throws -> (user: UserRecord, changed: Bool) {
-        try await run { db in
+        let audit = AuditScope.current
+        return try await run { db in
             let nowMs = now.millisecondsSince1970
             guard let row = try Row.fetchOne(
                 db, sql: """
@@ -137,7 +138,10 @@ extension SQLiteUserStore {
             guard user.emailNormalized == (row[1] as String) else { throw IdentityError.invalidVerificationCode }
             guard !user.disabled else { throw IdentityError.userDisabled }
             try Self.voidEmailActions(userID: user.id.rawValue, purposes: [.verifyEmail], at: nowMs, in: db)
-            if user.emailVerified { return (user, false) }
+            if user.emailVerified {
+                audit?.discard()  // verified already: nothing to record
+                return (user, false)
+            }
             return (try Self.update(id: user.id, expectedVersion: nil, now: now, in: db) { $0.emailVerified = true }, true)
         }
     }

@@ -70,8 +70,9 @@ extension TokenService {
     public func listAudit(_ request: ListAuditRequest) async throws -> ListAuditResponse {
         guard (0...maxAuditPage).contains(request.limit) else { throw TokenError.invalidArgument("limit must be between 0 and \(maxAuditPage)") }
         guard request.userID.utf8.count <= 128 else { throw TokenError.invalidArgument("userID must be at most 128 bytes") }
-        let limit = request.limit == 0 ? Int(maxAuditPage) : Int(request.limit)
-        let (events, next) = try await store.auditEvents(after: request.afterSeq, userID: request.userID, since: request.since, limit: limit)
-        return ListAuditResponse(events: events, nextAfterSeq: next)
+        if let since = request.since, !(0..<253_402_300_800).contains(since.timeIntervalSince1970) {
+            throw TokenError.invalidArgument("since must be a time between 1970 and 9999")
+        }
+        return try await store.auditEvents(request)
     }
 }

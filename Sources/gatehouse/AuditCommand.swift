@@ -37,14 +37,14 @@ struct AuditCommand: AsyncParsableCommand {
         /// An RFC 3339 time, or a duration back from now (`30m`, `24h`, `7d`).
         static func instant(_ text: String) throws -> Date {
             let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600, "d": 86_400]
-            if let unit = text.last, let seconds = units[unit], let count = Double(text.dropLast()), count >= 0 {
+            if let unit = text.last, let seconds = units[unit], let count = Double(text.dropLast()), count >= 0, count * seconds <= 3.2e9 {
                 return Date().addingTimeInterval(-count * seconds)
             }
             let formatter = ISO8601DateFormatter()
             if let date = formatter.date(from: text) { return date }
             formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
             if let date = formatter.date(from: text) { return date }
-            throw ValidationError("--since must be an RFC 3339 time (2026-11-27T10:00:00Z) or a duration back from now (30m, 24h, 7d).")
+            throw ValidationError("--since must be an RFC 3339 time (2026-11-27T10:00:00Z) or a duration back from now (30m, 24h, 7d; at most 100 years).")
         }
     }
 

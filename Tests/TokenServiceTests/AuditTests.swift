@@ -64,6 +64,8 @@ struct TokenAuditTests {
         #expect(await expectCode(.invalidArgument) { try await h.service.listAudit(ListAuditRequest(limit: 1001)) })
         #expect(await expectCode(.invalidArgument) { try await h.service.listAudit(ListAuditRequest(limit: -1)) })
         #expect(await expectCode(.invalidArgument) { try await h.service.listAudit(ListAuditRequest(userID: String(repeating: "u", count: 129))) })
+        // A date far outside what is stored is refused, never a crash.
+        #expect(await expectCode(.invalidArgument) { try await h.service.listAudit(ListAuditRequest(since: Date(timeIntervalSince1970: -8.6e16))) })
     }
 
     @Test("the sweep prunes events older than the audit retention and keeps newer ones")

@@ -1,0 +1,86 @@
+import Foundation
+import GatehouseContracts
+import GRDB
+
+/// The `audit_log` table (issue 22 §3), the same in both services' databases: its schema, the
+/// append in the caller's transaction, a page of it, and the prune. `seq` is AUTOINCREMENT so a
+/// pruned position is never handed out again.
+public enum AuditLogTable {
+    /// The table and its indexes, for a migration.
+    public static let createSQL = """
+        CREATE TABLE audit_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            occurredAt INTEGER NOT NULL,
+            kind TEXT NOT NULL CHECK (length(kind) BETWEEN 1 AND 64),
+            userId TEXT NOT NULL DEFAULT '' CHECK (length(userId) <= 128),
+            actor TEXT NOT NULL CHECK (length(actor) BETWEEN 1 AND 128),
+            reason TEXT NOT NULL DEFAULT '' CHECK (length(reason) <= 128),
+            email TEXT NOT NULL DEFAULT '' CHECK (length(CAST(email AS BLOB)) <= 320),
+            ip TEXT NOT NULL DEFAULT '' CHECK (length(ip) <= 64),
+            userAgent TEXT NOT NULL DEFAULT '' CHECK (length(CAST(userAgent AS BLOB)) <= 512),
+            sessionId TEXT NOT NULL DEFAULT '' CHECK (length(sessionId) <= 128),
+            detail TEXT NOT NULL DEFAULT '' CHECK (detail = '' OR (length(CAST(detail AS BLOB)) <= 4096 AND json_valid(detail)))
+        ) STRICT;
+        CREATE INDEX audit_log_user ON audit_log(userId, seq);
+        CREATE INDEX audit_log_time ON audit_log(occurredAt);
+        """
+
+    /// Appends `event` (its `seq` is assigned) in the caller's transaction.
+    public static func append(_ event: AuditEvent, in db: Database) throws {
+        try db.cachedStatement(sql: """
+            INSERT INTO audit_log (occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [
+                milliseconds(event.occurredAt), event.kind, event.userID, event.actor, event.reason, event.email, event.ip,
+                event.userAgent, event.sessionID, event.detailJSON,
+            ])
+    }
+
+    /// The page `request` asks for (its limit already checked: 0 is `maxAuditPage`), in `seq`
+    /// order; `nextAfterSeq` is the last listed `seq`, or the request's `afterSeq`.
+    public static func page(_ request: ListAuditRequest, in db: Database) throws -> ListAuditResponse {
+        var after = Int64(clamping: request.afterSeq)
+        if let since = request.since {
+            // Start at the first event of that time (the time index), not at the log's beginning.
+            let first = try Int64.fetchOne(
+                db.cachedStatement(sql: "SELECT min(seq) FROM audit_log WHERE occurredAt >= ?"), arguments: [milliseconds(since)])
+            guard let first else { return ListAuditResponse(events: [], nextAfterSeq: request.afterSeq) }
+            after = max(after, first - 1)
+        }
+        var sql = "SELECT seq, occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail FROM audit_log WHERE seq > ?"
+        var arguments: StatementArguments = [after]
+        if !request.userID.isEmpty {
+            sql += " AND userId = ?"
+            arguments += [request.userID]
+        }
+        if let since = request.since {
+            sql += " AND occurredAt >= ?"
+            arguments += [milliseconds(since)]
+        }
+        sql += " ORDER BY seq LIMIT ?"
+        arguments += [request.limit == 0 ? Int(maxAuditPage) : Int(request.limit)]
+        let events = try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map { row in
+            AuditEvent(
+                seq: UInt64(row[0] as Int64), occurredAt: Date(timeIntervalSince1970: Double(row[1] as Int64) / 1000), kind: row[2],
+                userID: row[3], actor: row[4], reason: row[5], email: row[6], ip: row[7], userAgent: row[8], sessionID: row[9],
+                detailJSON: row[10])
+        }
+        return ListAuditResponse(events: events, nextAfterSeq: events.last?.seq ?? request.afterSeq)
+    }
+
+    /// Deletes at most `batch` events that happened before `cutoff`, oldest first; how many went.
+    public static func prune(before cutoff: Date, batch: Int, in db: Database) throws -> Int {
+        try db.execute(
+            sql: "DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE occurredAt < ? ORDER BY occurredAt LIMIT ?)",
+            arguments: [milliseconds(cutoff), batch])
+        return db.changesCount
+    }
+
+    /// Milliseconds since 1970, clamped to what an `Int64` holds (a far-off date from the wire
+    /// must not trap).
+    static func milliseconds(_ date: Date) -> Int64 {
+        let ms = (date.timeIntervalSince1970 * 1000).rounded()
+        guard ms.isFinite else { return 0 }
+        return ms >= 9.2e18 ? Int64.max : ms <= -9.2e18 ? Int64.min : Int64(ms)
+    }
+}
