@@ -75,12 +75,13 @@ extension AdminClient {
     public func exportUsers(includeHashes: Bool, pageSize: Int = IdentityAPI.maxImportBatch, write: (String) throws -> Void) async throws -> Int {
         var cursor = ""
         var count = 0
+        let dates = UserImportFile.isoFormatter()
         repeat {
             let page = try await client.call(
                 IdentityAPI.exportUsers, ExportUsersRequest(afterID: cursor, pageSize: Int32(pageSize), includeHashes: includeHashes),
                 timeout: batchTimeout)
             var text = ""
-            for user in page.users { text += UserImportFile.jsonlLine(user) + "\n" }
+            for user in page.users { text += UserImportFile.jsonlLine(user, dates: dates) + "\n" }
             try write(text)
             count += page.users.count
             cursor = page.nextAfterID
