@@ -33,26 +33,26 @@ extension AdminClient {
         from file: UserImportFile, mode: String, batchSize: Int = IdentityAPI.maxImportBatch, failure: (String) -> Void
     ) async throws -> ImportSummary {
         let client = client, timeout = batchTimeout
-        return try await Self.importBatches(from: file, batchSize: batchSize, failure: failure) { users in
+        return try await Self.importBatches(from: { try file.next() }, batchSize: batchSize, failure: failure) { users in
             try await client.call(IdentityAPI.importUsers, ImportUsersRequest(users: users, mode: mode), timeout: timeout)
         }
     }
 
-    /// The batches of `file` through `send`, at most two in flight: the next batch is read and
-    /// sent while the service still works on the one before, so the file's reading, the service's
-    /// checks and its write transaction overlap instead of taking turns. Results are taken in
-    /// file order, and `failure` gets the lines in the order a one-at-a-time import gave them
-    /// (a batch's unreadable lines, then the lines the service refused). When a call fails, the
-    /// batch after it may have been imported too; the error is thrown once that call ended.
+    /// The records of `next` (a file's `next()`) in batches through `send`, one call in flight
+    /// while the next batch is read: the file's reading overlaps the service's work instead of
+    /// waiting for it. A batch is sent once the one before it was answered, so batches reach
+    /// the service, and commit, in file order (a retried call included): with a user on two
+    /// lines, the later line's data is the one an update leaves, as in a one-at-a-time import.
+    /// `failure` gets the lines in the order a one-at-a-time import gave them (a batch's
+    /// unreadable lines, then the lines the service refused).
     static func importBatches(
-        from file: UserImportFile, batchSize: Int, failure: (String) -> Void,
+        from next: () throws -> ImportFileItem?, batchSize: Int, failure: (String) -> Void,
         send: @escaping @Sendable ([ImportedUser]) async throws -> ImportUsersResponse
     ) async throws -> ImportSummary {
-        /// A batch sent, its users' line numbers and the unreadable lines read while filling it.
+        /// A batch sent and its users' line numbers.
         struct Sent {
             var reply: Task<ImportUsersResponse, any Error>
             var lines: [Int]
-            var unreadable: [String]
         }
         var summary = ImportSummary()
         var batch: [ImportedUser] = []
@@ -62,7 +62,6 @@ extension AdminClient {
         var batchBytes = 0
         var inFlight: Sent?
         func collect(_ sent: Sent) async throws {
-            sent.unreadable.forEach(failure)
             let reply = try await sent.reply.value
             for result in reply.results {
                 switch result.outcome {
@@ -76,8 +75,8 @@ extension AdminClient {
                 }
             }
         }
-        /// An unreadable line: said at once when no batch is in flight, else after that batch's
-        /// lines (at most a batch of them wait: then the batch in flight is waited for).
+        /// An unreadable line: said at once when no batch is in flight, else once that batch's
+        /// lines were (at most a batch of them wait: then the batch in flight is waited for).
         func unreadableLine(_ text: String) async throws {
             guard let previous = inFlight else { return failure(text) }
             unreadable.append(text)
@@ -87,36 +86,26 @@ extension AdminClient {
             unreadable.forEach(failure)
             unreadable.removeAll()
         }
-        /// Sends the batch read so far, then takes the reply of the one before it.
+        /// Takes the reply of the batch in flight, then sends the batch read so far (and, when
+        /// `final`, takes its reply too).
         func flush(final: Bool) async throws {
-            var sent: Sent?
-            if !batch.isEmpty {
-                let users = batch
-                sent = Sent(reply: Task { try await send(users) }, lines: lines, unreadable: unreadable)
-            } else if !unreadable.isEmpty {
-                sent = Sent(reply: Task { ImportUsersResponse(results: []) }, lines: [], unreadable: unreadable)
+            if let previous = inFlight {
+                inFlight = nil
+                try await collect(previous)
             }
+            unreadable.forEach(failure)
+            unreadable.removeAll()
+            guard !batch.isEmpty else { return }
+            let users = batch
+            let sent = Sent(reply: Task { try await send(users) }, lines: lines)
             batch.removeAll(keepingCapacity: true)
             lines.removeAll(keepingCapacity: true)
-            unreadable.removeAll()
             batchBytes = 0
-            let previous = inFlight
-            inFlight = sent
-            do {
-                if let previous { try await collect(previous) }
-                if final, let sent {
-                    inFlight = nil
-                    try await collect(sent)
-                }
-            } catch {
-                // Let the call after the failed one end (it may have been imported) before saying so.
-                if let pending = inFlight { _ = await pending.reply.result }
-                throw error
-            }
+            if final { try await collect(sent) } else { inFlight = sent }
         }
         while true {
-            let next: ImportFileItem?
-            do { next = try file.next() } catch {
+            let item: ImportFileItem?
+            do { item = try next() } catch {
                 // The file cannot be read further: what was sent is still reported.
                 if let previous = inFlight {
                     inFlight = nil
@@ -125,7 +114,7 @@ extension AdminClient {
                 unreadable.forEach(failure)
                 throw error
             }
-            guard let item = next else { break }
+            guard let item else { break }
             switch item.user {
             case .success(let user):
                 batch.append(user)
