@@ -62,7 +62,7 @@ extension AdminClient {
         var batchBytes = 0
         var inFlight: Sent?
         func collect(_ sent: Sent) async throws {
-            let reply = try await sent.reply.value
+            let reply = try await sent.reply.result.get()
             for result in reply.results {
                 switch result.outcome {
                 case "created": summary.created += 1
