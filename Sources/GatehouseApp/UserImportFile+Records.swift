@@ -18,13 +18,17 @@ extension UserImportFile {
         return object
     }
 
-    /// A jsonl line as a user; unknown fields and wrong types are refused.
+    /// A jsonl line as a user; unknown fields and wrong types are refused. Read by `ImportJSON`
+    /// (not Foundation's `JSONSerialization`, the CLI's main cost before).
     static func jsonlUser(_ bytes: [UInt8]) throws -> ImportedUser {
-        let object = try object(bytes)
-        if let unknown = object.keys.sorted().first(where: { !jsonlFields.contains($0) }) {
+        let members: [String: ImportJSONValue]
+        do { members = try ImportJSON.object(bytes) } catch {
+            throw ImportLineError(error == .notAnObject ? "not a JSON object" : "not JSON")
+        }
+        if let unknown = members.keys.sorted().first(where: { !jsonlFields.contains($0) }) {
             throw ImportLineError("unknown field \(unknown) (fields: \(jsonlFields.sorted().joined(separator: ", ")))")
         }
-        let fields = Fields(object)
+        let fields = LineFields(members: members, line: bytes)
         var user = ImportedUser()
         user.id = try fields.string("id")
         user.email = try fields.string("email")
@@ -78,30 +82,132 @@ extension UserImportFile {
     }
 
     /// The jsonl line of an exported user (without the newline).
-    public static func jsonlLine(_ user: ImportedUser) -> String {
-        var object: [String: Any] = ["emailVerified": user.emailVerified, "disabled": user.disabled, "providers": user.providers]
-        if let id = user.id { object["id"] = id }
-        if let email = user.email { object["email"] = email }
-        if let name = user.displayName { object["displayName"] = name }
-        if let photo = user.photoURL { object["photoURL"] = photo }
-        if let hash = user.passwordHash { object["passwordHash"] = hash }
-        if let claims = user.customClaimsJSON, let parsed = try? JSONSerialization.jsonObject(with: Data(claims.utf8)) { object["customClaims"] = parsed }
-        if let created = user.createdAt { object["createdAt"] = formatISO8601(created) }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
-        return String(decoding: data, as: UTF8.self)
+    public static func jsonlLine(_ user: ImportedUser) -> String { jsonlLine(user, dates: isoFormatter()) }
+
+    /// The jsonl line of `user`, its `createdAt` written by `dates` (`isoFormatter()`; made once
+    /// per export, not per user: making one costs more than the rest of the line). Written
+    /// directly, the members in the sorted order and with the escapes of
+    /// `JSONSerialization`'s `[.sortedKeys, .withoutEscapingSlashes]` (a test compares them):
+    /// boxing each user into `[String: Any]` and sorting its keys by collation was most of an
+    /// export's time. Only custom claims (any JSON object) still go through Foundation.
+    static func jsonlLine(_ user: ImportedUser, dates: ISO8601DateFormatter) -> String {
+        var out = "{"
+        func key(_ name: String) {
+            if out.utf8.count > 1 { out += "," }
+            out += "\"" + name + "\":"
+        }
+        func string(_ name: String, _ value: String?) {
+            guard let value else { return }
+            key(name)
+            appendJSONString(value, to: &out)
+        }
+        if let created = user.createdAt { string("createdAt", dates.string(from: created)) }
+        if let claims = user.customClaimsJSON, let parsed = try? JSONSerialization.jsonObject(with: Data(claims.utf8)),
+            let data = try? JSONSerialization.data(withJSONObject: parsed, options: [.sortedKeys, .withoutEscapingSlashes])
+        {
+            key("customClaims")
+            out += String(decoding: data, as: UTF8.self)
+        }
+        key("disabled")
+        out += user.disabled ? "true" : "false"
+        string("displayName", user.displayName)
+        string("email", user.email)
+        key("emailVerified")
+        out += user.emailVerified ? "true" : "false"
+        string("id", user.id)
+        string("passwordHash", user.passwordHash)
+        string("photoURL", user.photoURL)
+        key("providers")
+        out += "["
+        for (index, provider) in user.providers.enumerated() {
+            if index > 0 { out += "," }
+            appendJSONString(provider, to: &out)
+        }
+        return out + "]}"
+    }
+
+    /// `text` as a JSON string: `"` and `\\` escaped, the short escapes of \b \f \n \r \t, other
+    /// control characters as \u00XX, everything else (`/` and non-ASCII included) as it is.
+    static func appendJSONString(_ text: String, to out: inout String) {
+        out += "\""
+        var plainFrom = text.utf8.startIndex
+        for index in text.utf8.indices {
+            let byte = text.utf8[index]
+            guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+            out.unicodeScalars.append(contentsOf: text.unicodeScalars[plainFrom..<index])
+            switch byte {
+            case UInt8(ascii: "\""): out += "\\\""
+            case UInt8(ascii: "\\"): out += "\\\\"
+            case 0x08: out += "\\b"
+            case 0x0C: out += "\\f"
+            case 0x0A: out += "\\n"
+            case 0x0D: out += "\\r"
+            case 0x09: out += "\\t"
+            default:
+                let hex = String(byte, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.utf8.count) + hex
+            }
+            plainFrom = text.utf8.index(after: index)
+        }
+        out.unicodeScalars.append(contentsOf: text.unicodeScalars[plainFrom...])
+        out += "\""
     }
 
     static func parseISO8601(_ text: String) -> Date? {
+        if let date = fastISO8601(text) { return date }
         let fractional = ISO8601DateFormatter()
         fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         if let date = fractional.date(from: text) { return date }
         return ISO8601DateFormatter().date(from: text)
     }
 
-    static func formatISO8601(_ date: Date) -> String {
+    /// `YYYY-MM-DDTHH:MM:SSZ` and `YYYY-MM-DDTHH:MM:SS.sssZ` (what export writes, and nearly
+    /// every import file) without a formatter: making two `ISO8601DateFormatter`s per line cost
+    /// more than the rest of the line. nil for any other form, which the formatters then read;
+    /// the same `Date` as theirs (a test compares them).
+    static func fastISO8601(_ text: String) -> Date? {
+        var text = text
+        return text.withUTF8 { b -> Date? in
+            guard b.count == 20 || b.count == 24, b[4] == UInt8(ascii: "-"), b[7] == UInt8(ascii: "-"), b[10] == UInt8(ascii: "T"),
+                b[13] == UInt8(ascii: ":"), b[16] == UInt8(ascii: ":"), b[b.count - 1] == UInt8(ascii: "Z")
+            else { return nil }
+            func number(_ from: Int, _ count: Int) -> Int? {
+                var value = 0
+                for i in from..<(from + count) {
+                    guard b[i] >= 0x30, b[i] <= 0x39 else { return nil }
+                    value = value * 10 + Int(b[i] - 0x30)
+                }
+                return value
+            }
+            guard let year = number(0, 4), let month = number(5, 2), let day = number(8, 2), let hour = number(11, 2),
+                let minute = number(14, 2), let second = number(17, 2), year >= 1, (1...12).contains(month), hour < 24, minute < 60,
+                second < 60
+            else { return nil }
+            var milliseconds = 0
+            if b.count == 24 {
+                guard b[19] == UInt8(ascii: "."), let fraction = number(20, 3) else { return nil }
+                milliseconds = fraction
+            }
+            let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
+            let days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1]
+            guard (1...days).contains(day) else { return nil }
+            // Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+            let y = month <= 2 ? year - 1 : year
+            let era = (y >= 0 ? y : y - 399) / 400
+            let yearOfEra = y - era * 400
+            let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+            let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+            let epochDays = era * 146097 + dayOfEra - 719468
+            let ms = Int64(((epochDays * 24 + hour) * 60 + minute) * 60 + second) * 1000 + Int64(milliseconds)
+            return Date(timeIntervalSince1970: Double(ms) / 1000)
+        }
+    }
+
+    /// The formatter of an exported `createdAt`: ISO 8601 in UTC with milliseconds.
+    static func isoFormatter() -> ISO8601DateFormatter {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
+        return formatter
     }
 }
 
@@ -137,5 +243,52 @@ struct Fields {
             throw ImportLineError("\(name) must be a JSON object")
         }
         return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// Typed reads of a jsonl line's members (`ImportJSON`), with `Fields`' rules and messages:
+/// absent and `null` are nil, a wrong type is refused naming the field.
+struct LineFields {
+    let members: [String: ImportJSONValue]
+    /// The line, where an object member's text is.
+    let line: [UInt8]
+
+    func string(_ name: String) throws -> String? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text
+        default: throw ImportLineError("\(name) must be a string")
+        }
+    }
+
+    func bool(_ name: String) throws -> Bool {
+        switch members[name] {
+        case nil, .null?: return false
+        case .bool(let flag)?: return flag
+        default: throw ImportLineError("\(name) must be true or false")
+        }
+    }
+
+    func strings(_ name: String) throws -> [String] {
+        switch members[name] {
+        case nil, .null?: return []
+        case .array(let strings?)?: return strings
+        default: throw ImportLineError("\(name) must be an array of strings")
+        }
+    }
+
+    /// A JSON object member, as compact JSON text with sorted keys (an object, or a string
+    /// holding one), as `Fields.json` writes it.
+    func json(_ name: String) throws -> String? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case .string(let text)?: return text
+        case .object(let range)?:
+            guard let value = try? JSONSerialization.jsonObject(with: Data(line[range])), value is [String: Any],
+                let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
+            else { throw ImportLineError("\(name) must be a JSON object") }
+            return String(decoding: data, as: UTF8.self)
+        default: throw ImportLineError("\(name) must be a JSON object")
+        }
     }
 }
