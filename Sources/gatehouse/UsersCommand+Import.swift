@@ -112,19 +112,9 @@ struct ExportUsers: AsyncParsableCommand {
         let includeHashes = takeFlag("--include-hashes", from: &rest)
         var path = "-"
         if let first = rest.first, first == "-" || !first.hasPrefix("-") { path = rest.removeFirst() }
-        let output: FileHandle
-        if path == "-" {
-            output = .standardOutput
-        } else {
-            // A new file only (never an existing one, never through a symbolic link), 0600 from the
-            // start: with --include-hashes it holds every password hash.
-            let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
-            guard fd >= 0 else {
-                FileHandle.standardError.write(Data("error: cannot create \(path): \(String(cString: strerror(errno))) (the file must not exist yet)\n".utf8))
-                throw ExitCode(1)
-            }
-            output = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
-        }
+        // A new file only (never an existing one, never through a symbolic link), 0600 from the
+        // start: with --include-hashes it holds every password hash.
+        let output = path == "-" ? FileHandle.standardOutput : try newPrivateFile(path)
         let client = try adminClient(rest)
         let result: Result<Int, any Error>
         do {
