@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 
 /// Secrets at rest: the signing keys' private halves and the refresh-successor secret, sealed
 /// with the key-encryption key (AES-GCM) so that a copied database or backup alone leaks neither.
@@ -21,8 +22,22 @@ extension TokenStore {
 
     /// After secrets were replaced with `secure_delete` on: copies the WAL into the database
     /// and truncates it, so the old page images (with the old bytes) leave the `-wal` file too.
+    /// A checkpoint that another one holds up (the store's own `WALCheckpointer`, or another
+    /// connection's) answers busy at once, without SQLite's busy wait: it is tried again for up to
+    /// about a second before start-up fails.
     func scrubFreedPages() async throws {
-        do { try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) } } catch { throw translate(error) }
+        var attempt = 0
+        while true {
+            do {
+                try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+                return
+            } catch where SQLiteFiles.isBusy(error) && attempt < 100 {
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(10))
+            } catch {
+                throw translate(error)
+            }
+        }
     }
 
     /// Seals every signing key stored in plain text with `seal`; returns how many it sealed.
