@@ -189,6 +189,22 @@ let package = Package(
             dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
             swiftSettings: swiftSettings
         ),
+        // MARK: Provider ID tokens (issue 20)
+        // Verifies Sign in with Apple, Google and OpenID Connect ID tokens against the providers'
+        // JWKS (fetched with AsyncHTTPClient, cached); no RPC, no HTTP routes.
+        .target(
+            name: "ProviderTokens",
+            dependencies: [
+                "GatehouseSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // MARK: Token service
         .target(
             name: "TokenCore",
