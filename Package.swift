@@ -361,6 +361,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Verifies tokens against a fake OpenID provider served over HTTP on 127.0.0.1 (Hummingbird).
+        .testTarget(
+            name: "ProviderTokensTests",
+            dependencies: [
+                "ProviderTokens", "GatehouseSupport", "GatehouseTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
