@@ -189,6 +189,22 @@ let package = Package(
             dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
             swiftSettings: swiftSettings
         ),
+        // MARK: Provider ID tokens (issue 20)
+        // Verifies Sign in with Apple, Google and OpenID Connect ID tokens against the providers'
+        // JWKS (fetched with AsyncHTTPClient, cached); no RPC, no HTTP routes.
+        .target(
+            name: "ProviderTokens",
+            dependencies: [
+                "GatehouseSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // MARK: Token service
         .target(
             name: "TokenCore",
@@ -342,6 +358,20 @@ let package = Package(
                 "token-crash-writer", "GatehouseTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Verifies tokens against a fake OpenID provider served over HTTP on 127.0.0.1 (Hummingbird).
+        .testTarget(
+            name: "ProviderTokensTests",
+            dependencies: [
+                "ProviderTokens", "GatehouseSupport", "GatehouseTestSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),
