@@ -198,14 +198,17 @@ public struct AdminUserRequest: Codable, Sendable, Hashable {
     public var userID: String
     /// Who asks, for the audit log (`admin_key:<id>`); "" for the operator's CLI.
     public var actor: String
+    /// The admin client as the admin listener saw it, for the audit log.
+    public var client: ClientInfo
 
     /// A request about `userID` by `actor`.
-    public init(userID: String, actor: String = "") {
+    public init(userID: String, actor: String = "", client: ClientInfo = ClientInfo()) {
         self.userID = userID
         self.actor = actor
+        self.client = client
     }
 
-    enum CodingKeys: Int, CodingKey { case userID = 1, actor = 2 }
+    enum CodingKeys: Int, CodingKey { case userID = 1, actor = 2, client = 3 }
 }
 
 /// `identity.adminCreateUser` request: a user made by an operator (no session, no mail).
@@ -222,11 +225,13 @@ public struct AdminCreateUserRequest: Codable, Sendable, Hashable {
     public var disabled: Bool
     /// Who asks, for the audit log.
     public var actor: String
+    /// The admin client as the admin listener saw it, for the audit log.
+    public var client: ClientInfo
 
     /// A new user.
     public init(
         email: String, password: String? = nil, emailVerified: Bool = false, displayName: String? = nil, disabled: Bool = false,
-        actor: String = ""
+        actor: String = "", client: ClientInfo = ClientInfo()
     ) {
         self.email = email
         self.password = password
@@ -234,9 +239,12 @@ public struct AdminCreateUserRequest: Codable, Sendable, Hashable {
         self.displayName = displayName
         self.disabled = disabled
         self.actor = actor
+        self.client = client
     }
 
-    enum CodingKeys: Int, CodingKey { case email = 1, password = 2, emailVerified = 3, displayName = 4, disabled = 5, actor = 6 }
+    enum CodingKeys: Int, CodingKey {
+        case email = 1, password = 2, emailVerified = 3, displayName = 4, disabled = 5, actor = 6, client = 7
+    }
 }
 
 /// `identity.adminUpdateUser` request: each field given is set, an absent one kept.
@@ -255,11 +263,13 @@ public struct AdminUpdateUserRequest: Codable, Sendable, Hashable {
     public var password: String?
     /// Who asks, for the audit log.
     public var actor: String
+    /// The admin client as the admin listener saw it, for the audit log.
+    public var client: ClientInfo
 
     /// A change of `userID`.
     public init(
         userID: String, email: String? = nil, displayName: String? = nil, disabled: Bool? = nil, emailVerified: Bool? = nil,
-        password: String? = nil, actor: String = ""
+        password: String? = nil, actor: String = "", client: ClientInfo = ClientInfo()
     ) {
         self.userID = userID
         self.email = email
@@ -268,10 +278,11 @@ public struct AdminUpdateUserRequest: Codable, Sendable, Hashable {
         self.emailVerified = emailVerified
         self.password = password
         self.actor = actor
+        self.client = client
     }
 
     enum CodingKeys: Int, CodingKey {
-        case userID = 1, email = 2, displayName = 3, disabled = 4, emailVerified = 5, password = 6, actor = 7
+        case userID = 1, email = 2, displayName = 3, disabled = 4, emailVerified = 5, password = 6, actor = 7, client = 8
     }
 }
 
@@ -283,15 +294,18 @@ public struct AdminSetClaimsRequest: Codable, Sendable, Hashable {
     public var claimsJSON: String
     /// Who asks, for the audit log.
     public var actor: String
+    /// The admin client as the admin listener saw it, for the audit log.
+    public var client: ClientInfo
 
     /// A request to set `userID`'s custom claims.
-    public init(userID: String, claimsJSON: String, actor: String = "") {
+    public init(userID: String, claimsJSON: String, actor: String = "", client: ClientInfo = ClientInfo()) {
         self.userID = userID
         self.claimsJSON = claimsJSON
         self.actor = actor
+        self.client = client
     }
 
-    enum CodingKeys: Int, CodingKey { case userID = 1, claimsJSON = 2, actor = 3 }
+    enum CodingKeys: Int, CodingKey { case userID = 1, claimsJSON = 2, actor = 3, client = 4 }
 }
 
 /// `identity.generateActionLink` request: a password-reset or verification link, not sent.
@@ -302,15 +316,18 @@ public struct GenerateActionLinkRequest: Codable, Sendable, Hashable {
     public var kind: String
     /// Who asks, for the audit log.
     public var actor: String
+    /// The admin client as the admin listener saw it, for the audit log.
+    public var client: ClientInfo
 
     /// A link of `kind` for `userID`.
-    public init(userID: String, kind: String, actor: String = "") {
+    public init(userID: String, kind: String, actor: String = "", client: ClientInfo = ClientInfo()) {
         self.userID = userID
         self.kind = kind
         self.actor = actor
+        self.client = client
     }
 
-    enum CodingKeys: Int, CodingKey { case userID = 1, kind = 2, actor = 3 }
+    enum CodingKeys: Int, CodingKey { case userID = 1, kind = 2, actor = 3, client = 4 }
 }
 
 /// `identity.generateActionLink` reply.

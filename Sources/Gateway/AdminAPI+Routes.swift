@@ -63,7 +63,7 @@ extension AdminRoutes {
         if let password = body.password { try GatewayRoutes.validatePassword(password) }
         let create = AdminCreateUserRequest(
             email: body.email, password: body.password, emailVerified: body.emailVerified ?? false, displayName: body.displayName,
-            disabled: body.disabled ?? false, actor: actor)
+            disabled: body.disabled ?? false, actor: actor, client: Self.client(request, context))
         return Self.json(.created, try await call(identity, IdentityAPI.adminCreateUser, create).json)
     }
 
@@ -84,14 +84,14 @@ extension AdminRoutes {
         if let password = body.password { try GatewayRoutes.validatePassword(password) }
         let update = AdminUpdateUserRequest(
             userID: id, email: body.email, displayName: body.displayName, disabled: body.disabled, emailVerified: body.emailVerified,
-            password: body.password, actor: actor)
+            password: body.password, actor: actor, client: Self.client(request, context))
         return Self.json(.ok, try await call(identity, IdentityAPI.adminUpdateUser, update).json)
     }
 
     /// `DELETE /admin/v1/users/{id}` (users:write): 204 once the user and its sessions are gone.
     @Sendable func deleteUser(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let actor = try await authorize(request, AdminKey.Scope.usersWrite)
-        _ = try await call(identity, IdentityAPI.adminDeleteUser, AdminUserRequest(userID: try Self.userID(context), actor: actor))
+        _ = try await call(identity, IdentityAPI.adminDeleteUser, AdminUserRequest(userID: try Self.userID(context), actor: actor, client: Self.client(request, context)))
         return Response(status: .noContent)
     }
 
@@ -109,7 +109,7 @@ extension AdminRoutes {
     /// `DELETE /admin/v1/users/{id}/sessions` (sessions): `{revoked, sessionIds}` once committed.
     @Sendable func revokeSessions(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let actor = try await authorize(request, AdminKey.Scope.sessions)
-        let revoked = try await call(identity, IdentityAPI.revokeUserSessions, AdminUserRequest(userID: try Self.userID(context), actor: actor))
+        let revoked = try await call(identity, IdentityAPI.revokeUserSessions, AdminUserRequest(userID: try Self.userID(context), actor: actor, client: Self.client(request, context)))
         var w = JSONObjectWriter()
         w.int("revoked", Int(revoked.count))
         w.strings("sessionIds", revoked.sessionIDs)
@@ -124,7 +124,8 @@ extension AdminRoutes {
         let buffer: ByteBuffer
         do { buffer = try await request.body.collect(upTo: 4096) } catch is NIOTooManyBytesError { throw GatewayError.payloadTooLarge(4096) }
         let claims = String(decoding: buffer.readableBytesView, as: UTF8.self)
-        let user = try await call(identity, IdentityAPI.adminSetClaims, AdminSetClaimsRequest(userID: id, claimsJSON: claims, actor: actor))
+        let user = try await call(identity, IdentityAPI.adminSetClaims, AdminSetClaimsRequest(
+            userID: id, claimsJSON: claims, actor: actor, client: Self.client(request, context)))
         return Self.json(.ok, user.json)
     }
 
@@ -137,12 +138,19 @@ extension AdminRoutes {
         let (body, _) = try await request.decodeJSON(LinkBody.self, limit: configuration.maxBodySize)
         let kinds = ["passwordReset": "password_reset", "verifyEmail": "verify_email"]
         guard let kind = kinds[body.kind] else { throw GatewayError.invalidArgument("`kind` must be passwordReset or verifyEmail.") }
-        let link = try await call(identity, IdentityAPI.generateActionLink, GenerateActionLinkRequest(userID: id, kind: kind, actor: actor))
+        let link = try await call(identity, IdentityAPI.generateActionLink, GenerateActionLinkRequest(
+            userID: id, kind: kind, actor: actor, client: Self.client(request, context)))
         var w = JSONObjectWriter()
         w.string("link", link.link.isEmpty ? nil : link.link)
         w.string("code", link.code)
         w.int("expiresIn", Int(link.expiresIn))
         return Self.json(.created, w.finish())
+    }
+
+    /// The admin client for the audit log: its address (the TCP peer: the listener trusts no
+    /// forwarding header) and user agent (at most 512 bytes).
+    static func client(_ request: Request, _ context: GatewayRequestContext) -> ClientInfo {
+        ClientInfo(userAgent: (request.headers[.userAgent] ?? "").truncated(toUTF8Bytes: 512), ip: context.peerIP ?? "")
     }
 
     // MARK: Query values

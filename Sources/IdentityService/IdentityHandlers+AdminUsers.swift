@@ -52,7 +52,7 @@ extension IdentityHandlers {
         let user = UserRecord(
             id: .random(), email: email, emailVerified: request.emailVerified, displayName: displayName, passwordHash: hash,
             disabled: request.disabled, settingsJSON: defaultSettingsJSON, createdAt: clock.now)
-        try await audited(AuditEvent.Kind.userCreated, actor: actor, userID: user.id.rawValue, email: email.typed) {
+        try await audited(AuditEvent.Kind.userCreated, actor: actor, userID: user.id.rawValue, email: email.normalized, client: request.client) {
             try await store.insert(user)
         }
         await publish(IdentityAPI.Topic.userCreated, user)
@@ -95,7 +95,7 @@ extension IdentityHandlers {
             throw IdentityError.invalidArgument(field: "user", reason: "nothing to change: give email, displayName, disabled, emailVerified or password")
         }
         let write = { [clock] () async throws -> UserRecord in
-            try await self.audited(kind, actor: actor, userID: id.rawValue, email: email?.typed ?? "") {
+            try await self.audited(kind, actor: actor, userID: id.rawValue, email: email?.normalized ?? "", client: request.client) {
                 AuditScope.current?.update { $0.detailJSON = detailJSON }
                 // A new address or password voids the user's reset codes and pending email changes
                 // and verifications in the same transaction: a code mailed before must not undo it.
@@ -127,7 +127,9 @@ extension IdentityHandlers {
     public func adminDeleteUser(_ request: AdminUserRequest) async throws -> Empty {
         let actor = try Self.adminActor(request.actor)
         let id = try Self.validID(request.userID)
-        return try await audited(AuditEvent.Kind.userDeleted, actor: actor, userID: id.rawValue) { try await deleteUserAudited(id) }
+        return try await audited(AuditEvent.Kind.userDeleted, actor: actor, userID: id.rawValue, client: request.client) {
+            try await deleteUserAudited(id)
+        }
     }
 
     /// Sets a user's custom claims as `identity.setCustomClaims` does, audited with the actor.
@@ -135,7 +137,7 @@ extension IdentityHandlers {
         let actor = try Self.adminActor(request.actor)
         let id = try Self.validID(request.userID)
         let claims = try CustomClaims.validated(request.claimsJSON)
-        let user = try await audited(AuditEvent.Kind.claimsSet, actor: actor, userID: id.rawValue) {
+        let user = try await audited(AuditEvent.Kind.claimsSet, actor: actor, userID: id.rawValue, client: request.client) {
             try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.customClaimsJSON = claims }
         }
         await publish(IdentityAPI.Topic.userUpdated, user)
@@ -147,7 +149,7 @@ extension IdentityHandlers {
         let actor = try Self.adminActor(request.actor)
         let id = try Self.validID(request.userID)
         guard try await store.user(id: id) != nil else { throw IdentityError.userNotFound }
-        return try await audited(AuditEvent.Kind.userSessionsRevoked, actor: actor, userID: id.rawValue) {
+        return try await audited(AuditEvent.Kind.userSessionsRevoked, actor: actor, userID: id.rawValue, client: request.client) {
             try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: "admin_revoked"))
         }
     }
@@ -170,7 +172,7 @@ extension IdentityHandlers {
         let code = Self.newResetCode()
         let now = clock.now
         let sqlite = try adminStore()
-        try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: typed) {
+        try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: normalized, client: request.client) {
             AuditScope.current?.update { $0.detailJSON = #"{"kind":"\#(kind.rawValue)"}"# }
             try await sqlite.storeLinkCode(
                 kind, userID: id, email: typed, emailNormalized: normalized, codeHash: Self.resetCodeHash(code),

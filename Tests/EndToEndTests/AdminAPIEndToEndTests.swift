@@ -143,6 +143,8 @@ struct AdminAPIEndToEndTests {
         let events = (audit.json["events"] as? [[String: Any]]) ?? []
         let byKey = events.filter { $0["actor"] as? String == keyID }.compactMap { $0["kind"] as? String }
         #expect(byKey == ["user.created", "user.updated", "user.sessions_revoked", "action_link.generated", "claims.set", "user.deleted"])
+        // With the admin client's address as the admin listener saw it.
+        #expect(events.filter { $0["actor"] as? String == keyID }.allSatisfy { $0["ip"] as? String == "127.0.0.1" })
         #expect(events.contains { $0["kind"] as? String == "sessions.revoked" && $0["source"] as? String == "token" })
         #expect(audit.json["more"] as? Bool == false)
     }

@@ -506,31 +506,33 @@ extension ListUsersResponse {
 
 extension AdminUserRequest {
     /// Every field set.
-    static let contractFixture = AdminUserRequest(userID: "user-admin-1", actor: "admin_key:AbCdEfGhIjKlMnOp")
+    static let contractFixture = AdminUserRequest(userID: "user-admin-1", actor: "admin_key:AbCdEfGhIjKlMnOp", client: .contractFixture)
 }
 
 extension AdminCreateUserRequest {
     /// Every field set.
     static let contractFixture = AdminCreateUserRequest(
         email: "new@example.com", password: "correct horse battery", emailVerified: true, displayName: "New", disabled: true,
-        actor: "admin_key:AbCdEfGhIjKlMnOp")
+        actor: "admin_key:AbCdEfGhIjKlMnOp", client: .contractFixture)
 }
 
 extension AdminUpdateUserRequest {
     /// Every field set.
     static let contractFixture = AdminUpdateUserRequest(
         userID: "user-admin-1", email: "other@example.com", displayName: "Other", disabled: true, emailVerified: true,
-        password: "another horse battery", actor: "admin_key:AbCdEfGhIjKlMnOp")
+        password: "another horse battery", actor: "admin_key:AbCdEfGhIjKlMnOp", client: .contractFixture)
 }
 
 extension AdminSetClaimsRequest {
     /// Every field set.
-    static let contractFixture = AdminSetClaimsRequest(userID: "user-admin-1", claimsJSON: #"{"tier":2}"#, actor: "admin_key:AbCdEfGhIjKlMnOp")
+    static let contractFixture = AdminSetClaimsRequest(
+        userID: "user-admin-1", claimsJSON: #"{"tier":2}"#, actor: "admin_key:AbCdEfGhIjKlMnOp", client: .contractFixture)
 }
 
 extension GenerateActionLinkRequest {
     /// Every field set.
-    static let contractFixture = GenerateActionLinkRequest(userID: "user-admin-1", kind: "password_reset", actor: "admin_key:AbCdEfGhIjKlMnOp")
+    static let contractFixture = GenerateActionLinkRequest(
+        userID: "user-admin-1", kind: "password_reset", actor: "admin_key:AbCdEfGhIjKlMnOp", client: .contractFixture)
 }
 
 extension ActionLink {
