@@ -165,7 +165,7 @@ let package = Package(
         .target(
             name: "SQLiteSupport",
             dependencies: [
-                "GatehouseContracts",
+                "GatehouseContracts", "GatehouseSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
             ],

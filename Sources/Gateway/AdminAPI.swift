@@ -1,5 +1,5 @@
-public import GatehouseContracts
-public import GatehouseSupport
+import GatehouseContracts
+import GatehouseSupport
 public import Hummingbird
 import HTTPTypes
 public import Logging
@@ -56,8 +56,9 @@ func makeAdminAPI(configuration: AdminAPIConfiguration, identity: any RPCCaller,
     var table = RouteTable(logger: logger)
     let endpoints = routes.endpoints()
     for endpoint in endpoints { table.add(endpoint.method, endpoint.path) }
+    let metrics = GatewayMetrics()
     let router = Router(context: GatewayRequestContext.self)
-    router.add(middleware: EdgeMiddleware(metrics: GatewayMetrics(), routes: table))
+    router.add(middleware: EdgeMiddleware(metrics: metrics, routes: table))
     for endpoint in endpoints {
         router.on(RouterPath(endpoint.path), method: endpoint.method, use: endpoint.handler)
     }
@@ -66,7 +67,7 @@ func makeAdminAPI(configuration: AdminAPIConfiguration, identity: any RPCCaller,
         server: GatewayHTTPChannel.builder(
             timeouts: ConnectionTimeouts(head: .seconds(10), body: .seconds(30), idle: .seconds(60)),
             admission: ConnectionAdmission(maxTotal: configuration.maxConnections, maxPerAddress: configuration.maxConnections, exempt: { _ in false }),
-            metrics: ConnectionMetrics(registry: GatewayMetrics().registry), logger: logger),
+            metrics: ConnectionMetrics(registry: metrics.registry), logger: logger),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port)),
         logger: logger)
     return AdminAPIParts(application: application, routes: table)

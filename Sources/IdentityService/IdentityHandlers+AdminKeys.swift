@@ -43,12 +43,7 @@ extension IdentityHandlers {
     /// Revokes a key: its next request is refused. `adminKeyNotFound` for an unknown id.
     public func revokeAdminKey(_ request: AdminKeyIDRequest) async throws -> AdminKey {
         guard request.id.utf8.count == 16 else { throw IdentityError.adminKeyNotFound }
-        let sqlite = try adminStore()
-        let detail = #"{"keyId":"\#(request.id.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })"}"#
-        return try await audited(AuditEvent.Kind.adminKeyRevoked, actor: AuditEvent.Actor.operator) {
-            AuditScope.current?.update { $0.detailJSON = detail }
-            return try await sqlite.revokeAdminKey(id: request.id, at: clock.now)
-        }
+        return try await adminStore().revokeAdminKey(id: request.id, at: clock.now)
     }
 
     /// The active key whose token this is: `invalidAdminKey` for a malformed token, an unknown or

@@ -70,7 +70,16 @@ extension SQLiteUserStore {
     }
 
     /// Revokes the key `id` (a second time keeps the first time); the key, or `adminKeyNotFound`.
+    /// Its `admin_key.revoked` audit event (actor: the operator) is written in the same
+    /// transaction. The running service (`identity.revokeAdminKey`) and `gatehouse admin keys
+    /// revoke --data-dir` both come here.
     public func revokeAdminKey(id: String, at now: Date) async throws -> AdminKey {
+        let detail = #"{"keyId":"\#(id.filter { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }.prefix(16))"}"#
+        let event = AuditEvent(occurredAt: now, kind: AuditEvent.Kind.adminKeyRevoked, actor: AuditEvent.Actor.operator, detailJSON: detail)
+        return try await AuditScope.$current.withValue(AuditRecorder(event)) { try await revokeAdminKeyRow(id: id, at: now) }
+    }
+
+    private func revokeAdminKeyRow(id: String, at now: Date) async throws -> AdminKey {
         try await run { db in
             try db.execute(
                 sql: "UPDATE admin_keys SET revokedAt = coalesce(revokedAt, ?) WHERE id = ?", arguments: [now.millisecondsSince1970, id])

@@ -17,11 +17,6 @@ extension SQLiteUserStore {
         try AuditLogTable.append(event, in: db)
     }
 
-    /// Appends `events` in one transaction of their own (events with no change of this store).
-    public func appendAudit(_ events: [AuditEvent]) async throws {
-        try await run { db in for event in events { try Self.appendAudit(event, in: db) } }
-    }
-
     /// The page of the log `request` asks for (`AuditLogTable.page`).
     public func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse {
         try await read { db in try AuditLogTable.page(request, in: db) }

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import GRDB
 
 /// The `audit_log` table (issue 22 §3), the same in both services' databases: its schema, the
@@ -31,7 +32,7 @@ public enum AuditLogTable {
             INSERT INTO audit_log (occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [
-                milliseconds(event.occurredAt), event.kind, event.userID, event.actor, event.reason, event.email, event.ip,
+                event.occurredAt.millisecondsSince1970, event.kind, event.userID, event.actor, event.reason, event.email, event.ip,
                 event.userAgent, event.sessionID, event.detailJSON,
             ])
     }
@@ -43,7 +44,7 @@ public enum AuditLogTable {
         if let since = request.since {
             // Start at the first event of that time (the time index), not at the log's beginning.
             let first = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT min(seq) FROM audit_log WHERE occurredAt >= ?"), arguments: [milliseconds(since)])
+                db.cachedStatement(sql: "SELECT min(seq) FROM audit_log WHERE occurredAt >= ?"), arguments: [since.millisecondsSince1970])
             guard let first else { return ListAuditResponse(events: [], nextAfterSeq: request.afterSeq) }
             after = max(after, first - 1)
         }
@@ -55,13 +56,13 @@ public enum AuditLogTable {
         }
         if let since = request.since {
             sql += " AND occurredAt >= ?"
-            arguments += [milliseconds(since)]
+            arguments += [since.millisecondsSince1970]
         }
         sql += " ORDER BY seq LIMIT ?"
         arguments += [request.limit == 0 ? Int(maxAuditPage) : Int(request.limit)]
         let events = try Row.fetchAll(db.cachedStatement(sql: sql), arguments: arguments).map { row in
             AuditEvent(
-                seq: UInt64(row[0] as Int64), occurredAt: Date(timeIntervalSince1970: Double(row[1] as Int64) / 1000), kind: row[2],
+                seq: UInt64(row[0] as Int64), occurredAt: Date(millisecondsSince1970: row[1]), kind: row[2],
                 userID: row[3], actor: row[4], reason: row[5], email: row[6], ip: row[7], userAgent: row[8], sessionID: row[9],
                 detailJSON: row[10])
         }
@@ -72,15 +73,7 @@ public enum AuditLogTable {
     public static func prune(before cutoff: Date, batch: Int, in db: Database) throws -> Int {
         try db.execute(
             sql: "DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE occurredAt < ? ORDER BY occurredAt LIMIT ?)",
-            arguments: [milliseconds(cutoff), batch])
+            arguments: [cutoff.millisecondsSince1970, batch])
         return db.changesCount
-    }
-
-    /// Milliseconds since 1970, clamped to what an `Int64` holds (a far-off date from the wire
-    /// must not trap).
-    static func milliseconds(_ date: Date) -> Int64 {
-        let ms = (date.timeIntervalSince1970 * 1000).rounded()
-        guard ms.isFinite else { return 0 }
-        return ms >= 9.2e18 ? Int64.max : ms <= -9.2e18 ? Int64.min : Int64(ms)
     }
 }

@@ -1,6 +1,5 @@
 import Foundation
 import GatehouseContracts
-import GatehouseSupport
 import GRDB
 import SQLiteSupport
 
@@ -15,21 +14,21 @@ extension TokenStore {
 
     /// Appends `event` (its `seq` is assigned) in the caller's transaction.
     static func appendAudit(_ event: AuditEvent, in db: Database) throws {
-        var event = event
-        event.userAgent = event.userAgent.truncated(toUTF8Bytes: 512)
         try AuditLogTable.append(event, in: db)
     }
+
+    /// The revocation reasons a user asks for (the others follow from a change of the user).
+    private static let userReasons: Set<String> = ["sign_out", "sign_out_everywhere", "refresh_token_reused"]
 
     /// The event of a revocation: `sessions.revoked` for several, else `session.revoked` (the
     /// reuse of a refresh token: `refresh_token.reused`). The actor is the user for what a user
     /// asks for (sign-outs, a reused token), `system` for what a change of the user caused.
     static func revocationEvent(_ sessions: [SessionRow], reason: String, at now: Date, all: Bool) -> AuditEvent? {
         guard let first = sessions.first else { return nil }
-        let byUser: Set<String> = ["sign_out", "sign_out_everywhere", "refresh_token_reused"]
         let kind = reason == "refresh_token_reused"
             ? AuditEvent.Kind.refreshTokenReused : (all ? AuditEvent.Kind.sessionsRevoked : AuditEvent.Kind.sessionRevoked)
         return AuditEvent(
-            occurredAt: now, kind: kind, userID: first.userID, actor: byUser.contains(reason) ? AuditEvent.Actor.user : AuditEvent.Actor.system,
+            occurredAt: now, kind: kind, userID: first.userID, actor: userReasons.contains(reason) ? AuditEvent.Actor.user : AuditEvent.Actor.system,
             reason: reason, sessionID: all ? "" : first.id, detailJSON: all ? #"{"sessions":\#(sessions.count)}"# : "")
     }
 

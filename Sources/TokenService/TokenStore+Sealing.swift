@@ -29,7 +29,7 @@ extension TokenStore {
         var attempt = 0
         while true {
             do {
-                try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
+                _ = try await pool.writeWithoutTransaction { try $0.checkpoint(.truncate) }
                 return
             } catch where SQLiteFiles.isBusy(error) && attempt < 100 {
                 attempt += 1
