@@ -96,7 +96,7 @@ let package = Package(
             name: "GatehouseApp",
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport",
+                "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -175,7 +175,7 @@ let package = Package(
             name: "IdentityService",
             dependencies: [
                 "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "CArgon2", "CLegacyHashes",
-                "SQLiteSupport", "Mail",
+                "SQLiteSupport", "Mail", "ProviderTokens",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Mustache", package: "swift-mustache"),

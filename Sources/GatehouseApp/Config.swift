@@ -184,7 +184,7 @@ public enum ConfigTable {
         defaultSettings,
         migrationResumeTTL,
         smtpHost, smtpPort, smtpTLS, smtpUsername, smtpPasswordFile, smtpCAFile, mailMaxAttempts,
-    ] + passwordResetKeys + emailFlowKeys + mailDeliveryKeys + streamKeys + auditKeys
+    ] + passwordResetKeys + emailFlowKeys + mailDeliveryKeys + streamKeys + auditKeys + providerKeys
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
     static let removed: [String: String] = [

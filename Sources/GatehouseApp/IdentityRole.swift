@@ -81,6 +81,7 @@ public struct IdentityRoleSettings: Sendable {
         service.changeLogRetention = TimeInterval(try config.int(ConfigTable.changeLogRetention, in: 60...2_592_000))
         service.changeLogMaxPerUser = try config.int(ConfigTable.changeLogMaxPerUser, in: 10...100_000)
         service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
+        (service.providers, service.providerOptions) = try Self.providers(config)
         let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
         admin = adminPort == 0 ? nil : AdminAPIConfiguration(
             host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,

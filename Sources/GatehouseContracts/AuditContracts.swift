@@ -127,6 +127,13 @@ public struct AuditEvent: Codable, Sendable, Hashable {
         public static let adminKeyRevoked = "admin_key.revoked"
         /// An operator imported a batch of users (`detailJSON`: the counts).
         public static let usersImported = "users.imported"
+        /// A provider identity was linked to the user (`detailJSON.provider`; sign-in and sign-up
+        /// with a provider carry it in `detailJSON` too).
+        public static let providerLinked = "provider.linked"
+        /// A provider identity was unlinked from the user (`detailJSON.provider`).
+        public static let providerUnlinked = "provider.unlinked"
+        /// A provider identity could not be linked or unlinked (`reason`: the error code).
+        public static let providerLinkFailed = "provider.link_failed"
         /// The sweep deleted an inactive anonymous user.
         public static let anonymousSwept = "anonymous.swept"
         /// A session was signed out (token service).

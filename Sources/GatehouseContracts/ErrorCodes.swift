@@ -57,6 +57,17 @@ extension ErrorCode {
     public static let credentialAlreadyInUse: ErrorCode = "credential_already_in_use"
     /// The user already has an identity of this provider linked.
     public static let providerAlreadyLinked: ErrorCode = "provider_already_linked"
+    /// The user has no identity of this provider to unlink.
+    public static let providerNotLinked: ErrorCode = "provider_not_linked"
+    /// Unlinking the provider would leave the user no way to sign in.
+    public static let lastSignInMethod: ErrorCode = "last_sign_in_method"
+    /// The provider's ID token was refused; `details["reason"]` names the check
+    /// (`bad_signature`, `wrong_audience`, `expired`, `nonce_mismatch`, `replayed`, …).
+    public static let invalidProviderToken: ErrorCode = "invalid_provider_token"
+    /// The provider's keys could not be fetched in time; retry later.
+    public static let providerUnavailable: ErrorCode = "provider_unavailable"
+    /// No provider of that id is configured on this server.
+    public static let unknownProvider: ErrorCode = "unknown_provider"
     /// The migration resume handle is unknown, expired, already used, or not this session's.
     public static let invalidResumeHandle: ErrorCode = "invalid_resume_handle"
     /// The password reset code is unknown, expired or already used (a newer request also voids
@@ -100,7 +111,8 @@ extension ErrorCode {
         .malformedRequest, .invalidArgument, .rateLimited, .permissionDenied,
         .invalidEmail, .weakPassword, .emailExists, .invalidCredentials, .userDisabled, .userNotFound, .versionConflict,
         .tooManyAttempts, .migrationRequired, .requiresRecentLogin, .userMismatch, .credentialAlreadyInUse,
-        .providerAlreadyLinked, .invalidResumeHandle, .invalidResetCode,
+        .providerAlreadyLinked, .providerNotLinked, .lastSignInMethod, .invalidProviderToken, .providerUnavailable, .unknownProvider,
+        .invalidResumeHandle, .invalidResetCode,
         .invalidVerificationCode, .invalidEmailChangeCode, .emailNotVerified, .emailAlreadyVerified,
         .invalidRefreshToken, .refreshTokenReused, .sessionExpired, .sessionRevoked, .invalidToken, .tokenExpired,
         .invalidAdminKey, .insufficientScope, .adminKeyNotFound,

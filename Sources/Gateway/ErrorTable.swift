@@ -149,6 +149,12 @@ public enum ErrorTable {
         .userMismatch: Entry(.forbidden, detail: "These credentials belong to another user; sign in again as the current user."),
         .credentialAlreadyInUse: Entry(.conflict),
         .providerAlreadyLinked: Entry(.conflict),
+        .providerNotLinked: Entry(.notFound),
+        .lastSignInMethod: Entry(.conflict),
+        // The reason (which check refused the token) helps an app developer; never the token.
+        .invalidProviderToken: Entry(.unauthorized, members: ["reason"]),
+        .providerUnavailable: Entry(.serviceUnavailable, .retryAfter),
+        .unknownProvider: Entry(.badRequest),
         .invalidResumeHandle: Entry(.badRequest),
         .invalidResetCode: Entry(.badRequest, detail: "The reset code is unknown, expired or already used: ask for a new password reset mail."),
         .invalidVerificationCode: Entry(

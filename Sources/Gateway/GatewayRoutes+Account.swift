@@ -8,12 +8,21 @@ import Hummingbird
 /// Every session a call revoked (committed in the token service before the identity service
 /// answers) is refused here before the HTTP answer.
 extension GatewayRoutes {
-    /// `{email?, password}`: the email defaults to the caller's own.
+    /// `{email?, password}` (the email defaults to the caller's own), or
+    /// `{provider, idToken, nonce?}` for a user with a linked provider.
     struct ReauthenticateBody: FlatJSONDecodable {
         var email: String?
         var password: String
+        var provider: String?
+        var idToken: String?
+        var nonce: String?
 
         init?(flat members: [String: String?]) {
+            (self.provider, self.idToken, self.nonce) = (members["provider"] ?? nil, members["idToken"] ?? nil, members["nonce"] ?? nil)
+            if provider != nil {
+                (self.email, self.password) = (nil, "")
+                return
+            }
             guard let password = members["password"] ?? nil else { return nil }
             (self.email, self.password) = (members["email"] ?? nil, password)
         }
@@ -44,6 +53,9 @@ extension GatewayRoutes {
         try admit(.signIn, client.address)
         var request = request
         let (body, _) = try await request.decodeJSON(ReauthenticateBody.self, limit: configuration.maxBodySize)
+        if let provider = body.provider {
+            return try await reauthenticateWithProvider(claims, provider: provider, idToken: body.idToken ?? "", nonce: body.nonce, client: client.info)
+        }
         if let email = body.email { try Self.validateEmail(email) }
         try Self.validatePassword(body.password)
         return try await withPasswordPlace {

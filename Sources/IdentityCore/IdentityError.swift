@@ -28,6 +28,17 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
     case credentialAlreadyInUse
     /// The user already has an identity of this provider.
     case providerAlreadyLinked
+    /// The user has no identity of this provider to unlink.
+    case providerNotLinked
+    /// Unlinking would leave the user no way to sign in (no password, no other provider).
+    case lastSignInMethod
+    /// The provider's ID token was refused: `reason` names the check (stable), `message` says
+    /// what to fix. Neither contains the token.
+    case invalidProviderToken(reason: String, message: String)
+    /// The provider's keys could not be fetched in time.
+    case providerUnavailable(provider: String)
+    /// No provider of that id is configured.
+    case unknownProvider(String)
     /// The resume handle is unknown, expired, used, or bound to another session.
     case invalidResumeHandle
     /// The password reset code is unknown, expired or already used.
@@ -71,6 +82,11 @@ public enum IdentityError: Error, Sendable, Equatable, CustomStringConvertible {
         case .userMismatch: return "user mismatch"
         case .credentialAlreadyInUse: return "credential already in use"
         case .providerAlreadyLinked: return "provider already linked"
+        case .providerNotLinked: return "provider not linked"
+        case .invalidProviderToken(let reason, _): return "invalid provider token (\(reason))"
+        case .providerUnavailable(let provider): return "provider \(provider) unavailable"
+        case .unknownProvider(let provider): return "unknown provider \(provider)"
+        case .lastSignInMethod: return "last sign-in method"
         case .invalidResumeHandle: return "invalid resume handle"
         case .invalidVerificationCode: return "invalid verification code"
         case .invalidEmailChangeCode: return "invalid email change code"

@@ -110,7 +110,8 @@ extension IdentityHandlers {
         guard let error = error as? IdentityError else { return nil }
         switch error {
         // Outages, a question to the client, and malformed input: nothing about an account.
-        case .unavailable, .storage, .overloaded, .migrationRequired, .invalidEmail, .invalidArgument: return nil
+        case .unavailable, .storage, .overloaded, .migrationRequired, .invalidEmail, .invalidArgument, .providerUnavailable, .unknownProvider:
+            return nil
         default: return error.code.rawValue
         }
     }

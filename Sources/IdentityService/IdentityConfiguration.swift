@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTokens
 import SQLiteSupport
 
 /// Everything the identity service can be configured with.
@@ -45,6 +46,11 @@ public struct IdentityConfiguration: Sendable {
     public var changeLogMaxPerUser = 1000
     /// Seconds the audit log keeps an event (`GATEHOUSE_AUDIT_RETENTION`; 90 days).
     public var auditRetention: TimeInterval = 7_776_000
+    /// The identity providers whose ID tokens sign users in (`GATEHOUSE_APPLE_CLIENT_IDS`,
+    /// `GATEHOUSE_GOOGLE_CLIENT_IDS`, `GATEHOUSE_OIDC_PROVIDERS`); none by default.
+    public var providers: [ProviderConfiguration] = []
+    /// The provider token verifier's settings (skew, key cache policy, replay memory).
+    public var providerOptions = IDTokenVerifier.Options()
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(

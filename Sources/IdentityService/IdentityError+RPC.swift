@@ -53,6 +53,19 @@ extension IdentityError: RPCErrorConvertible {
             return RPCError(.credentialAlreadyInUse, "this sign-in is already linked to another account")
         case .providerAlreadyLinked:
             return RPCError(.providerAlreadyLinked, "this account already has a sign-in of this provider")
+        case .invalidProviderToken(let reason, let message):
+            return RPCError(.invalidProviderToken, message, details: ["reason": reason])
+        case .providerUnavailable(let provider):
+            return RPCError(.providerUnavailable, "the keys of provider \(provider) could not be fetched in time; try again later")
+        case .unknownProvider(let provider):
+            return RPCError(
+                .unknownProvider, "no provider \(provider.debugDescription) is configured on this server (apple.com, google.com or oidc.<name>)")
+        case .providerNotLinked:
+            return RPCError(.providerNotLinked, "this account has no sign-in of this provider to unlink")
+        case .lastSignInMethod:
+            return RPCError(
+                .lastSignInMethod,
+                "this is the account's only way to sign in: set a password or link another provider before unlinking it")
         case .invalidResumeHandle:
             return RPCError(
                 .invalidResumeHandle, "the resume handle is unknown, expired or already used: sign in again")

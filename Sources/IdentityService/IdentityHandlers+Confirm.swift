@@ -30,7 +30,7 @@ extension IdentityHandlers {
     /// (`issueConfirmedSession`). Returns the user as signed in and the session.
     func completeSignIn(
         _ user: UserRecord, verified: String?, password: String?, client: ClientInfo,
-        hashDeadline: ContinuousClock.Instant?, deadline: ContinuousClock.Instant?
+        hashDeadline: ContinuousClock.Instant?, deadline: ContinuousClock.Instant?, amr: [String] = ["pwd"]
     ) async throws -> (UserRecord, SessionTokens) {
         let at = clock.now
         var upgraded: String?
@@ -45,7 +45,7 @@ extension IdentityHandlers {
         var signedIn = user
         signedIn.lastSignInAt = at.roundedToMilliseconds
         let tokens = try await issueConfirmedSession(
-            for: signedIn, at: at, client: client, verified: verified, upgraded: upgraded, deadline: deadline)
+            for: signedIn, at: at, client: client, verified: verified, upgraded: upgraded, amr: amr, deadline: deadline)
         return (signedIn, tokens)
     }
 
@@ -55,10 +55,10 @@ extension IdentityHandlers {
     /// (committed; reason `credentials_changed`) and the sign-in answers `invalidCredentials` or
     /// `userDisabled` as if it had come after the change.
     func issueConfirmedSession(
-        for user: UserRecord, at: Date, client: ClientInfo, verified: String?, upgraded: String? = nil,
+        for user: UserRecord, at: Date, client: ClientInfo, verified: String?, upgraded: String? = nil, amr: [String] = ["pwd"],
         deadline: ContinuousClock.Instant?
     ) async throws -> SessionTokens {
-        let tokens = try await issueSession(for: user, at: at, client: client, deadline: deadline)
+        let tokens = try await issueSession(for: user, at: at, client: client, amr: amr, deadline: deadline)
         let now = try await store.user(id: user.id)
         let refusal: IdentityError?
         switch now {

@@ -112,13 +112,23 @@ extension IdentityHandlers {
         else { throw IdentityError.invalidResumeHandle }
         auditUser(entry.targetUserID)
         guard let anonymous = try await store.user(id: entry.anonymousUserID), anonymous.isAnonymous,
-            let target = try await store.user(id: entry.targetUserID), target.passwordHash == entry.targetPasswordHash
+            let target = try await store.user(id: entry.targetUserID)
         else { throw IdentityError.invalidResumeHandle }
+        var amr = ["pwd"]
+        if let identity = entry.providerIdentity {
+            // A provider sign-in: the identity must still name the target.
+            guard try await store.userID(provider: identity.provider, subject: identity.subject) == target.id else {
+                throw IdentityError.invalidResumeHandle
+            }
+            amr = [identity.provider]
+        } else {
+            guard target.passwordHash == entry.targetPasswordHash else { throw IdentityError.invalidResumeHandle }
+            try requireVerifiedEmail(target)
+        }
         guard !target.disabled else { throw IdentityError.userDisabled }
-        try requireVerifiedEmail(target)
         guard
             let reply = try await migrate(
-                anonymous.id, to: target, performMigration: request.allowMigration, client: request.client, deadline: deadline)
+                anonymous.id, to: target, performMigration: request.allowMigration, client: request.client, amr: amr, deadline: deadline)
         else { throw IdentityError.invalidResumeHandle }
         return reply
     }
@@ -129,7 +139,8 @@ extension IdentityHandlers {
     /// meanwhile. An anonymous user already gone (a concurrent migration) is `session_revoked`:
     /// the caller's session went with it.
     func migrate(
-        _ anonymousID: UserID, to target: UserRecord, performMigration: Bool, client: ClientInfo, deadline: ContinuousClock.Instant?
+        _ anonymousID: UserID, to target: UserRecord, performMigration: Bool, client: ClientInfo, amr: [String] = ["pwd"],
+        deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse? {
         // Reason `migrated` (a deletion reason: the sessions lose their client details), so open
         // streams end as `migrated`; the change log marks the deletion `migrated` too.
@@ -147,7 +158,7 @@ extension IdentityHandlers {
         }
         let revoked = try await tokens.call(TokenAPI.revokeAllSessions, revoke)
         await publish(IdentityAPI.Topic.userDeleted, UserEvent(userID: anonymousID.rawValue, version: 0, occurredAt: clock.now))
-        let (user, tokens) = try await signInVerified(target, client: client, deadline: deadline)
+        let (user, tokens) = try await signInVerified(target, client: client, amr: amr, deadline: deadline)
         let outcome = MigrationOutcome(
             oldUserID: anonymousID.rawValue, newUserID: target.id.rawValue, performMigration: performMigration,
             revokedSessionIDs: revoked.sessionIDs)
@@ -159,10 +170,13 @@ extension IdentityHandlers {
         if let log = store as? SQLiteUserStore { try await log.deleteMigratedAnonymous(id: id) } else { try await store.deleteAnonymous(id: id) }
     }
 
-    /// Records a sign-in of `target`, whose credentials were verified, and issues its session (`amr: ["pwd"]`).
-    private func signInVerified(_ target: UserRecord, client: ClientInfo, deadline: ContinuousClock.Instant?) async throws -> (User, SessionTokens) {
+    /// Records a sign-in of `target`, whose credentials were verified, and issues its session
+    /// (`amr`: `["pwd"]`, or the provider for a provider sign-in).
+    func signInVerified(
+        _ target: UserRecord, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
+    ) async throws -> (User, SessionTokens) {
         let (signedIn, tokens) = try await completeSignIn(
-            target, verified: target.passwordHash, password: nil, client: client, hashDeadline: nil, deadline: deadline)
+            target, verified: target.passwordHash, password: nil, client: client, hashDeadline: nil, deadline: deadline, amr: amr)
         return (User(signedIn), tokens)
     }
 }

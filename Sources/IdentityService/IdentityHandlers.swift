@@ -4,6 +4,7 @@ import GatehouseSupport
 import IdentityCore
 import Logging
 import ProtoCodec
+import ProviderTokens
 import RPCRouting
 
 /// The identity service's RPC methods, independent of any transport: `router()` gives an
@@ -40,6 +41,8 @@ public struct IdentityHandlers: Sendable {
     public var recentLoginWindow: TimeInterval = 300
     /// The resume handles of `migration_required` answers (in memory; `GATEHOUSE_MIGRATION_RESUME_TTL`).
     public var resumeHandles = ResumeHandles()
+    /// Verifies provider ID tokens (nil: no provider configured, every provider is unknown).
+    public var providerTokens: IDTokenVerifier?
     /// Samples throttled refusals for the audit log (one per key a minute).
     public var auditSampler = AuditSampler()
     /// Password reset: code lifetime, per-address mail limits, the mail's sender, app name, link.
@@ -98,6 +101,7 @@ public struct IdentityHandlers: Sendable {
         registerChangeMethods(&router)
         registerAuditMethods(&router)
         registerAdminAPIMethods(&router)
+        registerProviderMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTokens
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
@@ -46,6 +47,11 @@ public struct IdentityService: Sendable {
         let sweep = AnonymousSweep(
             store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)
+        if !configuration.providers.isEmpty {
+            handlers.providerTokens = try IDTokenVerifier(
+                providers: configuration.providers, clock: clock, options: configuration.providerOptions,
+                logger: Logger(label: "gatehouse.identity.providers"))
+        }
         let changeLog = try await ChangeLogPublisher.start(store: store, events: events, logger: logger)
         let prune = ChangeLogPrune(
             store: store, clock: clock, retention: configuration.changeLogRetention, maxPerUser: configuration.changeLogMaxPerUser,

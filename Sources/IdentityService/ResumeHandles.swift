@@ -23,8 +23,26 @@ public final class ResumeHandles: Sendable {
         public var targetUserID: UserID
         /// The target's password hash when they were: a resume after a password change fails.
         public var targetPasswordHash: String?
+        /// The provider identity (`provider`, `subject`) whose verified token named the target,
+        /// for a provider sign-in: a resume after it was unlinked fails, and the new session's
+        /// `amr` is the provider. nil for a password sign-in.
+        public var providerIdentity: ProviderIdentity? = nil
         /// When the handle stops working.
         public var expiresAt: Date
+    }
+
+    /// A verified provider identity a handle carries.
+    public struct ProviderIdentity: Sendable, Equatable {
+        /// The provider id (`apple.com`, `google.com`, `oidc.<name>`).
+        public var provider: String
+        /// The provider's subject (`sub`).
+        public var subject: String
+
+        /// The identity (`provider`, `subject`).
+        public init(provider: String, subject: String) {
+            self.provider = provider
+            self.subject = subject
+        }
     }
 
     /// How long a handle works.
@@ -44,13 +62,15 @@ public final class ResumeHandles: Sendable {
 
     /// A new handle resuming `anonymousUserID`'s sign-in (on `sessionID`) to `target`, whose
     /// credentials were just verified; it works until `now + ttl`.
-    public func issue(anonymousUserID: UserID, sessionID: String, target: UserRecord, now: Date) -> String {
+    public func issue(
+        anonymousUserID: UserID, sessionID: String, target: UserRecord, providerIdentity: ProviderIdentity? = nil, now: Date
+    ) -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let handle = Base64URL.encode(Data(bytes))
         let entry = Entry(
             anonymousUserID: anonymousUserID, sessionID: sessionID, targetUserID: target.id, targetPasswordHash: target.passwordHash,
-            expiresAt: now + ttl)
+            providerIdentity: providerIdentity, expiresAt: now + ttl)
         let key = Self.digest(handle)
         entries.withLock { entries in
             if entries.count >= capacity { Self.makeRoom(&entries, capacity: capacity, now: now) }

@@ -108,7 +108,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
         for register in [
             registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration, registerChangeLogCapCheckMigration,
-            registerAuditMigration, registerAdminKeysMigration,
+            registerAuditMigration, registerAdminKeysMigration, registerProviderUsersMigration,
         ] { register(&migrator) }
         return migrator
     }

@@ -154,6 +154,28 @@ extension ResumeSignInRequest {
         caller: .contractFixture, resumeHandle: "aGFuZGxl", allowMigration: true, client: .contractFixture)
 }
 
+extension ProviderCredential {
+    /// Every field set.
+    static let contractFixture = ProviderCredential(provider: "apple.com", idToken: "eyJ.eyJ.sig", nonce: "raw-nonce")
+}
+
+extension ProviderSignInRequest {
+    /// Every field set.
+    static let contractFixture = ProviderSignInRequest(
+        credential: .contractFixture, caller: .contractFixture, displayName: "Ada Lovelace", allowMigration: false,
+        client: .contractFixture, linkOnly: true)
+}
+
+extension UnlinkProviderRequest {
+    /// Every field set.
+    static let contractFixture = UnlinkProviderRequest(caller: .contractFixture, provider: "google.com", client: .contractFixture)
+}
+
+extension ProviderReauthenticateRequest {
+    /// Every field set.
+    static let contractFixture = ProviderReauthenticateRequest(caller: .contractFixture, credential: .contractFixture, client: .contractFixture)
+}
+
 extension UserIDRequest {
     /// Every field set (`gatehouse.identity.v1.UserIdRequest`).
     static let contractFixture = UserIDRequest(userID: "user-6")

@@ -1,0 +1,142 @@
+import Foundation
+import GRDB
+import IdentityCore
+
+// Provider identities (issue 20): a user created with its first identity, an identity linked
+// to an existing user, and one unlinked, each in one transaction with the user's row (its
+// `providers` column, its version: the change log and the realtime stream see the change).
+
+extension SQLiteUserStore {
+    /// Migration 0013: a user may have no email when it has a linked provider (an OpenID Connect
+    /// provider may send none). SQLite cannot change a CHECK in place, so `users` is rebuilt:
+    /// copied into a table with the new CHECK, the old one dropped (foreign keys are off during
+    /// a migration, so nothing cascades), the new one renamed, and its indexes and triggers
+    /// (read from the schema before the drop) created again.
+    static func registerProviderUsersMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("0013-provider-users", foreignKeyChecks: .deferred) { db in
+            // The columns as of this migration (frozen: a later column is added by a later migration).
+            let columns = """
+                id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled, \
+                customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version, providers
+                """
+            let dependents = try String.fetchAll(db, sql: """
+                SELECT sql FROM sqlite_master
+                WHERE tbl_name = 'users' AND type IN ('index', 'trigger') AND sql IS NOT NULL
+                ORDER BY type = 'trigger', name
+                """)
+            try db.execute(sql: """
+                CREATE TABLE users_rebuilt (
+                    id TEXT NOT NULL PRIMARY KEY CHECK (length(id) BETWEEN 22 AND 64),
+                    email TEXT CHECK (email IS NULL OR length(CAST(email AS BLOB)) BETWEEN 3 AND 254),
+                    emailNormalized TEXT UNIQUE
+                        CHECK (emailNormalized IS NULL OR length(CAST(emailNormalized AS BLOB)) BETWEEN 3 AND 254),
+                    emailVerified INTEGER NOT NULL DEFAULT 0 CHECK (emailVerified IN (0, 1)),
+                    displayName TEXT CHECK (displayName IS NULL OR length(displayName) <= 256),
+                    photoURL TEXT CHECK (photoURL IS NULL OR length(photoURL) <= 2048),
+                    passwordHash TEXT CHECK (passwordHash IS NULL OR length(passwordHash) <= 1024),
+                    isAnonymous INTEGER NOT NULL DEFAULT 0 CHECK (isAnonymous IN (0, 1)),
+                    disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
+                    customClaims TEXT NOT NULL DEFAULT '' CHECK (
+                        customClaims = '' OR (length(CAST(customClaims AS BLOB)) <= 1000
+                            AND json_valid(customClaims) AND json_type(customClaims) = 'object')),
+                    settings TEXT NOT NULL DEFAULT '{}' CHECK (
+                        length(CAST(settings AS BLOB)) <= 16384 AND json_valid(settings) AND json_type(settings) = 'object'),
+                    createdAt INTEGER NOT NULL,
+                    updatedAt INTEGER NOT NULL,
+                    lastSignInAt INTEGER,
+                    tokensValidAfter INTEGER,
+                    version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
+                    providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024),
+                    CHECK ((email IS NULL) = (emailNormalized IS NULL)),
+                    CHECK (isAnonymous = 1 OR emailNormalized IS NOT NULL OR providers != '')
+                ) STRICT;
+                INSERT INTO users_rebuilt (\(columns)) SELECT \(columns) FROM users;
+                DROP TABLE users;
+                ALTER TABLE users_rebuilt RENAME TO users;
+                """)
+            for sql in dependents { try db.execute(sql: sql) }
+        }
+    }
+
+    /// Inserts `user` with its first identity (`provider`, `subject`): one transaction, the
+    /// user's `providers` listing it. `emailExists` when its email is taken;
+    /// `credentialAlreadyInUse` when the identity is linked already (a racing sign-in).
+    public func insert(_ user: UserRecord, identity provider: String, subject: String) async throws -> UserRecord {
+        var user = user
+        user.linkedProviders = [provider]
+        let inserted = user
+        try await run { db in
+            try db.cachedStatement(sql: Self.insertSQL).execute(arguments: Self.arguments(inserted))
+            try Self.insertIdentity(provider: provider, subject: subject, user: inserted.id, at: inserted.createdAt, in: db)
+        }
+        return inserted
+    }
+
+    /// Links (`provider`, `subject`) to the user `id` and applies `change` to it, in one
+    /// transaction (the version moves, `providers` lists the provider). `credentialAlreadyInUse`
+    /// when the identity is linked to anyone, `providerAlreadyLinked` when the user has an
+    /// identity of this provider, `userNotFound`, or whatever `change` throws: nothing written.
+    public func link(
+        provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord {
+        try await run { db in
+            let owners = try String.fetchAll(
+                db, sql: "SELECT userId FROM identities WHERE provider = ? AND (subject = ? OR userId = ?)",
+                arguments: [provider, subject, id.rawValue])
+            if !owners.isEmpty {
+                let owner = try String.fetchOne(
+                    db, sql: "SELECT userId FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject])
+                throw owner == nil ? IdentityError.providerAlreadyLinked : IdentityError.credentialAlreadyInUse
+            }
+            try Self.insertIdentity(provider: provider, subject: subject, user: id, at: now, in: db)
+            let providers = try Self.linkedProviders(of: id, in: db)
+            return try Self.update(id: id, expectedVersion: nil, now: now, in: db) { user in
+                try change(&user)
+                user.linkedProviders = providers
+            }
+        }
+    }
+
+    /// Removes the user's identities of `provider`, in one transaction with its row.
+    /// `providerNotLinked` when it has none; `lastSignInMethod` when the user would be left with
+    /// no way to sign in (no password and no other provider).
+    public func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord {
+        try await run { db in
+            let removed = try db.cachedStatement(sql: "DELETE FROM identities WHERE provider = ? AND userId = ?")
+            try removed.execute(arguments: [provider, id.rawValue])
+            guard db.changesCount > 0 else {
+                throw try Self.userExists(id, in: db) ? IdentityError.providerNotLinked : IdentityError.userNotFound
+            }
+            let providers = try Self.linkedProviders(of: id, in: db)
+            return try Self.update(id: id, expectedVersion: nil, now: now, in: db) { user in
+                guard user.passwordHash != nil || !providers.isEmpty else { throw IdentityError.lastSignInMethod }
+                user.linkedProviders = providers
+            }
+        }
+    }
+
+    /// The subjects of the user's identities of `provider` (most often one).
+    public func subjects(provider: String, of id: UserID) async throws -> [String] {
+        try await read { db in
+            try String.fetchAll(
+                db, sql: "SELECT subject FROM identities WHERE provider = ? AND userId = ?", arguments: [provider, id.rawValue])
+        }
+    }
+
+    private static func insertIdentity(provider: String, subject: String, user: UserID, at: Date, in db: Database) throws {
+        let statement = try db.cachedStatement(sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES (?, ?, ?, ?)")
+        do {
+            try statement.execute(arguments: [provider, subject, user.rawValue, at.millisecondsSince1970])
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
+            throw IdentityError.credentialAlreadyInUse
+        }
+    }
+
+    private static func linkedProviders(of id: UserID, in db: Database) throws -> [String] {
+        try String.fetchAll(db, sql: "SELECT DISTINCT provider FROM identities WHERE userId = ? ORDER BY provider", arguments: [id.rawValue])
+    }
+
+    private static func userExists(_ id: UserID, in db: Database) throws -> Bool {
+        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [id.rawValue]) ?? false
+    }
+}
