@@ -14,43 +14,22 @@ extension SQLiteUserStore {
     /// (read from the schema before the drop) created again.
     static func registerProviderUsersMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("0013-provider-users", foreignKeyChecks: .deferred) { db in
-            // The columns as of this migration (frozen: a later column is added by a later migration).
-            let columns = """
-                id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled, \
-                customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version, providers
-                """
             let dependents = try String.fetchAll(db, sql: """
                 SELECT sql FROM sqlite_master
                 WHERE tbl_name = 'users' AND type IN ('index', 'trigger') AND sql IS NOT NULL
                 ORDER BY type = 'trigger', name
                 """)
+            // The table as it stands (SQLite keeps added columns in its CREATE text), with the one
+            // CHECK relaxed; same columns in the same order, so the rows copy as they are.
+            let strict = "CHECK (isAnonymous = 1 OR emailNormalized IS NOT NULL)"
+            let relaxed = "CHECK (isAnonymous = 1 OR emailNormalized IS NOT NULL OR providers != '')"
+            guard let create = try String.fetchOne(db, sql: "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'users'"),
+                create.contains(strict), create.hasPrefix("CREATE TABLE users (")
+            else { throw IdentityError.storage(cause: "migration 0013: the users table is not as migration 0012 left it") }
+            let rebuilt = "CREATE TABLE users_rebuilt (" + create.dropFirst("CREATE TABLE users (".count)
+            try db.execute(sql: rebuilt.replacingOccurrences(of: strict, with: relaxed))
             try db.execute(sql: """
-                CREATE TABLE users_rebuilt (
-                    id TEXT NOT NULL PRIMARY KEY CHECK (length(id) BETWEEN 22 AND 64),
-                    email TEXT CHECK (email IS NULL OR length(CAST(email AS BLOB)) BETWEEN 3 AND 254),
-                    emailNormalized TEXT UNIQUE
-                        CHECK (emailNormalized IS NULL OR length(CAST(emailNormalized AS BLOB)) BETWEEN 3 AND 254),
-                    emailVerified INTEGER NOT NULL DEFAULT 0 CHECK (emailVerified IN (0, 1)),
-                    displayName TEXT CHECK (displayName IS NULL OR length(displayName) <= 256),
-                    photoURL TEXT CHECK (photoURL IS NULL OR length(photoURL) <= 2048),
-                    passwordHash TEXT CHECK (passwordHash IS NULL OR length(passwordHash) <= 1024),
-                    isAnonymous INTEGER NOT NULL DEFAULT 0 CHECK (isAnonymous IN (0, 1)),
-                    disabled INTEGER NOT NULL DEFAULT 0 CHECK (disabled IN (0, 1)),
-                    customClaims TEXT NOT NULL DEFAULT '' CHECK (
-                        customClaims = '' OR (length(CAST(customClaims AS BLOB)) <= 1000
-                            AND json_valid(customClaims) AND json_type(customClaims) = 'object')),
-                    settings TEXT NOT NULL DEFAULT '{}' CHECK (
-                        length(CAST(settings AS BLOB)) <= 16384 AND json_valid(settings) AND json_type(settings) = 'object'),
-                    createdAt INTEGER NOT NULL,
-                    updatedAt INTEGER NOT NULL,
-                    lastSignInAt INTEGER,
-                    tokensValidAfter INTEGER,
-                    version INTEGER NOT NULL DEFAULT 1 CHECK (version >= 1),
-                    providers TEXT NOT NULL DEFAULT '' CHECK (length(providers) <= 1024),
-                    CHECK ((email IS NULL) = (emailNormalized IS NULL)),
-                    CHECK (isAnonymous = 1 OR emailNormalized IS NOT NULL OR providers != '')
-                ) STRICT;
-                INSERT INTO users_rebuilt (\(columns)) SELECT \(columns) FROM users;
+                INSERT INTO users_rebuilt SELECT * FROM users;
                 DROP TABLE users;
                 ALTER TABLE users_rebuilt RENAME TO users;
                 """)
