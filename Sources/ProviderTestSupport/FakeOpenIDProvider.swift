@@ -41,6 +41,9 @@ public final class FakeOpenIDProvider: Sendable {
     }
 
     let state: Mutex<State>
+    /// Sign in with Apple's token and revoke endpoints (`/auth/token`, `/auth/revoke`) and its
+    /// notifications, served by this fake.
+    public let apple = FakeAppleEndpoints()
     /// Where the hanging modes hold their requests; opened when the fake stops.
     let hangs = Gate()
 
@@ -103,6 +106,7 @@ public final class FakeOpenIDProvider: Sendable {
                     })
             }
         }
+        apple.addRoutes(to: router, hangs: hangs)
         return router
     }
 
