@@ -9,8 +9,8 @@ import ProviderTokens
 import Testing
 
 /// Sign in with Apple's server side against the fake: a developer account registered with it,
-/// the client secrets of that account, the token client and an ID token verifier, all on one
-/// manual clock (the fake's too).
+/// the client secrets of that account, the token client, an ID token verifier and the
+/// notification verifier, all on one manual clock (the fake's too).
 struct AppleHarness {
     static let teamID = "TEAM123456"
     static let keyID = "KEY1234567"
@@ -25,6 +25,7 @@ struct AppleHarness {
     let secrets: AppleClientSecret
     let client: AppleTokenClient
     let idTokens: IDTokenVerifier
+    let notifications: AppleNotificationVerifier
 
     static func quiet() -> Logger {
         var logger = Logger(label: "apple-test")
@@ -50,9 +51,11 @@ struct AppleHarness {
             let idTokens = try IDTokenVerifier(
                 providers: Harness.providers(base: base), httpClient: .shared, clock: clock.wallClock,
                 options: .init(cachePolicy: Harness.policy), logger: logger)
+            let notifications = AppleNotificationVerifier(
+                sharingKeysOf: idTokens.cache(for: "apple")!, clock: clock.wallClock, options: .init(), logger: logger)
             return try await body(
                 AppleHarness(
-                    fake: fake, base: base, clock: clock, secrets: secrets, client: client, idTokens: idTokens))
+                    fake: fake, base: base, clock: clock, secrets: secrets, client: client, idTokens: idTokens, notifications: notifications))
         }
     }
 
@@ -74,6 +77,26 @@ struct AppleHarness {
             return nil
         } catch {
             #expect(!error.description.contains(token), "the error contains the token")
+            return error
+        }
+    }
+
+    /// A notification body for the services id (see `FakeAppleEndpoints.notificationBody`).
+    func notification(
+        _ type: String = "consent-revoked", audience: String = services, email: String? = nil, isPrivateEmail: Any? = nil,
+        eventsAsString: Bool = true, claims: [String: Any?] = [:], key: TestSigningKey? = nil
+    ) -> Data {
+        fake.apple.notificationBody(
+            type: type, audience: audience, email: email, isPrivateEmail: isPrivateEmail, eventsAsString: eventsAsString,
+            claims: claims, key: key)
+    }
+
+    /// The error refusing `body` (nil if accepted).
+    func refusal(_ body: Data) async -> AppleNotificationError? {
+        do throws(AppleNotificationError) {
+            _ = try await notifications.verify(body: body)
+            return nil
+        } catch {
             return error
         }
     }
