@@ -205,6 +205,20 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // A fake OpenID provider (discovery, JWKS) and test signing keys served by Hummingbird on
+        // 127.0.0.1, for ProviderTokensTests and the end-to-end tests; independent of the server's modules.
+        .target(
+            name: "ProviderTestSupport",
+            dependencies: [
+                "GatehouseSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // MARK: Token service
         .target(
             name: "TokenCore",
@@ -347,6 +361,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail",
+                // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
+                "ProviderTestSupport",
                 // Reads the identity database's outbox read-only (password reset, until mail delivery lands).
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
@@ -361,17 +377,15 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Verifies tokens against a fake OpenID provider served over HTTP on 127.0.0.1 (Hummingbird).
+        // Verifies tokens against the fake OpenID provider of ProviderTestSupport (HTTP on 127.0.0.1).
         .testTarget(
             name: "ProviderTokensTests",
             dependencies: [
-                "ProviderTokens", "GatehouseSupport", "GatehouseTestSupport",
+                "ProviderTokens", "ProviderTestSupport", "GatehouseSupport", "GatehouseTestSupport",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -103,30 +103,11 @@ public final class IDTokenVerifier: Sendable {
 
     private func check(_ token: String, cache: JWKSCache, nonce: String?, now: Date) async throws(ProviderTokenError) -> VerifiedProviderToken {
         let provider = cache.provider
-        guard token.utf8.count <= options.maxTokenBytes else { throw .invalidToken(.malformed) }
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-            let headerBytes = Base64URL.decodeBytes(parts[0]),
-            let payloadBytes = Base64URL.decodeBytes(parts[1]),
-            let signature = Base64URL.decodeBytes(parts[2]),
-            let header = try? JSONDecoder().decode(IDTokenHeader.self, from: Data(headerBytes)),
-            let claims = try? JSONDecoder().decode(IDTokenPayload.self, from: Data(payloadBytes))
-        else { throw .invalidToken(.malformed) }
-        // Header and payload must be JSON objects (a decodable array or string is not a JWS).
-        guard headerBytes.first(where: { !Self.isJSONSpace($0) }) == UInt8(ascii: "{"),
-            payloadBytes.first(where: { !Self.isJSONSpace($0) }) == UInt8(ascii: "{")
-        else { throw .invalidToken(.malformed) }
-        // RFC 7515 §4.1.11: extensions we do not understand must not be ignored.
-        if header.crit != nil { throw .invalidToken(.malformed) }
-
-        guard let alg = header.alg.flatMap(ProviderSignatureAlgorithm.init(rawValue:)) else {
-            throw .invalidToken(.algorithmNotAllowed)
+        let jws = try SignedJWS.parse(token, maxBytes: options.maxTokenBytes)
+        guard let claims = try? JSONDecoder().decode(IDTokenPayload.self, from: Data(jws.payload)) else {
+            throw .invalidToken(.malformed)
         }
-        guard let kid = header.kid, !kid.isEmpty else { throw .invalidToken(.missingKeyID) }
-        let key = try await cache.key(for: kid, now: now)
-        guard key.fits(alg) else { throw .invalidToken(.keyAlgorithmMismatch) }
-        let signingInput = token.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count)
-        guard key.verifies(signature, of: Array(signingInput), algorithm: alg) else { throw .invalidToken(.badSignature) }
+        try await jws.verifySignature(keys: cache, now: now)
 
         guard let iss = claims.iss else { throw .invalidToken(.missingClaim) }
         guard provider.issuers.contains(iss) else { throw .invalidToken(.wrongIssuer) }
@@ -178,9 +159,5 @@ public final class IDTokenVerifier: Sendable {
         var difference: UInt8 = 0
         for index in x.indices { difference |= x[index] ^ y[index] }
         return difference == 0
-    }
-
-    static func isJSONSpace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 }

@@ -74,24 +74,27 @@ struct IDTokenPayload: Decodable {
         } else {
             aud = try? container.decodeIfPresent([String].self, forKey: .aud)
         }
-        exp = Self.number(container, .exp)
-        iat = Self.number(container, .iat)
+        exp = ClaimReading.number(container, .exp)
+        iat = ClaimReading.number(container, .iat)
         nonce = try? container.decodeIfPresent(String.self, forKey: .nonce)
         jti = try? container.decodeIfPresent(String.self, forKey: .jti)
         email = try? container.decodeIfPresent(String.self, forKey: .email)
-        emailVerified = Self.flag(container, .emailVerified)
-        isPrivateEmail = Self.flag(container, .isPrivateEmail)
+        emailVerified = ClaimReading.flag(container, .emailVerified)
+        isPrivateEmail = ClaimReading.flag(container, .isPrivateEmail)
     }
+}
 
+/// Reading claims whose providers are loose about types.
+enum ClaimReading {
     /// A JSON number (never a boolean or a string), finite.
-    static func number(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) -> Double? {
+    static func number<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) -> Double? {
         if (try? container.decodeIfPresent(Bool.self, forKey: key)) != nil { return nil }
         guard let value = try? container.decodeIfPresent(Double.self, forKey: key), value.isFinite else { return nil }
         return value
     }
 
     /// A boolean, or the string `"true"`/`"false"` (any case), as Apple may send it.
-    static func flag(_ container: KeyedDecodingContainer<CodingKeys>, _ key: CodingKeys) -> Bool? {
+    static func flag<Key: CodingKey>(_ container: KeyedDecodingContainer<Key>, _ key: Key) -> Bool? {
         if let value = try? container.decodeIfPresent(Bool.self, forKey: key) { return value }
         let text = try? container.decodeIfPresent(String.self, forKey: key)
         switch text?.lowercased() ?? "" {

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTestSupport
 import ProviderTokens
 import Testing
 
@@ -85,7 +86,7 @@ struct GoodTokenTests {
     }
 
     @Test func discoveryNamingAnotherIssuerIsRefused() async throws {
-        try await Harness.run(configure: { fake in fake.state.withLock { $0.discoveryIssuer = "https://evil.example" } }) { h in
+        try await Harness.run(configure: { fake in fake.set(discoveryIssuer: "https://evil.example") }) { h in
             let error = await h.refusal(h.token("corp"), "corp")
             #expect(error?.code == "provider_unavailable")
             #expect(error?.message.contains("another issuer") == true)
@@ -94,7 +95,7 @@ struct GoodTokenTests {
     }
 
     @Test func discoveryPointingAtPlainHTTPOffLoopbackIsRefused() async throws {
-        try await Harness.run(configure: { fake in fake.state.withLock { $0.discoveryJWKSURI = "http://keys.example.com/jwks" } }) { h in
+        try await Harness.run(configure: { fake in fake.set(discoveryJWKSURI: "http://keys.example.com/jwks") }) { h in
             let error = await h.refusal(h.token("corp"), "corp")
             #expect(error?.code == "provider_unavailable")
             #expect(error?.message.contains("jwks_uri") == true)

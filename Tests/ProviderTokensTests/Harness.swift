@@ -4,6 +4,7 @@ import Foundation
 import GatehouseSupport
 import GatehouseTestSupport
 import Logging
+import ProviderTestSupport
 import ProviderTokens
 import Testing
 

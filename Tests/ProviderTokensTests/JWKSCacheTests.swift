@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ProviderTestSupport
 import ProviderTokens
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseTestSupport
 import Logging
+import ProviderTestSupport
 import ProviderTokens
 import Synchronization
 import Testing
