@@ -334,7 +334,12 @@ import GatehouseTestSupport
             let doc = try #require(JSONSerialization.jsonObject(with: Data(OpenAPIDocument.json.utf8)) as? [String: Any])
             let paths = try #require(doc["paths"] as? [String: [String: Any]])
             let documented = Set(paths.flatMap { path, ops in ops.keys.map { "\($0.uppercased()) \(path)" } })
-            let served = Set(h.parts.routes.all.map { "\($0.method.rawValue) \($0.path)" })
+            // A router parameter `:name` is `{name}` in OpenAPI.
+            let served = Set(h.parts.routes.all.map { route in
+                let path = route.path.split(separator: "/", omittingEmptySubsequences: false)
+                    .map { $0.hasPrefix(":") ? "{\($0.dropFirst())}" : String($0) }.joined(separator: "/")
+                return "\(route.method.rawValue) \(path)"
+            })
             #expect(documented == served, "only documented: \(documented.subtracting(served)); only served: \(served.subtracting(documented))")
         }
     }

@@ -162,7 +162,7 @@ extension ProviderCredential {
 extension ProviderSignInRequest {
     /// Every field set.
     static let contractFixture = ProviderSignInRequest(
-        credential: .contractFixture, caller: .contractFixture, displayName: "Ada Lovelace", allowMigration: false,
+        credential: .contractFixture, caller: .contractFixture, displayName: "Ada Lovelace", allowMigration: true,
         client: .contractFixture, linkOnly: true)
 }
 
