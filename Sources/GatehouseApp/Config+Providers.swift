@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import IdentityService
 import ProviderTokens
@@ -21,14 +22,67 @@ extension ConfigTable {
     /// Test mode for providers: plain http on loopback.
     public static let providersInsecureLoopback = ConfigKey(env: "GATEHOUSE_PROVIDERS_INSECURE_LOOPBACK", defaultValue: "false", secret: false, roles: "serve, identity", help: "For tests only: allow provider addresses over plain http on a loopback host (127.0.0.1, ::1, localhost). Never in production.")
 
+    /// Sign in with Apple's server side: the developer team.
+    public static let appleTeamID = ConfigKey(env: "GATEHOUSE_APPLE_TEAM_ID", defaultValue: nil, secret: false, roles: "serve, identity", help: "Apple developer team id. With GATEHOUSE_APPLE_KEY_ID and GATEHOUSE_APPLE_PRIVATE_KEY_FILE, Sign in with Apple's authorization codes are exchanged for Apple refresh tokens (kept sealed with the key-encryption key) that are revoked at Apple when the account is deleted or Apple unlinked (App Store requirement).")
+    /// The id of the Sign in with Apple key.
+    public static let appleKeyID = ConfigKey(env: "GATEHOUSE_APPLE_KEY_ID", defaultValue: nil, secret: false, roles: "serve, identity", help: "Key id of the Sign in with Apple private key (the client secret's `kid`).")
+    /// The .p8 key file.
+    public static let applePrivateKeyFile = ConfigKey(env: "GATEHOUSE_APPLE_PRIVATE_KEY_FILE", defaultValue: nil, secret: false, roles: "serve, identity", help: "File holding the Sign in with Apple private key (the .p8 PEM from the developer account); keep it 0600. Gatehouse signs its ES256 client secret (a day long, cached) with it.")
+    /// Apple's token endpoint.
+    public static let appleTokenURL = ConfigKey(env: "GATEHOUSE_APPLE_TOKEN_URL", defaultValue: "https://appleid.apple.com/auth/token", secret: false, roles: "serve, identity", help: "Apple's token endpoint (authorization codes exchanged here); change it only for a test provider.")
+    /// Apple's revocation endpoint.
+    public static let appleRevokeURL = ConfigKey(env: "GATEHOUSE_APPLE_REVOKE_URL", defaultValue: "https://appleid.apple.com/auth/revoke", secret: false, roles: "serve, identity", help: "Apple's token revocation endpoint; change it only for a test provider.")
+
     /// The keys above, in `ConfigTable.all`.
     static let providerKeys = [
         appleClientIDs, appleJWKSURL, googleClientIDs, googleJWKSURL, oidcProviders, providerKeyRefetchInterval, providerFetchTimeoutMs,
-        providersInsecureLoopback,
+        providersInsecureLoopback, appleTeamID, appleKeyID, applePrivateKeyFile, appleTokenURL, appleRevokeURL,
     ]
 }
 
 extension IdentityRoleSettings {
+    /// Sign in with Apple's server side, when the team id, key id and key file are all set (some
+    /// but not all: an error naming the missing ones). The refresh tokens are sealed with the
+    /// key-encryption key (`GATEHOUSE_KEY_ENCRYPTION_KEY_FILE`, or the data folder's
+    /// `key-encryption.key`, made 0600 on first start).
+    static func appleServer(_ config: Config, dataDir: String) throws -> AppleServerConfiguration? {
+        let keys = [ConfigTable.appleTeamID, ConfigTable.appleKeyID, ConfigTable.applePrivateKeyFile]
+        let set = keys.filter { !(config.string($0) ?? "").isEmpty }
+        if set.isEmpty { return nil }
+        guard set.count == keys.count else {
+            let missing = keys.filter { key in !set.contains(key) }.map(\.env).joined(separator: ", ")
+            throw ConfigError(message: "Sign in with Apple's server side needs GATEHOUSE_APPLE_TEAM_ID, GATEHOUSE_APPLE_KEY_ID and GATEHOUSE_APPLE_PRIVATE_KEY_FILE together; missing: \(missing)")
+        }
+        guard !(config.string(ConfigTable.appleClientIDs) ?? "").isEmpty else {
+            throw ConfigError(message: "GATEHOUSE_APPLE_TEAM_ID is set but GATEHOUSE_APPLE_CLIENT_IDS is not: Sign in with Apple needs its client ids")
+        }
+        let path = config.string(ConfigTable.applePrivateKeyFile)!
+        guard let pem = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
+            throw ConfigError(message: "GATEHOUSE_APPLE_PRIVATE_KEY_FILE (--apple-private-key-file): cannot read \(path)")
+        }
+        func url(_ key: ConfigKey) throws -> URL {
+            let text = config.string(key) ?? key.defaultValue ?? ""
+            guard let url = URL(string: text), url.host != nil else { throw ConfigError(message: "\(key.env) (\(key.flag)) is not an absolute URL") }
+            return url
+        }
+        let sealing: SymmetricKey
+        if let file = config.string(ConfigTable.keyEncryptionKeyFile), !file.isEmpty {
+            sealing = try TokenRoleSettings.readKey(file)
+        } else {
+            let file = URL(fileURLWithPath: dataDir).appendingPathComponent(KeyEncryptionKey.defaultFileName).path
+            if FileManager.default.fileExists(atPath: file) {
+                sealing = try TokenRoleSettings.readKey(file, source: "the key-encryption key made on first start")
+            } else {
+                let (key, text) = KeyEncryptionKey.newKey()
+                do { try KeySet.writeFile(text, to: URL(fileURLWithPath: file), mode: 0o600) } catch { throw ConfigError(message: "\(error)") }
+                sealing = key
+            }
+        }
+        return AppleServerConfiguration(
+            teamID: config.string(ConfigTable.appleTeamID)!, keyID: config.string(ConfigTable.appleKeyID)!, privateKeyPEM: pem,
+            tokenURL: try url(ConfigTable.appleTokenURL), revokeURL: try url(ConfigTable.appleRevokeURL), sealingKey: sealing)
+    }
+
     /// The configured providers (ids `apple.com`, `google.com`, `oidc.<name>`) and the verifier's options.
     static func providers(_ config: Config) throws -> ([ProviderConfiguration], IDTokenVerifier.Options) {
         let insecure = try config.bool(ConfigTable.providersInsecureLoopback)

@@ -101,7 +101,7 @@ public enum ConfigTable {
     /// What an acknowledged write survives: a process crash, or also a power cut.
     public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "power-loss", secret: false, roles: "serve, identity, token", help: "`power-loss` (default): an acknowledged write survives a power cut or OS crash (SQLite WAL, synchronous=FULL, an fsync per commit; concurrent token writes share one); `process-crash`: only a crash of the process (synchronous=NORMAL).")
     /// The file with the key that encrypts signing keys at rest.
-    public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token", help: "File holding the 32-byte key (raw, hex or base64) that seals signing keys at rest. Unset: `key-encryption.key` in the data folder, made (0600) on first start.")
+    public static let keyEncryptionKeyFile = ConfigKey(env: "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE", defaultValue: nil, secret: true, roles: "serve, token, identity", help: "File holding the 32-byte key (raw, hex or base64) that seals signing keys (token service) and Apple refresh tokens (identity service) at rest. Unset: `key-encryption.key` in the data folder, made (0600) on first start.")
 
     /// The file with this process's CURVE secret key; set, it makes service links CURVE.
     public static let curveSecretKeyFile = ConfigKey(env: "GATEHOUSE_CURVE_SECRET_KEY_FILE", defaultValue: nil, secret: true, roles: "identity, token, gateway", help: "File holding this process's CURVE secret key (Z85, 40 characters; `gatehouse keys generate`). When set, service links are CURVE-encrypted and authenticated.")

@@ -82,6 +82,7 @@ public struct IdentityRoleSettings: Sendable {
         service.changeLogMaxPerUser = try config.int(ConfigTable.changeLogMaxPerUser, in: 10...100_000)
         service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
         (service.providers, service.providerOptions) = try Self.providers(config)
+        service.appleServer = try Self.appleServer(config, dataDir: dataDir)
         let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
         admin = adminPort == 0 ? nil : AdminAPIConfiguration(
             host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,
@@ -147,6 +148,11 @@ public struct IdentityRole: Sendable {
     public let changeLog: ChangeLogService
     /// The admin listener (nil when turned off); run it in the role's service group.
     public let adminAPI: (any Service)?
+    /// Revokes queued Apple tokens (nil without Sign in with Apple's server side); run it in the
+    /// role's service group.
+    public var appleRevocations: (any Service)? {
+        service.appleRevocations.map { worker in AppleRevocationService(worker: worker) }
+    }
 
     /// Creates the data folder, opens and migrates the database, binds the sockets. The service
     /// reads the time from `clock`.
@@ -182,5 +188,15 @@ public struct IdentityRole: Sendable {
                 // The identity service in process (its own key's rights), the token service through the role's client.
                 buildAdminAPI(configuration: admin, identity: LocalCaller(router: service.router), tokens: tokenClient, logger: logger)
             })
+    }
+}
+
+/// Runs the Apple revocation worker until graceful shutdown (a revocation under way is
+/// cancelled; its row stays queued).
+struct AppleRevocationService: Service {
+    let worker: AppleRevocationWorker
+
+    func run() async throws {
+        await cancelWhenGracefulShutdown { await worker.run() }
     }
 }

@@ -44,7 +44,7 @@ public enum GatehouseRoles {
     public static func runIdentity(config: Config, logger: Logger) async throws {
         let role = try await IdentityRole.start(IdentityRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         try await runGroup(
-            [role.server, role.anonymousSweeper, role.outboxDelivery, role.changeLog] + [role.adminAPI].compactMap { $0 }
+            [role.server, role.anonymousSweeper, role.outboxDelivery, role.changeLog] + [role.adminAPI, role.appleRevocations].compactMap { $0 }
                 + [ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
     }
 
@@ -86,7 +86,7 @@ public enum GatehouseRoles {
         try await runGroup(
             [
                 identity.server, token.server, token.sweeper, token.heartbeat, identity.anonymousSweeper, identity.outboxDelivery, identity.changeLog,
-            ] + [identity.adminAPI].compactMap { $0 } + [gateway.application, hook], logger: logger)
+            ] + [identity.adminAPI, identity.appleRevocations].compactMap { $0 } + [gateway.application, hook], logger: logger)
     }
 
     static func runGroup(_ services: [any Service], logger: Logger) async throws {

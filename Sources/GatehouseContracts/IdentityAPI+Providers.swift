@@ -46,12 +46,17 @@ public struct ProviderSignInRequest: Codable, Sendable, Hashable {
     /// Link only (`POST /v1/me/providers`): a caller is required, and an identity linked to
     /// another user is `credential_already_in_use` even for an anonymous caller (no migration).
     public var linkOnly: Bool
+    /// Sign in with Apple's authorization code, when the app sends it and the server has Apple's
+    /// team key: exchanged at Apple's token endpoint for a refresh token, kept sealed and revoked
+    /// when the account is deleted or the identity unlinked. "": none.
+    public var authorizationCode: String
 
     /// A provider sign-in with `credential`.
     public init(
         credential: ProviderCredential, caller: AuthenticatedCaller? = nil, displayName: String? = nil, allowMigration: Bool? = nil,
-        client: ClientInfo = ClientInfo(), linkOnly: Bool = false
+        client: ClientInfo = ClientInfo(), linkOnly: Bool = false, authorizationCode: String = ""
     ) {
+        self.authorizationCode = authorizationCode
         self.credential = credential
         self.caller = caller
         self.displayName = displayName
@@ -61,7 +66,7 @@ public struct ProviderSignInRequest: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: Int, CodingKey {
-        case credential = 1, caller = 2, displayName = 3, allowMigration = 4, client = 5, linkOnly = 6
+        case credential = 1, caller = 2, displayName = 3, allowMigration = 4, client = 5, linkOnly = 6, authorizationCode = 7
     }
 }
 
@@ -105,7 +110,44 @@ public struct ProviderReauthenticateRequest: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey { case caller = 1, credential = 2, client = 3 }
 }
 
+/// `identity.appleNotification` request: a server-to-server notification as Apple posted it.
+public struct AppleNotificationRequest: Codable, Sendable, Hashable {
+    /// The POST body (`{"payload": "<JWS>"}`), at most 16 KiB.
+    public var body: Data
+
+    /// A notification with `body`.
+    public init(body: Data) { self.body = body }
+
+    enum CodingKeys: Int, CodingKey { case body = 1 }
+}
+
+/// `identity.appleNotification` reply: what the notification was and what was done.
+public struct AppleNotificationResponse: Codable, Sendable, Hashable {
+    /// `email-disabled`, `email-enabled`, `consent-revoked` or `account-delete`.
+    public var type: String
+    /// The user whose Apple identity it names; "" when no user has it.
+    public var userID: String
+    /// The sessions revoked (consent revoked, account deleted at Apple), for the gateway.
+    public var revokedSessionIDs: [String]
+
+    /// A reply.
+    public init(type: String, userID: String = "", revokedSessionIDs: [String] = []) {
+        self.type = type
+        self.userID = userID
+        self.revokedSessionIDs = revokedSessionIDs
+    }
+
+    enum CodingKeys: Int, CodingKey { case type = 1, userID = 2, revokedSessionIDs = 3 }
+}
+
 extension IdentityAPI {
+    /// Verifies and acts on one of Apple's server-to-server notifications: `consent-revoked` and
+    /// `account-delete` unlink the Apple identity (unless it is the user's only way to sign in)
+    /// and revoke the user's sessions; the email ones are recorded. Errors:
+    /// `invalid_provider_token` (a notification that does not verify), `provider_unavailable`,
+    /// `unknown_provider` (Sign in with Apple is not configured).
+    public static let appleNotification = RPCMethod<AppleNotificationRequest, AppleNotificationResponse>(
+        name: "identity.appleNotification", callers: [.gateway])
     /// Signs in, signs up, links or migrates with a provider's ID token (the five cases).
     /// Errors: `unknown_provider`, `invalid_provider_token`, `provider_unavailable`,
     /// `migration_required`, `credential_already_in_use`, `provider_already_linked`,

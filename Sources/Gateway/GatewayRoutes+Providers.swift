@@ -22,6 +22,8 @@ extension GatewayRoutes {
         var displayName: String?
         var fullName: FullName?
         var allowMigration: Bool?
+        /// Sign in with Apple's authorization code (exchanged when the server has Apple's key).
+        var authorizationCode: String?
 
         /// The name to set: `displayName`, else Apple's name parts joined with a space.
         var name: String? {
@@ -43,7 +45,7 @@ extension GatewayRoutes {
         let body = try await providerBody(request)
         let signIn = ProviderSignInRequest(
             credential: try Self.credential(body), caller: claims.map(Self.caller), displayName: body.name,
-            allowMigration: body.allowMigration, client: client.info)
+            allowMigration: body.allowMigration, client: client.info, authorizationCode: try Self.authorizationCode(body))
         let reply = try await migrating(claims) { try await call(services.identity, IdentityAPI.signInWithProvider, signIn) }
         return Self.json(.ok, reply.json, noStore: true)
     }
@@ -57,7 +59,8 @@ extension GatewayRoutes {
         try admit(.signIn, client.address)
         let body = try await providerBody(request)
         let link = ProviderSignInRequest(
-            credential: try Self.credential(body), caller: Self.caller(claims), displayName: body.name, client: client.info, linkOnly: true)
+            credential: try Self.credential(body), caller: Self.caller(claims), displayName: body.name, client: client.info, linkOnly: true,
+            authorizationCode: try Self.authorizationCode(body))
         let reply = try await call(services.identity, IdentityAPI.signInWithProvider, link)
         return Self.json(.ok, reply.json, noStore: true)
     }
@@ -86,6 +89,26 @@ extension GatewayRoutes {
         let reply = try await call(services.identity, IdentityAPI.reauthenticateWithProvider, reauth)
         revocations.insert(CollectionOfOne(claims.sid), now: clock.now)
         return Self.json(.ok, reply.json, noStore: true)
+    }
+
+    /// `POST /v1/providers/apple/notifications`: Apple's server-to-server notifications (no
+    /// bearer: the body is a JWS Apple signed, verified by the identity service). 200 once acted
+    /// on, so Apple stops retrying; a notification that does not verify is 401
+    /// `invalid_provider_token`. The sessions it revoked are refused here before the answer.
+    @Sendable func appleNotification(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
+        let client = identifyClient(request, context)
+        try admit(.signIn, client.address)
+        let body = try await request.body.collect(upTo: min(configuration.maxBodySize, 16 * 1024))
+        let reply = try await call(services.identity, IdentityAPI.appleNotification, AppleNotificationRequest(body: Data(body.readableBytesView)))
+        if !reply.revokedSessionIDs.isEmpty { revocations.insert(reply.revokedSessionIDs, now: clock.now) }
+        return Response(status: .ok)
+    }
+
+    /// The body's Apple authorization code ("" without one), of a sane size.
+    static func authorizationCode(_ body: ProviderBody) throws -> String {
+        guard let code = body.authorizationCode else { return "" }
+        guard code.utf8.count <= 1024 else { throw GatewayError.invalidArgument("`authorizationCode` must be at most 1024 bytes.") }
+        return code
     }
 
     /// The body, read within the size limit.

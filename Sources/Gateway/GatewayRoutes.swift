@@ -90,6 +90,7 @@ struct GatewayRoutes: Sendable {
             (.post, "/v1/sessions", signIn),
             (.post, "/v1/sessions/resume", resumeSignIn),
             (.post, "/v1/sessions/provider", signInWithProvider),
+            (.post, "/v1/providers/apple/notifications", appleNotification),
             (.post, "/v1/sessions/refresh", refresh),
             (.delete, "/v1/sessions/current", signOut),
             (.delete, "/v1/sessions", signOutEverywhere),

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import ProviderTokens
 import SQLiteSupport
@@ -51,6 +52,9 @@ public struct IdentityConfiguration: Sendable {
     public var providers: [ProviderConfiguration] = []
     /// The provider token verifier's settings (skew, key cache policy, replay memory).
     public var providerOptions = IDTokenVerifier.Options()
+    /// Sign in with Apple's server side (`GATEHOUSE_APPLE_TEAM_ID`, `…_KEY_ID`,
+    /// `…_PRIVATE_KEY_FILE`); nil: authorization codes are not exchanged.
+    public var appleServer: AppleServerConfiguration?
 
     /// Settings with the given database and limits; unset ones take the documented defaults.
     public init(
@@ -73,5 +77,31 @@ public struct IdentityConfiguration: Sendable {
         self.maxPasswordLength = maxPasswordLength
         self.hashWorkers = hashWorkers
         self.hashQueueLimit = hashQueueLimit
+    }
+}
+
+/// What Sign in with Apple's server side needs: the team's key and where Apple's endpoints are.
+public struct AppleServerConfiguration: Sendable {
+    /// The Apple developer team id (the client secret's `iss`).
+    public var teamID: String
+    /// The id of the Sign in with Apple key (the client secret's `kid`).
+    public var keyID: String
+    /// The key's `.p8` PEM text.
+    public var privateKeyPEM: String
+    /// Apple's token endpoint.
+    public var tokenURL: URL
+    /// Apple's revocation endpoint.
+    public var revokeURL: URL
+    /// Seals Apple's refresh tokens at rest (the key-encryption key).
+    public var sealingKey: SymmetricKey
+
+    /// A configuration of these parts.
+    public init(teamID: String, keyID: String, privateKeyPEM: String, tokenURL: URL, revokeURL: URL, sealingKey: SymmetricKey) {
+        self.teamID = teamID
+        self.keyID = keyID
+        self.privateKeyPEM = privateKeyPEM
+        self.tokenURL = tokenURL
+        self.revokeURL = revokeURL
+        self.sealingKey = sealingKey
     }
 }

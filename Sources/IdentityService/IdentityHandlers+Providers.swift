@@ -46,6 +46,20 @@ extension IdentityHandlers {
         }
         let token = try await verifiedToken(request.credential)
         let provider = request.credential.provider
+        let appleToken = request.authorizationCode.isEmpty
+            ? nil : try await exchangeAppleCode(request.authorizationCode, token: token, provider: provider)
+        let reply = try await providerOutcome(
+            request, token: token, caller: caller, displayName: displayName, store: sqlite, deadline: deadline)
+        if let appleToken { await keepAppleToken(appleToken, user: UserID(reply.user.id), subject: token.sub) }
+        return reply
+    }
+
+    /// The five cases, once the token is verified.
+    private func providerOutcome(
+        _ request: ProviderSignInRequest, token: VerifiedProviderToken, caller: (AuthenticatedCaller, UserID)?, displayName: String?,
+        store sqlite: SQLiteUserStore, deadline: ContinuousClock.Instant?
+    ) async throws -> AuthResponse {
+        let provider = request.credential.provider
         let linked = try await store.userID(provider: provider, subject: token.sub)
         if let (session, callerID) = caller, let current = try await store.user(id: callerID) {
             auditUser(current.id)

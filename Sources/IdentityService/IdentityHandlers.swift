@@ -43,6 +43,10 @@ public struct IdentityHandlers: Sendable {
     public var resumeHandles = ResumeHandles()
     /// Verifies provider ID tokens (nil: no provider configured, every provider is unknown).
     public var providerTokens: IDTokenVerifier?
+    /// Sign in with Apple's server side (the team key configured), or nil.
+    public var apple: AppleServerSide?
+    /// Verifies Apple's server-to-server notifications (Sign in with Apple configured), or nil.
+    public var appleNotifications: AppleNotificationVerifier?
     /// Samples throttled refusals for the audit log (one per key a minute).
     public var auditSampler = AuditSampler()
     /// Password reset: code lifetime, per-address mail limits, the mail's sender, app name, link.
@@ -102,6 +106,7 @@ public struct IdentityHandlers: Sendable {
         registerAuditMethods(&router)
         registerAdminAPIMethods(&router)
         registerProviderMethods(&router)
+        registerAppleMethods(&router)
         if let reads = store as? any SynchronousPointReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }

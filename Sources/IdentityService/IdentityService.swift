@@ -24,6 +24,8 @@ public struct IdentityService: Sendable {
     public let changeLog: ChangeLogPublisher
     /// Prunes the change log by `configuration`'s limits; a role runs it at start and every minute.
     public let changeLogPrune: ChangeLogPrune
+    /// Revokes queued Apple tokens (Sign in with Apple's server side configured); a role runs it.
+    public var appleRevocations: AppleRevocationWorker? = nil
 
     /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,
     /// which read the time from `clock`.
@@ -47,10 +49,26 @@ public struct IdentityService: Sendable {
         let sweep = AnonymousSweep(
             store: store, tokens: tokens, events: events, clock: clock, retention: configuration.anonymousRetention, logger: logger)
         handlers.resumeHandles = ResumeHandles(ttl: configuration.migrationResumeTTL)
+        var appleRevocations: AppleRevocationWorker?
         if !configuration.providers.isEmpty {
-            handlers.providerTokens = try IDTokenVerifier(
-                providers: configuration.providers, clock: clock, options: configuration.providerOptions,
-                logger: Logger(label: "gatehouse.identity.providers"))
+            let logger = Logger(label: "gatehouse.identity.providers")
+            let verifier = try IDTokenVerifier(
+                providers: configuration.providers, clock: clock, options: configuration.providerOptions, logger: logger)
+            handlers.providerTokens = verifier
+            if let apple = configuration.providers.first(where: { $0.name == "apple.com" }), let cache = verifier.cache(for: apple.name) {
+                handlers.appleNotifications = AppleNotificationVerifier(sharingKeysOf: cache, clock: clock, logger: logger)
+                if let server = configuration.appleServer {
+                    let secret = try AppleClientSecret(
+                        teamID: server.teamID, keyID: server.keyID, clientIDs: apple.clientIDs, privateKeyPEM: server.privateKeyPEM, clock: clock)
+                    let client = try AppleTokenClient(
+                        clientSecret: secret, tokenURL: server.tokenURL, revokeURL: server.revokeURL,
+                        timeout: configuration.providerOptions.cachePolicy.fetchTimeout, allowInsecureLoopback: apple.allowInsecureLoopback,
+                        logger: logger)
+                    let side = AppleServerSide(client: client, sealingKey: server.sealingKey)
+                    handlers.apple = side
+                    appleRevocations = AppleRevocationWorker(store: store, apple: side, clock: clock, logger: logger)
+                }
+            }
         }
         let changeLog = try await ChangeLogPublisher.start(store: store, events: events, logger: logger)
         let prune = ChangeLogPrune(
@@ -58,7 +76,7 @@ public struct IdentityService: Sendable {
             auditRetention: configuration.auditRetention)
         return IdentityService(
             configuration: configuration, store: store, hashPool: pool, handlers: handlers, anonymousSweep: sweep, changeLog: changeLog,
-            changeLogPrune: prune)
+            changeLogPrune: prune, appleRevocations: appleRevocations)
     }
 
     /// The router serving every identity method.

@@ -108,7 +108,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
         for register in [
             registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration, registerChangeLogCapCheckMigration,
-            registerAuditMigration, registerAdminKeysMigration, registerProviderUsersMigration,
+            registerAuditMigration, registerAdminKeysMigration, registerProviderUsersMigration, registerAppleTokensMigration,
         ] { register(&migrator) }
         return migrator
     }

@@ -163,7 +163,17 @@ extension ProviderSignInRequest {
     /// Every field set.
     static let contractFixture = ProviderSignInRequest(
         credential: .contractFixture, caller: .contractFixture, displayName: "Ada Lovelace", allowMigration: true,
-        client: .contractFixture, linkOnly: true)
+        client: .contractFixture, linkOnly: true, authorizationCode: "c0de")
+}
+
+extension AppleNotificationRequest {
+    /// Every field set.
+    static let contractFixture = AppleNotificationRequest(body: Data(#"{"payload":"a.b.c"}"#.utf8))
+}
+
+extension AppleNotificationResponse {
+    /// Every field set.
+    static let contractFixture = AppleNotificationResponse(type: "consent-revoked", userID: "user-7", revokedSessionIDs: ["sess-9"])
 }
 
 extension UnlinkProviderRequest {

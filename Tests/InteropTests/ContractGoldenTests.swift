@@ -63,6 +63,8 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.identity.v1.ProviderSignInRequest", ProviderSignInRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.UnlinkProviderRequest", UnlinkProviderRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ProviderReauthenticateRequest", ProviderReauthenticateRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.AppleNotificationRequest", AppleNotificationRequest.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.AppleNotificationResponse", AppleNotificationResponse.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.UserIdRequest", UserIDRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.UpdateProfileRequest", UpdateProfileRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SetDisabledRequest", SetDisabledRequest.self, .contractFixture),

@@ -1,0 +1,119 @@
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import IdentityCore
+import ProviderTokens
+import RPCRouting
+
+// Sign in with Apple's server side (issue 20 §4): the authorization code exchanged at sign-in,
+// and Apple's server-to-server notifications. Revocation on deletion is queued by the store's
+// triggers and worked by `AppleRevocationWorker`.
+
+extension IdentityHandlers {
+    /// Registers `identity.appleNotification`.
+    func registerAppleMethods(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.appleNotification) { request, _ in try await appleNotification(request) }
+    }
+
+    /// Exchanges Sign in with Apple's authorization code for Apple's refresh token, as the
+    /// client id the verified ID token was issued to. A code Apple refuses is
+    /// `invalid_provider_token` (`invalid_authorization_code`); Apple unreachable is
+    /// `provider_unavailable`: the sign-in then changes nothing, and the app tries again.
+    func exchangeAppleCode(
+        _ code: String, token: VerifiedProviderToken, provider: String
+    ) async throws -> (refreshToken: String, clientID: String)? {
+        guard provider == "apple.com" else {
+            throw IdentityError.invalidArgument(field: "authorizationCode", reason: "only Sign in with Apple sends an authorization code")
+        }
+        guard code.utf8.count <= 1024 else {
+            throw IdentityError.invalidArgument(field: "authorizationCode", reason: "longer than 1024 bytes")
+        }
+        guard let apple else {
+            throw IdentityError.invalidArgument(
+                field: "authorizationCode",
+                reason: "this server does not exchange Apple authorization codes (set GATEHOUSE_APPLE_TEAM_ID, GATEHOUSE_APPLE_KEY_ID and GATEHOUSE_APPLE_PRIVATE_KEY_FILE), or leave it out")
+        }
+        guard let clientID = token.aud.first(where: apple.client.clientSecret.clientIDs.contains) else {
+            throw IdentityError.invalidProviderToken(reason: "wrong_audience", message: InvalidProviderTokenReason.wrongAudience.message)
+        }
+        let answer: AppleTokenResponse
+        do {
+            answer = try await apple.client.exchange(code: code, clientID: clientID)
+        } catch .invalidGrant {
+            throw IdentityError.invalidProviderToken(
+                reason: "invalid_authorization_code",
+                message: "Apple refused the authorization code (expired, already used, or for another client): sign in with Apple again")
+        } catch {
+            logger.warning("apple: the authorization code could not be exchanged: \(error)")
+            throw IdentityError.providerUnavailable(provider: provider)
+        }
+        // Apple's answer names the user it is for: it must be the ID token's.
+        guard Self.unverifiedSubject(answer.idToken) == token.sub else {
+            throw IdentityError.invalidProviderToken(
+                reason: "invalid_authorization_code", message: "the authorization code is for another Apple account than the ID token")
+        }
+        guard let refresh = answer.refreshToken, !refresh.isEmpty else { return nil }
+        return (refresh, clientID)
+    }
+
+    /// Keeps Apple's refresh token for the user's identity, sealed. A failure is logged: the
+    /// sign-in stands (the token then cannot be revoked at deletion; the log says so).
+    func keepAppleToken(_ token: (refreshToken: String, clientID: String), user: UserID, subject: String) async {
+        guard let apple, let sqlite = store as? SQLiteUserStore else { return }
+        do {
+            let sealed = try apple.seal(token.refreshToken, associatedData: SQLiteUserStore.appleTokenAssociatedData(user: user, subject: subject))
+            if try await !sqlite.storeAppleToken(user: user, subject: subject, clientID: token.clientID, sealed: sealed, at: clock.now) {
+                // The identity went meanwhile: revoke the token now rather than keep it.
+                try await apple.client.revoke(token: token.refreshToken, clientID: token.clientID)
+            }
+        } catch {
+            logger.error("apple: the refresh token of user \(user.rawValue) could not be kept; it will not be revoked at deletion: \(error)")
+        }
+    }
+
+    /// Verifies one of Apple's server-to-server notifications and acts on it.
+    public func appleNotification(_ request: AppleNotificationRequest) async throws -> AppleNotificationResponse {
+        guard let verifier = appleNotifications else { throw IdentityError.unknownProvider("apple.com") }
+        let note: AppleNotification
+        do {
+            note = try await verifier.verify(body: request.body, now: clock.now)
+        } catch {
+            switch error {
+            case .providerUnavailable: throw IdentityError.providerUnavailable(provider: "apple.com")
+            default: throw IdentityError.invalidProviderToken(reason: error.reason?.rawValue ?? error.code, message: error.message)
+            }
+        }
+        guard let owner = try await store.userID(provider: "apple.com", subject: note.sub) else {
+            return AppleNotificationResponse(type: note.type.rawValue)
+        }
+        let kind = "apple.\(note.type.rawValue)"
+        return try await audited(kind, actor: AuditEvent.Actor.system, userID: owner.rawValue) {
+            switch note.type {
+            case .emailDisabled, .emailEnabled:
+                return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue)
+            case .consentRevoked, .accountDelete:
+                // The Apple identity can no longer sign in: unlink it (its token is queued for
+                // revocation by the store) unless it is the user's only way in, and end every session.
+                if let sqlite = store as? SQLiteUserStore {
+                    do {
+                        let user = try await sqlite.unlink(provider: "apple.com", from: owner, now: clock.now)
+                        await publish(IdentityAPI.Topic.userUpdated, user)
+                    } catch IdentityError.lastSignInMethod {
+                        logger.notice("apple \(note.type.rawValue) for user \(owner.rawValue): Apple is its only way to sign in; the link stays, its sessions end")
+                    } catch IdentityError.providerNotLinked {}
+                }
+                let revoked = try await revokeSessionIDs(of: owner, reason: "provider_revoked", except: nil)
+                return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue, revokedSessionIDs: revoked)
+            }
+        }
+    }
+
+    /// The `sub` of a JWT's payload, unverified (Apple's own answer over its token endpoint).
+    static func unverifiedSubject(_ jwt: String) -> String? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URL.decode(String(parts[1])),
+            let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any]
+        else { return nil }
+        return object["sub"] as? String
+    }
+}

@@ -1,0 +1,133 @@
+import Foundation
+import GRDB
+import IdentityCore
+
+// Sign in with Apple's server side (issue 20 §4): the refresh token Apple gave for a user's
+// identity, sealed (AES-GCM; the store never sees it in the clear), and the queue of tokens to
+// revoke at Apple. A token moves to the queue in the same transaction as what ends it: the
+// user's deletion or the identity's unlinking (triggers), or a newer token for the identity.
+// The queue is worked by `AppleRevocationWorker`, which retries with backoff: a deletion never
+// waits for Apple.
+
+/// A token waiting to be revoked at Apple.
+public struct PendingAppleRevocation: Sendable, Equatable {
+    /// The row's id.
+    public var id: Int64
+    /// The client id the token was issued to (revoked as that client).
+    public var clientID: String
+    /// The sealed refresh token.
+    public var sealedToken: Data
+    /// The sealing's associated data (`user id` and subject, as sealed).
+    public var associatedData: String
+    /// Attempts so far.
+    public var attempts: Int
+}
+
+extension SQLiteUserStore {
+    /// Migration 0014: `apple_tokens` and `apple_revocations`, and the triggers that queue a
+    /// user's tokens when the user is deleted or its Apple identity unlinked.
+    static func registerAppleTokensMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("0014-apple-tokens") { db in
+            try db.execute(sql: """
+                CREATE TABLE apple_tokens (
+                    userId TEXT NOT NULL,
+                    subject TEXT NOT NULL CHECK (length(subject) BETWEEN 1 AND 255),
+                    clientId TEXT NOT NULL CHECK (length(clientId) BETWEEN 1 AND 255),
+                    sealedToken BLOB NOT NULL CHECK (length(sealedToken) <= 4096),
+                    createdAt INTEGER NOT NULL,
+                    PRIMARY KEY (userId, subject)
+                ) STRICT;
+                CREATE TABLE apple_revocations (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    clientId TEXT NOT NULL,
+                    sealedToken BLOB NOT NULL,
+                    associatedData TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    nextAttemptAt INTEGER NOT NULL,
+                    createdAt INTEGER NOT NULL
+                ) STRICT;
+                CREATE INDEX apple_revocations_due ON apple_revocations(nextAttemptAt);
+                CREATE TRIGGER apple_tokens_user_deleted AFTER DELETE ON users
+                BEGIN
+                    INSERT INTO apple_revocations (clientId, sealedToken, associatedData, nextAttemptAt, createdAt)
+                        SELECT clientId, sealedToken, userId || ' ' || subject, \(changeLogNowSQL), \(changeLogNowSQL)
+                        FROM apple_tokens WHERE userId = OLD.id;
+                    DELETE FROM apple_tokens WHERE userId = OLD.id;
+                END;
+                CREATE TRIGGER apple_tokens_identity_unlinked AFTER DELETE ON identities WHEN OLD.provider = 'apple.com'
+                BEGIN
+                    INSERT INTO apple_revocations (clientId, sealedToken, associatedData, nextAttemptAt, createdAt)
+                        SELECT clientId, sealedToken, userId || ' ' || subject, \(changeLogNowSQL), \(changeLogNowSQL)
+                        FROM apple_tokens WHERE userId = OLD.userId AND subject = OLD.subject;
+                    DELETE FROM apple_tokens WHERE userId = OLD.userId AND subject = OLD.subject;
+                END;
+                """)
+        }
+    }
+
+    /// The associated data a user's token for `subject` is sealed with.
+    public static func appleTokenAssociatedData(user: UserID, subject: String) -> String { "\(user.rawValue) \(subject)" }
+
+    /// Keeps the sealed refresh token of the user's Apple identity `subject` while that identity
+    /// is linked to the user; a token it replaces is queued for revocation. False (nothing
+    /// stored) when the identity is not the user's (unlinked or deleted meanwhile).
+    public func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool {
+        try await run { db in
+            let linked = try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM identities WHERE provider = 'apple.com' AND subject = ? AND userId = ?)",
+                arguments: [subject, user.rawValue]) ?? false
+            guard linked else { return false }
+            let now = at.millisecondsSince1970
+            try db.execute(sql: """
+                INSERT INTO apple_revocations (clientId, sealedToken, associatedData, nextAttemptAt, createdAt)
+                    SELECT clientId, sealedToken, userId || ' ' || subject, ?, ? FROM apple_tokens WHERE userId = ? AND subject = ?
+                """, arguments: [now, now, user.rawValue, subject])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO apple_tokens (userId, subject, clientId, sealedToken, createdAt) VALUES (?, ?, ?, ?, ?)",
+                arguments: [user.rawValue, subject, clientID, sealed, now])
+            return true
+        }
+    }
+
+    /// How many Apple tokens are kept (for tests and figures).
+    public func appleTokenCount() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM apple_tokens") ?? 0 }
+    }
+
+    /// The revocations due at `now`, oldest first, at most `limit`.
+    public func dueAppleRevocations(now: Date, limit: Int) async throws -> [PendingAppleRevocation] {
+        try await read { db in
+            try Row.fetchAll(
+                db, sql: """
+                    SELECT id, clientId, sealedToken, associatedData, attempts FROM apple_revocations
+                    WHERE nextAttemptAt <= ? ORDER BY nextAttemptAt, id LIMIT ?
+                    """, arguments: [now.millisecondsSince1970, limit]
+            ).map { row in
+                PendingAppleRevocation(id: row[0], clientID: row[1], sealedToken: row[2], associatedData: row[3], attempts: row[4])
+            }
+        }
+    }
+
+    /// Removes a revocation that is done (or can never succeed).
+    public func finishAppleRevocation(id: Int64) async throws {
+        try await run { db in
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+            try db.execute(sql: "DELETE FROM apple_revocations WHERE id = ?", arguments: [id])
+        }
+    }
+
+    /// Schedules another attempt of a revocation that failed.
+    public func retryAppleRevocation(id: Int64, at next: Date) async throws {
+        try await run { db in
+            try db.execute(
+                sql: "UPDATE apple_revocations SET attempts = attempts + 1, nextAttemptAt = ? WHERE id = ?",
+                arguments: [next.millisecondsSince1970, id])
+        }
+    }
+
+    /// Revocations waiting (for tests, figures and `/readyz`-style checks).
+    public func pendingAppleRevocationCount() async throws -> Int {
+        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM apple_revocations") ?? 0 }
+    }
+}
