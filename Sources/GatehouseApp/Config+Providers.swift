@@ -44,7 +44,7 @@ extension IdentityRoleSettings {
     /// Sign in with Apple's server side, when the team id, key id and key file are all set (some
     /// but not all: an error naming the missing ones). The refresh tokens are sealed with the
     /// key-encryption key (`GATEHOUSE_KEY_ENCRYPTION_KEY_FILE`, or the data folder's
-    /// `key-encryption.key`, made 0600 on first start).
+    /// `identity-key-encryption.key`, made 0600 on first start).
     static func appleServer(_ config: Config, dataDir: String) throws -> AppleServerConfiguration? {
         let keys = [ConfigTable.appleTeamID, ConfigTable.appleKeyID, ConfigTable.applePrivateKeyFile]
         let set = keys.filter { !(config.string($0) ?? "").isEmpty }
@@ -69,12 +69,18 @@ extension IdentityRoleSettings {
         if let file = config.string(ConfigTable.keyEncryptionKeyFile), !file.isEmpty {
             sealing = try TokenRoleSettings.readKey(file)
         } else {
-            let file = URL(fileURLWithPath: dataDir).appendingPathComponent(KeyEncryptionKey.defaultFileName).path
+            // Its own file, which only the identity role writes: the token role's key file is made
+            // by the token role, and two roles starting at once on one folder must not race.
+            let folder = URL(fileURLWithPath: dataDir)
+            let file = folder.appendingPathComponent("identity-key-encryption.key").path
             if FileManager.default.fileExists(atPath: file) {
-                sealing = try TokenRoleSettings.readKey(file, source: "the key-encryption key made on first start")
+                sealing = try TokenRoleSettings.readKey(file, source: "the identity's key-encryption key made on first start")
             } else {
                 let (key, text) = KeyEncryptionKey.newKey()
-                do { try KeySet.writeFile(text, to: URL(fileURLWithPath: file), mode: 0o600) } catch { throw ConfigError(message: "\(error)") }
+                do {
+                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                    try KeySet.writeFile(text, to: URL(fileURLWithPath: file), mode: 0o600)
+                } catch { throw ConfigError(message: "\(error)") }
                 sealing = key
             }
         }

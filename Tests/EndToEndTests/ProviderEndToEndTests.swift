@@ -19,7 +19,7 @@ struct ProviderStack {
     let base: String
 
     /// Starts the fake provider and the three roles configured for it.
-    static func start(identityEnvironment extra: [String: String] = [:]) async throws -> ProviderStack {
+    static func start(identityEnvironment: (String) throws -> [String: String] = { _ in [:] }) async throws -> ProviderStack {
         let (fake, base) = try await FakeOpenIDProvider.start()
         let stack = Stack()
         do {
@@ -32,7 +32,7 @@ struct ProviderStack {
                 "GATEHOUSE_PROVIDERS_INSECURE_LOOPBACK": "true",
                 "GATEHOUSE_PROVIDER_FETCH_TIMEOUT_MS": "500",
             ]
-            env.merge(extra) { _, new in new }
+            env.merge(try identityEnvironment(base)) { _, new in new }
             try stack.start("identity", environment: env)
             try stack.start("token")
             try stack.start("gateway")
