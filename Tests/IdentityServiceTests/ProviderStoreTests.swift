@@ -1,0 +1,101 @@
+import Foundation
+import GRDB
+import GatehouseTestSupport
+import IdentityCore
+import Testing
+@testable import IdentityService
+
+/// The provider identities in the SQLite store (issue 20): migrations 0013 and 0014, a user
+/// created with its identity, link and unlink, and Apple tokens queued for revocation.
+@Suite struct ProviderStoreTests {
+    @Test("migration 0013 rebuilds users keeping every row, its identities (nothing cascades), indexes and triggers")
+    func migrationKeepsData() async throws {
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
+        let queue = try DatabaseQueue(path: dir.databasePath)
+        try SQLiteUserStore.migrator.migrate(queue, upTo: "0012-admin-keys")
+        let user = try makeUser("kept@example.com")
+        let schemaBefore = try await queue.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE tbl_name = 'users' AND type IN ('index', 'trigger') ORDER BY name")
+        }
+        try await queue.write { db in
+            try db.execute(sql: "PRAGMA foreign_keys = ON")
+            try db.cachedStatement(sql: SQLiteUserStore.insertSQL).execute(arguments: SQLiteUserStore.arguments(user))
+            try db.execute(
+                sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES ('google.com', 'g-1', ?, 0)", arguments: [user.id.rawValue])
+        }
+        try queue.close()
+
+        let store = try await dir.migratedStore()
+        #expect(try await store.user(id: user.id)?.email == "kept@example.com")
+        #expect(try await store.userID(provider: "google.com", subject: "g-1") == user.id)
+        let schemaAfter = try await store.read { db in
+            try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE tbl_name = 'users' AND type IN ('index', 'trigger') ORDER BY name")
+        }
+        #expect(Set(schemaBefore).isSubset(of: Set(schemaAfter)))
+        #expect(schemaAfter.contains("users_change_log_update"))
+        // The change-log trigger still fires.
+        let head = try await store.read { db in try SQLiteUserStore.changeLogHead(db) }
+        _ = try await store.update(id: user.id, expectedVersion: nil, now: t0) { $0.displayName = "Kept" }
+        #expect(try await store.read { db in try SQLiteUserStore.changeLogHead(db) } == head + 1)
+    }
+
+    @Test("a user without email needs a linked provider; insert with an identity, link and unlink keep providers and refuse what they must")
+    func linkAndUnlink() async throws {
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
+        let store = try await dir.migratedStore()
+        let bare = UserRecord(id: .random(), email: nil, createdAt: t0)
+        await #expect(throws: IdentityError.self) { try await store.insert(bare) }
+        let provider = try await store.insert(bare, identity: "oidc.corp", subject: "c-1")
+        #expect(try await store.user(id: provider.id)?.providers == ["oidc.corp"])
+        await #expect(throws: IdentityError.lastSignInMethod) { _ = try await store.unlink(provider: "oidc.corp", from: provider.id, now: t0) }
+        #expect(try await store.userID(provider: "oidc.corp", subject: "c-1") == provider.id, "a refused unlink changes nothing")
+
+        let owner = try makeUser("owner@example.com")
+        try await store.insert(owner)
+        await #expect(throws: IdentityError.credentialAlreadyInUse) {
+            _ = try await store.link(provider: "oidc.corp", subject: "c-1", to: owner.id, now: t0) { _ in }
+        }
+        let linked = try await store.link(provider: "google.com", subject: "g-9", to: owner.id, now: t0) { _ in }
+        #expect(linked.providers == ["google.com", "password"])
+        #expect(linked.version == owner.version + 1)
+        await #expect(throws: IdentityError.providerAlreadyLinked) {
+            _ = try await store.link(provider: "google.com", subject: "g-10", to: owner.id, now: t0) { _ in }
+        }
+        await #expect(throws: IdentityError.providerNotLinked) { _ = try await store.unlink(provider: "apple.com", from: owner.id, now: t0) }
+        let unlinked = try await store.unlink(provider: "google.com", from: owner.id, now: t0)
+        #expect(unlinked.providers == ["password"])
+        #expect(try await store.userID(provider: "google.com", subject: "g-9") == nil)
+    }
+
+    @Test("an Apple token is queued for revocation when its user is deleted, when the identity is unlinked, and when a newer one replaces it; never kept for an identity that is not the user's")
+    func appleTokensAreQueued() async throws {
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
+        let store = try await dir.migratedStore()
+        let a = try await store.insert(UserRecord(id: .random(), email: nil, createdAt: t0), identity: "apple.com", subject: "a-1")
+        #expect(try await store.storeAppleToken(user: a.id, subject: "a-1", clientID: "app", sealed: Data([1]), at: t0))
+        #expect(try await !store.storeAppleToken(user: a.id, subject: "a-other", clientID: "app", sealed: Data([2]), at: t0))
+        #expect(try await store.storeAppleToken(user: a.id, subject: "a-1", clientID: "app", sealed: Data([3]), at: t0))
+        #expect(try await store.pendingAppleRevocationCount() == 1, "the replaced token")
+        try await store.delete(id: a.id)
+        #expect(try await store.appleTokenCount() == 0)
+        #expect(try await store.pendingAppleRevocationCount() == 2)
+        let due = try await store.dueAppleRevocations(now: Date(), limit: 10)
+        #expect(due.map(\.sealedToken) == [Data([1]), Data([3])])
+        #expect(due.last?.associatedData == SQLiteUserStore.appleTokenAssociatedData(user: a.id, subject: "a-1"))
+
+        let b = try makeUser("b@example.com")
+        try await store.insert(b)
+        _ = try await store.link(provider: "apple.com", subject: "a-2", to: b.id, now: t0) { _ in }
+        #expect(try await store.storeAppleToken(user: b.id, subject: "a-2", clientID: "app", sealed: Data([4]), at: t0))
+        _ = try await store.unlink(provider: "apple.com", from: b.id, now: t0)
+        #expect(try await store.pendingAppleRevocationCount() == 3)
+        for item in due { try await store.finishAppleRevocation(id: item.id) }
+        let left = try #require(try await store.dueAppleRevocations(now: Date(), limit: 10).first)
+        try await store.retryAppleRevocation(id: left.id, at: Date() + 60)
+        #expect(try await store.dueAppleRevocations(now: Date(), limit: 10).isEmpty)
+        #expect(try await store.dueAppleRevocations(now: Date() + 61, limit: 10).first?.attempts == 1)
+    }
+}
