@@ -160,9 +160,21 @@ extension IdentityHandlers {
     ) async throws -> AuthResponse {
         AuditScope.current?.update { $0.kind = AuditEvent.Kind.signUp }
         let email = try Self.providerEmail(token)
+        // A concurrent first sign-in of the same identity may win the insert (its user then has
+        // the email too): sign in to that user instead of refusing.
+        func signInToWinner() async throws -> AuthResponse? {
+            guard let owner = try await store.userID(provider: provider, subject: token.sub), let user = try await store.user(id: owner) else {
+                return nil
+            }
+            AuditScope.current?.update { $0.kind = AuditEvent.Kind.signIn }
+            return try await signInLinked(user, provider: provider, displayName: nil, client: client, deadline: deadline)
+        }
         if let email {
             auditEmail(email)
-            if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
+            if try await store.user(normalizedEmail: email.normalized) != nil {
+                if let reply = try await signInToWinner() { return reply }
+                throw IdentityError.emailExists
+            }
         }
         let at = clock.now
         let record = UserRecord(
@@ -172,13 +184,9 @@ extension IdentityHandlers {
         let user: UserRecord
         do {
             user = try await sqlite.insert(record, identity: provider, subject: token.sub)
-        } catch IdentityError.credentialAlreadyInUse {
-            // A concurrent first sign-in of the same identity created the user: sign in to it.
-            guard let owner = try await store.userID(provider: provider, subject: token.sub), let user = try await store.user(id: owner) else {
-                throw IdentityError.credentialAlreadyInUse
-            }
-            AuditScope.current?.update { $0.kind = AuditEvent.Kind.signIn }
-            return try await signInLinked(user, provider: provider, displayName: nil, client: client, deadline: deadline)
+        } catch let error as IdentityError where error == .credentialAlreadyInUse || error == .emailExists {
+            if let reply = try await signInToWinner() { return reply }
+            throw error
         }
         await publish(IdentityAPI.Topic.userCreated, user)
         let tokens = try await issueProviderSession(user, provider: provider, client: client, deadline: deadline)

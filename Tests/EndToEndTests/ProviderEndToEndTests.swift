@@ -159,6 +159,27 @@ struct ProviderEndToEndTests {
         #expect(p.fake.discoveryFetches == 1)
     }
 
+    @Test("Ten concurrent first sign-ins of one new identity (ten tokens) all answer 200 with one and the same new user")
+    func concurrentFirstSignIns() async throws {
+        let p = try await ProviderStack.start()
+        defer { Task { await p.stop() } }
+        let tokens = (0..<10).map { _ in p.google("g-race", email: "race@example.com") }
+        let ids = try await withThrowingTaskGroup(of: (Int, String?).self) { group in
+            for token in tokens {
+                group.addTask {
+                    let r = try await p.signIn(["provider": "google.com", "idToken": token])
+                    return (r.status, (r.json["user"] as? [String: Any])?["id"] as? String)
+                }
+            }
+            var all: [(Int, String?)] = []
+            for try await one in group { all.append(one) }
+            return all
+        }
+        #expect(ids.allSatisfy { $0.0 == 200 }, "\(ids)")
+        #expect(Set(ids.compactMap(\.1)).count == 1)
+        #expect(try await p.userCount() == 1)
+    }
+
     @Test("A12 and A13: Apple's nonce is checked as SHA-256(raw); the supplied full name is set on the first sign-in and kept by a later one without it; a replayed token is refused; a provider user id without a token is refused and creates nobody")
     func appleNonceNameReplayAndBareIDs() async throws {
         let p = try await ProviderStack.start()
