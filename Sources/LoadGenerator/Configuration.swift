@@ -14,6 +14,10 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
     case mixed
     /// `GET <path>` expecting 200: the bare cost of a route (ceiling comparisons).
     case rawGet = "raw-get"
+    /// `POST /v1/sessions/provider` with a fresh ES256 ID token (signed with `providerKey`) every
+    /// request, round-robin over `setupUsers` subjects: the first request of a subject creates
+    /// its user, later ones sign in (no password hash on this path).
+    case provider
     /// `GET /v1/me/events` streams held open while `PATCH /v1/me` changes their users
     /// (``StreamLoadRunner``, configured by ``StreamLoadConfiguration``).
     case stream
@@ -23,6 +27,7 @@ public enum Scenario: String, CaseIterable, Sendable, Codable {
 public enum Operation: String, CaseIterable, Sendable, Codable, Comparable {
     case signup, signin, me, refresh
     case rawGet = "raw-get"
+    case provider
 
     /// Orders operations as `allCases` lists them.
     public static func < (lhs: Operation, rhs: Operation) -> Bool {
@@ -158,6 +163,11 @@ public struct LoadConfiguration: Sendable {
     public var threads = 1
     /// The most `threads` accepted.
     public static let maxThreads = 64
+    /// The P-256 private key (PEM) the `provider` scenario signs its ID tokens with; the server
+    /// must trust its JWKS (`gatehouse-load --print-provider-jwks`) as `google.com`'s.
+    public var providerKeyPEM: String?
+    /// The `aud` of the `provider` scenario's tokens (a client id the server accepts).
+    public var providerAudience = "gatehouse-bench"
 
     /// A configuration with the CLI's defaults (64 users for 10 s against
     /// `http://127.0.0.1:8080`), a new run id and a new password.

@@ -134,6 +134,17 @@ extension Run {
         return check(exchange, expect: 200) { ResponseChecks.checkRefresh($0, presented: token) }
     }
 
+    /// A provider sign-in of subject `n` with a fresh token (a new `jti`: never a replay).
+    func providerSignIn(subject n: Int) async -> Step<SetupUser> {
+        guard let signer = providerSigner else {
+            return Step(outcome: .transport(kind: "no_provider_key", detail: "the provider scenario needs --provider-key"))
+        }
+        let email = "load-\(config.runID)-p\(n)@example.com"
+        let token = signer.idToken(subject: "load-\(config.runID)-\(n)", email: email, audience: config.providerAudience)
+        let exchange = await send(.POST, "/v1/sessions/provider", json: ["provider": "google.com", "idToken": token])
+        return check(exchange, expect: 200) { ResponseChecks.checkAuth($0, email: email) }
+    }
+
     func rawGet() async -> Step<Bool> {
         let exchange = await send(.GET, config.path, bearer: config.bearer)
         return check(exchange, expect: 200) { _ in .ok(true) }

@@ -123,6 +123,9 @@ extension Run {
                 return await rotate(session, of: &user).recorded(self, .refresh)
             case .rawGet:
                 return await rawGet().recorded(self, .rawGet)
+            case .provider:
+                let n = signinCursor.wrappingAdd(1, ordering: .relaxed).oldValue
+                return await providerSignIn(subject: n % config.effectiveSetupUsers).recorded(self, .provider)
             }
     }
 }

@@ -23,6 +23,8 @@ final class Run: Sendable {
 
     /// Users made during setup (sign-in pool, token owners).
     let pool = Mutex<[SetupUser]>([])
+    /// Signs the `provider` scenario's ID tokens (parsed once).
+    let providerSigner: ProviderSigner?
 
     init(config: LoadConfiguration, target: Target, engine: Engine, progress: @escaping @Sendable (String) -> Void) {
         self.config = config
@@ -30,6 +32,7 @@ final class Run: Sendable {
         self.engine = engine
         self.progress = progress
         self.highestMicros = max(60_000_000, UInt64(config.timeout * 1_000_000) + 1_000_000)
+        self.providerSigner = config.providerKeyPEM.flatMap(ProviderSigner.init(pem:))
     }
 
     // MARK: Phases
@@ -76,6 +79,7 @@ final class Run: Sendable {
         case .me: return [.me]
         case .refresh: return [.refresh]
         case .rawGet: return [.rawGet]
+        case .provider: return [.provider]
         case .mixed: return config.mix.entries.map(\.0)
         case .stream: return []
         }

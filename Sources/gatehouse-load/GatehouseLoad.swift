@@ -10,7 +10,7 @@ struct GatehouseLoad: AsyncParsableCommand {
         commandName: "gatehouse-load",
         abstract: "Load generator for the Gatehouse HTTP API.",
         discussion: """
-            Scenarios: signup, signin, me, refresh, mixed, raw-get, stream. Every response is checked (status and \
+            Scenarios: signup, signin, me, refresh, mixed, raw-get, provider, stream. Every response is checked (status and \
             body shape); a failed check counts as an error, never as throughput. Only loopback targets are \
             accepted unless --allow-remote is given. The stream scenario creates --streams anonymous users \
             (start the server with its anonymous sign-up limit off), holds one GET /v1/me/events stream \
@@ -23,8 +23,8 @@ struct GatehouseLoad: AsyncParsableCommand {
     @Option(help: "Base URL of the gateway.")
     var url = "http://127.0.0.1:8080"
 
-    @Option(help: "signup | signin | me | refresh | mixed | raw-get | stream")
-    var scenario: Scenario
+    @Option(help: "signup | signin | me | refresh | mixed | raw-get | provider | stream")
+    var scenario: Scenario?
 
     @Option(help: "Virtual users (= connections), each with one request in flight.")
     var concurrency = 64
@@ -86,13 +86,41 @@ struct GatehouseLoad: AsyncParsableCommand {
     @Option(help: "stream: the gateway's process id, to report its RSS before and after the streams open.")
     var gatewayPid: Int32?
 
+    @Option(help: "provider: a P-256 private key (PEM) to sign the ID tokens with; made if the file does not exist. The server must trust its JWKS as google.com's (see --print-provider-jwks).")
+    var providerKey: String?
+
+    @Option(help: "provider: the tokens' aud (a client id in the server's GATEHOUSE_GOOGLE_CLIENT_IDS).")
+    var providerAudience = "gatehouse-bench"
+
+    @Flag(help: "Print the JWKS of --provider-key (made if absent) and exit: serve it as the server's GATEHOUSE_GOOGLE_JWKS_URL.")
+    var printProviderJwks = false
+
     @Flag(help: "Print one JSON object instead of the table.")
     var json = false
 
     @Flag(help: "Exit with status 1 when any measured request failed.")
     var failOnError = false
 
+    /// The `provider` scenario's key: read from `--provider-key`, made (0600) when absent.
+    func providerKeyPEM() throws -> String? {
+        guard let providerKey else { return nil }
+        if let data = FileManager.default.contents(atPath: providerKey) { return String(decoding: data, as: UTF8.self) }
+        let pem = ProviderSigner.newKeyPEM()
+        guard FileManager.default.createFile(atPath: providerKey, contents: Data(pem.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw ValidationError("--provider-key: cannot write \(providerKey)")
+        }
+        return pem
+    }
+
     func run() async throws {
+        if printProviderJwks {
+            guard let pem = try providerKeyPEM(), let signer = ProviderSigner(pem: pem) else {
+                throw ValidationError("--print-provider-jwks needs --provider-key FILE holding a P-256 private key in PEM (or no file yet)")
+            }
+            print(signer.jwks)
+            return
+        }
+        guard let scenario else { throw ValidationError("--scenario is required") }
         if scenario == .stream { return try await runStreams() }
         let configuration: LoadConfiguration
         do {
@@ -108,6 +136,11 @@ struct GatehouseLoad: AsyncParsableCommand {
             }
             built.engine = chosen
             built.threads = threads
+            built.providerKeyPEM = try providerKeyPEM()
+            built.providerAudience = providerAudience
+            if scenario == .provider, built.providerKeyPEM.flatMap(ProviderSigner.init(pem:)) == nil {
+                throw LoadError.invalidConfiguration("the provider scenario needs --provider-key FILE (a P-256 private key in PEM)")
+            }
             try built.validate()
             configuration = built
         } catch let error as LoadError {
