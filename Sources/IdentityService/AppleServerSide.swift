@@ -103,7 +103,11 @@ public struct AppleRevocationWorker: Sendable {
                 }
                 let delay = min(3600, 30 * pow(2, Double(min(attempts - 1, 7))))
                 logger.notice("apple revocation \(item.id) failed (attempt \(attempts)); trying again in \(Int(delay)) s: \(error)")
-                try? await store.retryAppleRevocation(id: item.id, at: clock.now + delay)
+                do { try await store.retryAppleRevocation(id: item.id, at: clock.now + delay) } catch {
+                    // The row stays due: end this pass rather than try it again at once.
+                    logger.warning("apple revocations: the retry of \(item.id) could not be scheduled: \(error)")
+                    return revoked
+                }
             }
         }
         return revoked

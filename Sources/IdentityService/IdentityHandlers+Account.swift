@@ -69,9 +69,13 @@ extension IdentityHandlers {
         _ request: ChangePasswordRequest, deadline: ContinuousClock.Instant? = nil
     ) async throws -> CredentialChangeResponse {
         let current = try await callerUser(request.caller)
-        guard !current.isAnonymous, let email = current.emailNormalized else {
+        guard !current.isAnonymous else {
             throw IdentityError.invalidArgument(
                 field: "password", reason: "an anonymous user has no email: register an email and password with POST /v1/me/upgrade")
+        }
+        guard let email = current.emailNormalized else {
+            throw IdentityError.invalidArgument(
+                field: "password", reason: "this account has no email address (its provider sent none), so it cannot have a password: link another provider instead")
         }
         try requireRecentLogin(request.caller)
         let password = try policy.validate(request.password, email: email)

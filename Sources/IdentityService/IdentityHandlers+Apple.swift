@@ -16,7 +16,8 @@ extension IdentityHandlers {
     }
 
     /// Exchanges Sign in with Apple's authorization code for Apple's refresh token, as the
-    /// client id the verified ID token was issued to. A code Apple refuses is
+    /// client id the verified ID token was issued to (nil without the team key configured: the
+    /// code is then ignored). A code Apple refuses is
     /// `invalid_provider_token` (`invalid_authorization_code`); Apple unreachable is
     /// `provider_unavailable`: the sign-in then changes nothing, and the app tries again.
     func exchangeAppleCode(
@@ -28,11 +29,8 @@ extension IdentityHandlers {
         guard code.utf8.count <= 1024 else {
             throw IdentityError.invalidArgument(field: "authorizationCode", reason: "longer than 1024 bytes")
         }
-        guard let apple else {
-            throw IdentityError.invalidArgument(
-                field: "authorizationCode",
-                reason: "this server does not exchange Apple authorization codes (set GATEHOUSE_APPLE_TEAM_ID, GATEHOUSE_APPLE_KEY_ID and GATEHOUSE_APPLE_PRIVATE_KEY_FILE), or leave it out")
-        }
+        // Without Apple's team key the code is not used (an app may send it to any server).
+        guard let apple else { return nil }
         guard let clientID = token.aud.first(where: apple.client.clientSecret.clientIDs.contains) else {
             throw IdentityError.invalidProviderToken(reason: "wrong_audience", message: InvalidProviderTokenReason.wrongAudience.message)
         }
@@ -80,9 +78,24 @@ extension IdentityHandlers {
         } catch {
             switch error {
             case .providerUnavailable: throw IdentityError.providerUnavailable(provider: "apple.com")
+            // A type this version does not know: acknowledged (Apple would retry it forever), not acted on.
+            case .unknownEventType(let type):
+                logger.notice("apple notification of an unknown type \(type) ignored")
+                return AppleNotificationResponse(type: type)
             default: throw IdentityError.invalidProviderToken(reason: error.reason?.rawValue ?? error.code, message: error.message)
             }
         }
+        do {
+            return try await act(on: note)
+        } catch {
+            // Not acted on: Apple's retry of the same notification must be accepted.
+            verifier.replayGuard.forget(note.replayID)
+            throw error
+        }
+    }
+
+    /// What a verified notification does (see `appleNotification`).
+    private func act(on note: AppleNotification) async throws -> AppleNotificationResponse {
         guard let owner = try await store.userID(provider: "apple.com", subject: note.sub) else {
             return AppleNotificationResponse(type: note.type.rawValue)
         }
@@ -93,8 +106,11 @@ extension IdentityHandlers {
                 return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue)
             case .consentRevoked, .accountDelete:
                 // The Apple identity can no longer sign in: unlink it (its token is queued for
-                // revocation by the store) unless it is the user's only way in, and end every session.
-                if let sqlite = store as? SQLiteUserStore {
+                // revocation by the store) unless it is the user's only way in, and end every
+                // session, before and after the unlink (a sign-in racing it is caught by the second
+                // revocation or by its own check that the identity is still linked).
+                let (_, revoked) = try await revokingSessions(of: owner, reason: "provider_revoked") {
+                    guard let sqlite = store as? SQLiteUserStore else { return }
                     do {
                         let user = try await sqlite.unlink(provider: "apple.com", from: owner, now: clock.now)
                         await publish(IdentityAPI.Topic.userUpdated, user)
@@ -102,7 +118,6 @@ extension IdentityHandlers {
                         logger.notice("apple \(note.type.rawValue) for user \(owner.rawValue): Apple is its only way to sign in; the link stays, its sessions end")
                     } catch IdentityError.providerNotLinked {}
                 }
-                let revoked = try await revokeSessionIDs(of: owner, reason: "provider_revoked", except: nil)
                 return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue, revokedSessionIDs: revoked)
             }
         }

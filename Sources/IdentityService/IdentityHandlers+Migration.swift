@@ -130,6 +130,12 @@ extension IdentityHandlers {
             let reply = try await migrate(
                 anonymous.id, to: target, performMigration: request.allowMigration, client: request.client, amr: amr, deadline: deadline)
         else { throw IdentityError.invalidResumeHandle }
+        if let identity = entry.providerIdentity {
+            try await confirmLinked(reply.tokens, user: target.id, provider: identity.provider, subject: identity.subject)
+            if let refresh = identity.appleRefreshToken, let client = identity.appleClientID {
+                await keepAppleToken((refresh, client), user: target.id, subject: identity.subject)
+            }
+        }
         return reply
     }
 

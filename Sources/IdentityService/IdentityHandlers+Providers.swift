@@ -48,8 +48,12 @@ extension IdentityHandlers {
         let provider = request.credential.provider
         let appleToken = request.authorizationCode.isEmpty
             ? nil : try await exchangeAppleCode(request.authorizationCode, token: token, provider: provider)
-        let reply = try await providerOutcome(
-            request, token: token, caller: caller, displayName: displayName, store: sqlite, deadline: deadline)
+        // A refusal drops Apple's token unused (never revoked: revoking one token of an Apple
+        // account ends the app's whole authorisation, the user's other links included); a
+        // migration_required handle carries it to the resume.
+        let reply = try await AppleTokenCarry.$current.withValue(appleToken.map(AppleTokenCarry.init)) {
+            try await providerOutcome(request, token: token, caller: caller, displayName: displayName, store: sqlite, deadline: deadline)
+        }
         if let appleToken { await keepAppleToken(appleToken, user: UserID(reply.user.id), subject: token.sub) }
         return reply
     }
@@ -66,7 +70,7 @@ extension IdentityHandlers {
             if linked == current.id {
                 // Already this user's: a sign-in with it (a link request is told so).
                 if request.linkOnly { throw IdentityError.providerAlreadyLinked }
-                return try await signInLinked(current, provider: provider, displayName: displayName, client: request.client, deadline: deadline)
+                return try await signInLinked(current, provider: provider, subject: token.sub, displayName: displayName, client: request.client, deadline: deadline)
             }
             if let owner = linked {
                 // Case 4 (and a link request of an anonymous user): another account has it.
@@ -75,9 +79,10 @@ extension IdentityHandlers {
                     owner, from: current, session: session, provider: provider, subject: token.sub, request: request, deadline: deadline)
             }
             // Case 1 (anonymous) and case 3 (recent login required): link to the caller.
+            guard !current.disabled else { throw IdentityError.userDisabled }
             if !current.isAnonymous { try requireRecentLogin(session) }
             let user = try await linkVerified(token, provider: provider, to: current, displayName: displayName, store: sqlite)
-            let tokens = try await issueProviderSession(user, provider: provider, client: request.client, deadline: deadline)
+            let tokens = try await issueProviderSession(user, provider: provider, subject: token.sub, client: request.client, deadline: deadline)
             return AuthResponse(user: User(user), tokens: tokens)
         }
         if request.linkOnly { throw IdentityError.userNotFound }
@@ -85,7 +90,7 @@ extension IdentityHandlers {
         AuditScope.current?.update { $0.userID = linked?.rawValue ?? "" }
         if let owner = linked {
             guard let user = try await store.user(id: owner) else { throw IdentityError.userNotFound }
-            return try await signInLinked(user, provider: provider, displayName: displayName, client: request.client, deadline: deadline)
+            return try await signInLinked(user, provider: provider, subject: token.sub, displayName: displayName, client: request.client, deadline: deadline)
         }
         return try await signUpWithProvider(token, provider: provider, displayName: displayName, client: request.client, store: sqlite, deadline: deadline)
     }
@@ -137,7 +142,7 @@ extension IdentityHandlers {
     /// A sign-in of `user`, to whom the identity is linked: disabled users are refused; a name
     /// the app supplies is set only when the user has none (Apple sends it once).
     private func signInLinked(
-        _ user: UserRecord, provider: String, displayName: String?, client: ClientInfo, deadline: ContinuousClock.Instant?
+        _ user: UserRecord, provider: String, subject: String, displayName: String?, client: ClientInfo, deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse {
         auditUser(user.id)
         guard !user.disabled else { throw IdentityError.userDisabled }
@@ -149,6 +154,7 @@ extension IdentityHandlers {
             await publish(IdentityAPI.Topic.userUpdated, current)
         }
         let (signedIn, tokens) = try await signInVerified(current, client: client, amr: [provider], deadline: deadline)
+        try await confirmLinked(tokens, user: user.id, provider: provider, subject: subject)
         return AuthResponse(user: signedIn, tokens: tokens)
     }
 
@@ -167,7 +173,7 @@ extension IdentityHandlers {
                 return nil
             }
             AuditScope.current?.update { $0.kind = AuditEvent.Kind.signIn }
-            return try await signInLinked(user, provider: provider, displayName: nil, client: client, deadline: deadline)
+            return try await signInLinked(user, provider: provider, subject: token.sub, displayName: nil, client: client, deadline: deadline)
         }
         if let email {
             auditEmail(email)
@@ -178,7 +184,7 @@ extension IdentityHandlers {
         }
         let at = clock.now
         let record = UserRecord(
-            id: .random(), email: email, emailVerified: email != nil && token.emailVerified, displayName: displayName,
+            id: .random(), email: email, emailVerified: email != nil, displayName: displayName,
             settingsJSON: defaultSettingsJSON, createdAt: at, lastSignInAt: at)
         auditUser(record.id)
         let user: UserRecord
@@ -189,7 +195,7 @@ extension IdentityHandlers {
             throw error
         }
         await publish(IdentityAPI.Topic.userCreated, user)
-        let tokens = try await issueProviderSession(user, provider: provider, client: client, deadline: deadline)
+        let tokens = try await issueProviderSession(user, provider: provider, subject: token.sub, client: client, deadline: deadline)
         return AuthResponse(user: User(user), tokens: tokens)
     }
 
@@ -202,13 +208,15 @@ extension IdentityHandlers {
         let email = current.isAnonymous ? try Self.providerEmail(token) : nil
         if let email, try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let verifiedEmail = token.emailVerified ? token.email.flatMap { EmailAddress.normalize($0) } : nil
-        let user = try await sqlite.link(provider: provider, subject: token.sub, to: current.id, now: clock.now) { user in
+        let now = clock.now
+        let user = try await sqlite.link(provider: provider, subject: token.sub, to: current.id, now: now) { user in
+            user.lastSignInAt = now.roundedToMilliseconds
             if user.isAnonymous {
                 user.isAnonymous = false
                 if let email {
                     user.email = email.typed
                     user.emailNormalized = email.normalized
-                    user.emailVerified = token.emailVerified
+                    user.emailVerified = true
                 }
             } else if let verifiedEmail, verifiedEmail == user.emailNormalized {
                 user.emailVerified = true
@@ -231,8 +239,11 @@ extension IdentityHandlers {
         guard !target.disabled else { throw IdentityError.userDisabled }
         let identity = ResumeHandles.ProviderIdentity(provider: provider, subject: subject)
         guard let allowMigration = request.allowMigration else {
+            var carried = identity
+            carried.appleRefreshToken = AppleTokenCarry.current?.refreshToken
+            carried.appleClientID = AppleTokenCarry.current?.clientID
             let handle = resumeHandles.issue(
-                anonymousUserID: anonymous.id, sessionID: session.sessionID, target: target, providerIdentity: identity, now: clock.now)
+                anonymousUserID: anonymous.id, sessionID: session.sessionID, target: target, providerIdentity: carried, now: clock.now)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
@@ -240,6 +251,7 @@ extension IdentityHandlers {
         if let reply = try await migrate(
             anonymous.id, to: target, performMigration: allowMigration, client: request.client, amr: [provider], deadline: deadline)
         {
+            try await confirmLinked(reply.tokens, user: target.id, provider: provider, subject: subject)
             return reply
         }
         // The caller was upgraded meanwhile: an ordinary sign-in to the identity's user.
@@ -249,13 +261,26 @@ extension IdentityHandlers {
 
     // MARK: Helpers
 
-    /// A session for `user`, just created or linked (`amr` the provider), confirmed against a
-    /// racing disable or deletion as a password sign-in's is.
+    /// A session for `user`, just created or linked (`amr` the provider, `auth_time` now),
+    /// confirmed against a racing disable or deletion as a password sign-in's is, and against a
+    /// racing unlink (`confirmLinked`).
     private func issueProviderSession(
-        _ user: UserRecord, provider: String, client: ClientInfo, deadline: ContinuousClock.Instant?
+        _ user: UserRecord, provider: String, subject: String, client: ClientInfo, deadline: ContinuousClock.Instant?
     ) async throws -> SessionTokens {
-        try await issueConfirmedSession(
-            for: user, at: user.lastSignInAt ?? clock.now, client: client, verified: user.passwordHash, amr: [provider], deadline: deadline)
+        let tokens = try await issueConfirmedSession(
+            for: user, at: clock.now, client: client, verified: user.passwordHash, amr: [provider], deadline: deadline)
+        try await confirmLinked(tokens, user: user.id, provider: provider, subject: subject)
+        return tokens
+    }
+
+    /// Revokes the session just issued (committed) when the identity it was issued on no longer
+    /// names `user`: an unlink (a user's, or Apple's consent-revoked) that raced the sign-in, whose
+    /// own revocation ran before this session existed.
+    func confirmLinked(_ tokens: SessionTokens, user: UserID, provider: String, subject: String) async throws {
+        guard try await store.userID(provider: provider, subject: subject) != user else { return }
+        _ = try await self.tokens.call(TokenAPI.revokeSession, RevokeSessionRequest(sessionID: tokens.sessionID, reason: "credentials_changed"))
+        throw IdentityError.invalidProviderToken(
+            reason: "identity_unlinked", message: "this sign-in was unlinked from the account meanwhile: sign in again")
     }
 
     /// The verified token, or the refusal as an `IdentityError` (the token never in it).
@@ -267,23 +292,30 @@ extension IdentityHandlers {
         }
         guard credential.nonce.utf8.count <= 512 else { throw IdentityError.invalidArgument(field: "nonce", reason: "longer than 512 bytes") }
         guard let verifier = providerTokens else { throw IdentityError.unknownProvider(credential.provider) }
+        let token: VerifiedProviderToken
         do {
-            return try await verifier.verify(
+            token = try await verifier.verify(
                 idToken: credential.idToken, provider: credential.provider, nonce: credential.nonce.isEmpty ? nil : credential.nonce,
                 now: clock.now)
-        } catch let error as ProviderTokenError {
+        } catch {
             switch error {
             case .invalidToken(let reason): throw IdentityError.invalidProviderToken(reason: reason.rawValue, message: reason.message)
             case .providerUnavailable(let provider, _): throw IdentityError.providerUnavailable(provider: provider)
             case .unknownProvider(let provider): throw IdentityError.unknownProvider(provider)
             }
         }
+        guard token.sub.utf8.count <= 255 else {
+            throw IdentityError.invalidProviderToken(reason: "malformed", message: "the ID token's sub is longer than 255 bytes")
+        }
+        return token
     }
 
-    /// The token's email as an address, or nil when it has none; one that does not parse is
-    /// ignored (the user is created without it) rather than refused.
+    /// The token's email as an address when the provider says it is verified; nil otherwise. An
+    /// unverified address is never stored: it would block its owner's sign-up, and a password
+    /// reset mailed to it would hand the owner an account the token's holder can still enter.
+    /// One that does not parse is ignored (the user is created without it) rather than refused.
     static func providerEmail(_ token: VerifiedProviderToken) throws -> EmailAddress? {
-        guard let text = token.email, !text.isEmpty else { return nil }
+        guard token.emailVerified, let text = token.email, !text.isEmpty else { return nil }
         return try? EmailAddress(text)
     }
 
@@ -314,4 +346,21 @@ extension IdentityHandlers {
         let safe = provider.utf8.count <= 64 && provider.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C }
         return safe ? #"{"provider":"\#(provider)"}"# : ""
     }
+}
+
+/// Apple's refresh token of the sign-in running on this task, until it is kept: a
+/// `migration_required` answer puts it in the resume handle.
+struct AppleTokenCarry: Sendable {
+    /// Apple's refresh token.
+    var refreshToken: String
+    /// The client id it was issued to.
+    var clientID: String
+
+    init(_ token: (refreshToken: String, clientID: String)) {
+        refreshToken = token.refreshToken
+        clientID = token.clientID
+    }
+
+    /// The token of the sign-in on this task, if any.
+    @TaskLocal static var current: AppleTokenCarry?
 }

@@ -37,6 +37,11 @@ public final class ResumeHandles: Sendable {
         public var provider: String
         /// The provider's subject (`sub`).
         public var subject: String
+        /// Apple's refresh token from the sign-in's authorization code, kept once the resume
+        /// succeeds (in memory only, with the handle).
+        public var appleRefreshToken: String? = nil
+        /// The client id Apple's token was issued to.
+        public var appleClientID: String? = nil
 
         /// The identity (`provider`, `subject`).
         public init(provider: String, subject: String) {

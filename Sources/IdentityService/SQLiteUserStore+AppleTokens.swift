@@ -5,7 +5,7 @@ import IdentityCore
 // Sign in with Apple's server side (issue 20 §4): the refresh token Apple gave for a user's
 // identity, sealed (AES-GCM; the store never sees it in the clear), and the queue of tokens to
 // revoke at Apple. A token moves to the queue in the same transaction as what ends it: the
-// user's deletion or the identity's unlinking (triggers), or a newer token for the identity.
+// user's deletion or the identity's unlinking (triggers); a newer token replaces it unrevoked.
 // The queue is worked by `AppleRevocationWorker`, which retries with backoff: a deletion never
 // waits for Apple.
 
@@ -69,8 +69,9 @@ extension SQLiteUserStore {
     public static func appleTokenAssociatedData(user: UserID, subject: String) -> String { "\(user.rawValue) \(subject)" }
 
     /// Keeps the sealed refresh token of the user's Apple identity `subject` while that identity
-    /// is linked to the user; a token it replaces is queued for revocation. False (nothing
-    /// stored) when the identity is not the user's (unlinked or deleted meanwhile).
+    /// is linked to the user, replacing (not revoking) an older one and dropping a revocation
+    /// still queued for the identity. False (nothing stored) when the identity is not the user's
+    /// (unlinked or deleted meanwhile).
     public func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool {
         try await run { db in
             let linked = try Bool.fetchOne(
@@ -78,10 +79,15 @@ extension SQLiteUserStore {
                 arguments: [subject, user.rawValue]) ?? false
             guard linked else { return false }
             let now = at.millisecondsSince1970
-            try db.execute(sql: """
-                INSERT INTO apple_revocations (clientId, sealedToken, associatedData, nextAttemptAt, createdAt)
-                    SELECT clientId, sealedToken, userId || ' ' || subject, ?, ? FROM apple_tokens WHERE userId = ? AND subject = ?
-                """, arguments: [now, now, user.rawValue, subject])
+            // A newer token replaces the kept one, which is not revoked: revoking any token of an
+            // Apple account ends the app's whole authorisation, the new token's too (Apple then
+            // sends consent-revoked). For the same reason a revocation still queued for this
+            // identity (an unlink, then a link again) is dropped.
+            try db.execute(sql: "PRAGMA secure_delete = ON")
+            defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
+            try db.execute(
+                sql: "DELETE FROM apple_revocations WHERE associatedData = ?",
+                arguments: [SQLiteUserStore.appleTokenAssociatedData(user: user, subject: subject)])
             try db.execute(
                 sql: "INSERT OR REPLACE INTO apple_tokens (userId, subject, clientId, sealedToken, createdAt) VALUES (?, ?, ?, ?, ?)",
                 arguments: [user.rawValue, subject, clientID, sealed, now])

@@ -30,6 +30,9 @@ public struct AppleNotification: Sendable, Equatable {
     public let issuedAt: Date
     /// `jti`, when present.
     public let jti: String?
+    /// The key the verifier's replay guard remembers it by (`replayGuard.forget` it when acting
+    /// on it failed, so Apple's retry is accepted).
+    public var replayID = ""
 }
 
 /// Why a notification body was refused, or could not be checked.

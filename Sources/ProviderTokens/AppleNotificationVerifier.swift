@@ -128,8 +128,10 @@ public final class AppleNotificationVerifier: Sendable {
         guard replayGuard.accept(replayID, until: expiry.addingTimeInterval(options.clockSkew), now: now) else {
             throw .invalidToken(.replayed)
         }
-        return AppleNotification(
+        var note = AppleNotification(
             type: type, sub: sub, email: event.email, isPrivateEmail: event.isPrivateEmail,
             eventTime: Date(timeIntervalSince1970: eventTime / 1000), audience: audience, issuedAt: iat, jti: claims.jti)
+        note.replayID = replayID
+        return note
     }
 }

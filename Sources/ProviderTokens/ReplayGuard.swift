@@ -36,6 +36,12 @@ public final class ReplayGuard: Sendable {
         }
     }
 
+    /// Forgets `id`, so the same token or notification is accepted again: for a caller whose
+    /// action on it failed, so that the sender's retry is not refused as a replay.
+    public func forget(_ id: String) {
+        _ = state.withLock { $0.expiries.removeValue(forKey: id) }
+    }
+
     /// How many token ids are remembered.
     public var count: Int { state.withLock { $0.expiries.count } }
 

@@ -123,5 +123,27 @@ struct AppleServerEndToEndTests {
         #expect(try await p.stack.request("GET", "/v1/me", bearer: try p.access(only)).status == 401)
         let unknown = p.fake.apple.notificationBody(type: "email-disabled", audience: ProviderStack.appleClient, subject: "nobody")
         #expect(try await p.stack.request("POST", "/v1/providers/apple/notifications", rawBody: unknown, headers: ["Content-Type": "application/json"]).status == 200)
+        let newType = p.fake.apple.notificationBody(type: "something-new", audience: ProviderStack.appleClient, subject: "a-n")
+        #expect(try await p.stack.request("POST", "/v1/providers/apple/notifications", rawBody: newType, headers: ["Content-Type": "application/json"]).status == 200, "an unknown type is acknowledged, not retried forever")
+    }
+
+    @Test("a consent-revoked notification that could not be acted on (token service down) is not spent: Apple's retry of the same body is accepted and ends the sessions")
+    func failedNotificationIsRetried() async throws {
+        let (p, _) = try await Self.start()
+        defer { Task { await p.stop() } }
+        let u = try await p.signUp("retry@example.com")
+        let linked = try await p.signIn(["provider": "apple.com", "idToken": p.apple("a-r", rawNonce: "n"), "nonce": "n"], bearer: u.access)
+        let access = try p.access(linked)
+        let body = p.fake.apple.notificationBody(type: "consent-revoked", audience: ProviderStack.appleClient, subject: "a-r")
+        await p.stack.kill("token")
+        let failed = try await p.stack.request("POST", "/v1/providers/apple/notifications", rawBody: body, headers: ["Content-Type": "application/json"])
+        #expect(failed.status == 503, "\(failed.json)")
+        try p.stack.start("token")
+        try await eventually("the token service back") {
+            try await p.stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": "x"]).status == 401
+        }
+        let retried = try await p.stack.request("POST", "/v1/providers/apple/notifications", rawBody: body, headers: ["Content-Type": "application/json"])
+        #expect(retried.status == 200, "\(retried.json)")
+        #expect(try await p.stack.request("GET", "/v1/me", bearer: access).status == 401)
     }
 }

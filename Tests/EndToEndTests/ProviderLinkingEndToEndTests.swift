@@ -11,7 +11,13 @@ struct ProviderLinkingEndToEndTests {
     func caseOneLinksToAnonymous() async throws {
         let p = try await ProviderStack.start()
         defer { Task { await p.stop() } }
-        let a = try await p.anonymous()
+        let made = try await p.anonymous()
+        // An anonymous user made long ago (its session refreshed since): the linked session's
+        // auth_time is the link's.
+        p.stack.advanceClock(by: .seconds(3600))
+        let renewed = try await p.stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": made.refresh])
+        let session = try #require(renewed.json["session"] as? [String: Any])
+        let a = (id: made.id, access: try #require(session["accessToken"] as? String), refresh: try #require(session["refreshToken"] as? String))
         let r = try await p.signIn(
             ["provider": "apple.com", "idToken": p.apple("a-1", rawNonce: "n1", email: "relay@privaterelay.appleid.com"), "nonce": "n1"],
             bearer: a.access)
@@ -24,6 +30,10 @@ struct ProviderLinkingEndToEndTests {
         let access = try p.access(r)
         #expect(jwtClaims(access)["is_anonymous"] as? Bool != true)
         #expect(jwtClaims(access)["amr"] as? [String] == ["apple.com"])
+        let authTime = try #require(jwtClaims(access)["auth_time"] as? Int)
+        #expect(abs(Double(authTime) - p.now.timeIntervalSince1970) < 5)
+        let recent = try await p.stack.request("DELETE", "/v1/me/providers/apple.com", bearer: access)
+        #expect(recent.json["code"] as? String == "last_sign_in_method", "within the recent-login window, refused only as the last method")
         let refreshed = try await p.stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": a.refresh])
         #expect(refreshed.status == 200)
         // The next sign-in with that identity, signed out, finds the same user.
@@ -112,7 +122,7 @@ struct ProviderLinkingEndToEndTests {
         #expect(try p.user(now).json["providers"] as? [String] == ["apple.com", "password"])
     }
 
-    @Test("A provider email another user has is email_exists for a new sign-in and for an anonymous link, and nothing is created or linked; Gatehouse never links by email")
+    @Test("A verified provider email another user has is email_exists for a new sign-in and for an anonymous link, and nothing is created or linked; an unverified one is not stored; Gatehouse never links by email")
     func neverLinksByEmail() async throws {
         let p = try await ProviderStack.start()
         defer { Task { await p.stop() } }
@@ -127,6 +137,17 @@ struct ProviderLinkingEndToEndTests {
         #expect(link.json["code"] as? String == "email_exists")
         #expect(try await p.me(a.access)["isAnonymous"] as? Bool == true)
         #expect(try await p.me(owner.access)["providers"] as? [String] == ["password"])
+
+        // An unverified provider email is never stored: the user is made without it, and the
+        // address's owner can still sign up (and reset a password) without meeting that user.
+        let unverified = try await p.signIn(["provider": "google.com", "idToken": p.google("g-y", email: "free@example.com", verified: false)])
+        #expect(unverified.status == 200, "\(unverified.json)")
+        #expect(try p.user(unverified).json["email"] is NSNull)
+        let free = try await p.signUp("free@example.com")
+        #expect(free.id != (try p.user(unverified).id))
+        let taken = try await p.signIn(["provider": "google.com", "idToken": p.google("g-z", email: "TAKEN@example.com", verified: false)])
+        #expect(taken.status == 200, "an unverified email equal to another user's is neither a conflict nor a link")
+        #expect(try p.user(taken).id != owner.id)
     }
 
     @Test("Unlink: a provider-only user cannot unlink its last provider (409 last_sign_in_method); with two it can; a provider not linked is 404; re-authentication with a linked identity replaces the session, with another's is user_mismatch")
