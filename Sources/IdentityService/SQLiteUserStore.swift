@@ -235,11 +235,16 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         }
     }
 
-    /// The user a provider identity is linked to, or nil.
+    /// The user a provider identity is linked to, or nil: a point read on the calling thread,
+    /// as `user(id:)` (a provider sign-in makes two).
     public func userID(provider: String, subject: String) async throws -> UserID? {
-        try await read { db in
-            let statement = try db.cachedStatement(sql: "SELECT userId FROM identities WHERE provider = ? AND subject = ?")
-            return try String.fetchOne(statement, arguments: [provider, subject]).map(UserID.init(rawValue:))
+        do {
+            return try pointReads.read(
+                sql: "/* raw */ SELECT userId FROM identities WHERE provider = ? AND subject = ?",
+                arguments: [.text(provider), .text(subject)]
+            ) { UserID(rawValue: $0.string(0)) }
+        } catch {
+            throw Self.translate(error)
         }
     }
 

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import Logging
+import Synchronization
 
 /// One provider's signing keys, fetched from its JWKS (found by discovery for a generic OpenID
 /// Connect provider) and cached.
@@ -60,6 +61,9 @@ public actor JWKSCache {
 
     private var keys: [String: ProviderKey]?
     private var expiresAt = Date.distantPast
+    /// The fresh set as last installed, readable without hopping to the actor: a warm cache
+    /// answers a known `kid` on the caller's thread (`cachedKey`).
+    private nonisolated let snapshot = Mutex<(keys: [String: ProviderKey], expiresAt: Date)?>(nil)
     private var lastUnknownKeyFetch: Date?
     /// The JWKS address: configured, or found by discovery (then kept until a fetch fails).
     private var jwksURL: URL?
@@ -74,6 +78,15 @@ public actor JWKSCache {
         self.fetcher = ProviderDocumentFetcher(
             client: httpClient, timeout: policy.fetchTimeout, maxBytes: policy.maxDocumentBytes, logger: logger)
         if case .jwks(let url) = provider.keySource { jwksURL = url }
+    }
+
+    /// The key named `kid` when the cached set is fresh at `now` and has it; nil otherwise (then
+    /// `key(for:now:)` decides). No hop to the actor.
+    public nonisolated func cachedKey(for kid: String, now: Date) -> ProviderKey? {
+        snapshot.withLock { snapshot in
+            guard let snapshot, now < snapshot.expiresAt else { return nil }
+            return snapshot.keys[kid]
+        }
     }
 
     /// The key named `kid` at `now`: from the cached set while it is fresh, else after a fetch;
@@ -138,6 +151,7 @@ public actor JWKSCache {
         case .success(let loaded):
             keys = loaded.keys
             expiresAt = now.addingTimeInterval(loaded.lifetime)
+            snapshot.withLock { [expiresAt] in $0 = (loaded.keys, expiresAt) }
             jwksURL = loaded.jwksURL
         case .failure(let error):
             // A discovered address is looked up again next time (the provider may have moved it).

@@ -41,7 +41,8 @@ struct SignedJWS {
             throw .invalidToken(.algorithmNotAllowed)
         }
         guard let kid = header.kid, !kid.isEmpty else { throw .invalidToken(.missingKeyID) }
-        let key = try await cache.key(for: kid, now: now)
+        let key: ProviderKey
+        if let cached = cache.cachedKey(for: kid, now: now) { key = cached } else { key = try await cache.key(for: kid, now: now) }
         guard key.fits(alg) else { throw .invalidToken(.keyAlgorithmMismatch) }
         let signingInput = Array(token.utf8.prefix(signingInputLength))
         guard key.verifies(signature, of: signingInput, algorithm: alg) else { throw .invalidToken(.badSignature) }
