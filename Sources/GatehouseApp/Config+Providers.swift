@@ -41,6 +41,15 @@ extension ConfigTable {
 }
 
 extension IdentityRoleSettings {
+    /// The key's value (or default) as an absolute URL; a `ConfigError` naming the key otherwise.
+    static func absoluteURL(_ config: Config, _ key: ConfigKey) throws -> URL {
+        let text = config.string(key) ?? key.defaultValue ?? ""
+        guard let url = URL(string: text), url.host != nil else {
+            throw ConfigError(message: "\(key.env) (\(key.flag)) is not an absolute URL: \(text.debugDescription)")
+        }
+        return url
+    }
+
     /// Sign in with Apple's server side, when the team id, key id and key file are all set (some
     /// but not all: an error naming the missing ones). The refresh tokens are sealed with the
     /// key-encryption key (`GATEHOUSE_KEY_ENCRYPTION_KEY_FILE`, or the data folder's
@@ -59,11 +68,6 @@ extension IdentityRoleSettings {
         let path = config.string(ConfigTable.applePrivateKeyFile)!
         guard let pem = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
             throw ConfigError(message: "GATEHOUSE_APPLE_PRIVATE_KEY_FILE (--apple-private-key-file): cannot read \(path)")
-        }
-        func url(_ key: ConfigKey) throws -> URL {
-            let text = config.string(key) ?? key.defaultValue ?? ""
-            guard let url = URL(string: text), url.host != nil else { throw ConfigError(message: "\(key.env) (\(key.flag)) is not an absolute URL") }
-            return url
         }
         let sealing: SymmetricKey
         if let file = config.string(ConfigTable.keyEncryptionKeyFile), !file.isEmpty {
@@ -86,7 +90,7 @@ extension IdentityRoleSettings {
         }
         return AppleServerConfiguration(
             teamID: config.string(ConfigTable.appleTeamID)!, keyID: config.string(ConfigTable.appleKeyID)!, privateKeyPEM: pem,
-            tokenURL: try url(ConfigTable.appleTokenURL), revokeURL: try url(ConfigTable.appleRevokeURL), sealingKey: sealing)
+            tokenURL: try absoluteURL(config, ConfigTable.appleTokenURL), revokeURL: try absoluteURL(config, ConfigTable.appleRevokeURL), sealingKey: sealing)
     }
 
     /// The configured providers (ids `apple.com`, `google.com`, `oidc.<name>`) and the verifier's options.
@@ -96,25 +100,18 @@ extension IdentityRoleSettings {
         func clientIDs(_ text: String) -> [String] {
             text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
-        func url(_ key: ConfigKey) throws -> URL {
-            let text = config.string(key) ?? key.defaultValue ?? ""
-            guard let url = URL(string: text), url.host != nil else {
-                throw ConfigError(message: "\(key.env) (\(key.flag)) is not an absolute URL: \(text.debugDescription)")
-            }
-            return url
-        }
         do {
             let apple = clientIDs(config.string(ConfigTable.appleClientIDs) ?? "")
             if !apple.isEmpty {
                 providers.append(try ProviderConfiguration(
-                    name: "apple.com", issuers: ["https://appleid.apple.com"], keySource: .jwks(try url(ConfigTable.appleJWKSURL)),
+                    name: "apple.com", issuers: ["https://appleid.apple.com"], keySource: .jwks(try absoluteURL(config, ConfigTable.appleJWKSURL)),
                     clientIDs: apple, nonceForm: .sha256Hex, allowInsecureLoopback: insecure))
             }
             let google = clientIDs(config.string(ConfigTable.googleClientIDs) ?? "")
             if !google.isEmpty {
                 providers.append(try ProviderConfiguration(
                     name: "google.com", issuers: ["https://accounts.google.com", "accounts.google.com"],
-                    keySource: .jwks(try url(ConfigTable.googleJWKSURL)), clientIDs: google, nonceForm: .raw, allowInsecureLoopback: insecure))
+                    keySource: .jwks(try absoluteURL(config, ConfigTable.googleJWKSURL)), clientIDs: google, nonceForm: .raw, allowInsecureLoopback: insecure))
             }
             for entry in (config.string(ConfigTable.oidcProviders) ?? "").split(separator: ";") {
                 let parts = entry.split(separator: "|", omittingEmptySubsequences: false).map { $0.trimmingCharacters(in: .whitespaces) }

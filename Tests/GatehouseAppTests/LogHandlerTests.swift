@@ -40,7 +40,7 @@ import Testing
     @Test func traceIDComesFromTheTasksTraceWhenALineIsWritten() async throws {
         let trace = try #require(TraceParent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"))
         #expect(Logger.MetadataProvider.traceID.get().isEmpty)
-        await TraceContext.$current.withValue(trace) {
+        TraceContext.$current.withValue(trace) {
             let merged = StandardErrorLogHandler.merge(
                 base: ["request_id": "r1"], provided: Logger.MetadataProvider.traceID.get(), explicit: nil, error: nil)
             #expect(merged["trace_id"] == "4bf92f3577b34da6a3ce929d0e0e4736")
