@@ -50,13 +50,17 @@ public struct ProviderSignInRequest: Codable, Sendable, Hashable {
     /// team key: exchanged at Apple's token endpoint for a refresh token, kept sealed and revoked
     /// when the account is deleted or the identity unlinked. "": none.
     public var authorizationCode: String
+    /// The `redirect_uri` of the web authorization request the code came from (Sign in with
+    /// Apple on the web, as the services id); "" for a code of a native app.
+    public var redirectURI: String
 
     /// A provider sign-in with `credential`.
     public init(
         credential: ProviderCredential, caller: AuthenticatedCaller? = nil, displayName: String? = nil, allowMigration: Bool? = nil,
-        client: ClientInfo = ClientInfo(), linkOnly: Bool = false, authorizationCode: String = ""
+        client: ClientInfo = ClientInfo(), linkOnly: Bool = false, authorizationCode: String = "", redirectURI: String = ""
     ) {
         self.authorizationCode = authorizationCode
+        self.redirectURI = redirectURI
         self.credential = credential
         self.caller = caller
         self.displayName = displayName
@@ -66,7 +70,7 @@ public struct ProviderSignInRequest: Codable, Sendable, Hashable {
     }
 
     enum CodingKeys: Int, CodingKey {
-        case credential = 1, caller = 2, displayName = 3, allowMigration = 4, client = 5, linkOnly = 6, authorizationCode = 7
+        case credential = 1, caller = 2, displayName = 3, allowMigration = 4, client = 5, linkOnly = 6, authorizationCode = 7, redirectURI = 8
     }
 }
 

@@ -24,6 +24,8 @@ extension GatewayRoutes {
         var allowMigration: Bool?
         /// Sign in with Apple's authorization code (exchanged when the server has Apple's key).
         var authorizationCode: String?
+        /// The web authorization request's `redirect_uri`, for a code of web Sign in with Apple.
+        var redirectURI: String?
 
         /// The name to set: `displayName`, else Apple's name parts joined with a space.
         var name: String? {
@@ -45,7 +47,8 @@ extension GatewayRoutes {
         let body = try await providerBody(request)
         let signIn = ProviderSignInRequest(
             credential: try Self.credential(body), caller: claims.map(Self.caller), displayName: body.name,
-            allowMigration: body.allowMigration, client: client.info, authorizationCode: try Self.authorizationCode(body))
+            allowMigration: body.allowMigration, client: client.info, authorizationCode: try Self.authorizationCode(body),
+            redirectURI: body.redirectURI ?? "")
         let reply = try await migrating(claims) { try await call(services.identity, IdentityAPI.signInWithProvider, signIn) }
         return Self.json(.ok, reply.json, noStore: true)
     }
@@ -60,7 +63,7 @@ extension GatewayRoutes {
         let body = try await providerBody(request)
         let link = ProviderSignInRequest(
             credential: try Self.credential(body), caller: Self.caller(claims), displayName: body.name, client: client.info, linkOnly: true,
-            authorizationCode: try Self.authorizationCode(body))
+            authorizationCode: try Self.authorizationCode(body), redirectURI: body.redirectURI ?? "")
         let reply = try await call(services.identity, IdentityAPI.signInWithProvider, link)
         return Self.json(.ok, reply.json, noStore: true)
     }

@@ -21,13 +21,16 @@ extension IdentityHandlers {
     /// `invalid_provider_token` (`invalid_authorization_code`); Apple unreachable is
     /// `provider_unavailable`: the sign-in then changes nothing, and the app tries again.
     func exchangeAppleCode(
-        _ code: String, token: VerifiedProviderToken, provider: String
+        _ code: String, redirectURI: String = "", token: VerifiedProviderToken, provider: String
     ) async throws -> (refreshToken: String, clientID: String)? {
         guard provider == "apple.com" else {
             throw IdentityError.invalidArgument(field: "authorizationCode", reason: "only Sign in with Apple sends an authorization code")
         }
         guard code.utf8.count <= 1024 else {
             throw IdentityError.invalidArgument(field: "authorizationCode", reason: "longer than 1024 bytes")
+        }
+        guard redirectURI.isEmpty || (redirectURI.utf8.count <= 2048 && redirectURI.hasPrefix("https://")) else {
+            throw IdentityError.invalidArgument(field: "redirectURI", reason: "must be the https redirect_uri of the web authorization request, at most 2048 bytes")
         }
         // Without Apple's team key the code is not used (an app may send it to any server).
         guard let apple else { return nil }
@@ -36,7 +39,7 @@ extension IdentityHandlers {
         }
         let answer: AppleTokenResponse
         do {
-            answer = try await apple.client.exchange(code: code, clientID: clientID)
+            answer = try await apple.client.exchange(code: code, clientID: clientID, redirectURI: redirectURI.isEmpty ? nil : redirectURI)
         } catch .invalidGrant {
             throw IdentityError.invalidProviderToken(
                 reason: "invalid_authorization_code",

@@ -47,7 +47,7 @@ extension IdentityHandlers {
         let token = try await verifiedToken(request.credential)
         let provider = request.credential.provider
         let appleToken = request.authorizationCode.isEmpty
-            ? nil : try await exchangeAppleCode(request.authorizationCode, token: token, provider: provider)
+            ? nil : try await exchangeAppleCode(request.authorizationCode, redirectURI: request.redirectURI, token: token, provider: provider)
         // A refusal drops Apple's token unused (never revoked: revoking one token of an Apple
         // account ends the app's whole authorisation, the user's other links included); a
         // migration_required handle carries it to the resume.

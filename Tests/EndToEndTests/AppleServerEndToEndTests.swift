@@ -27,7 +27,7 @@ struct AppleServerEndToEndTests {
             ]
         }
         #expect(!base.isEmpty)
-        p.fake.apple.register(.init(teamID: teamID, keyID: keyID, publicKey: teamKey.publicKey, clientIDs: [ProviderStack.appleClient]))
+        p.fake.apple.register(.init(teamID: teamID, keyID: keyID, publicKey: teamKey.publicKey, clientIDs: [ProviderStack.appleClient, "com.example.services"]))
         p.fake.apple.set(clock: p.stack.clock.clock)
         return (p, teamKey)
     }
@@ -63,6 +63,21 @@ struct AppleServerEndToEndTests {
         #expect(reused.status == 401)
         #expect(reused.json["reason"] as? String == "invalid_authorization_code")
         #expect(try await p.userCount() == before)
+
+        // Web Sign in with Apple: the code is the services id's, exchanged with its redirect_uri.
+        p.fake.apple.register(code: "web-1", clientID: "com.example.services", subject: "a-web", redirectURI: "https://app.example.com/cb")
+        let webToken = p.apple("a-web", rawNonce: "w", extra: ["aud": "com.example.services"])
+        let wrongRedirect = try await p.signIn([
+            "provider": "apple.com", "idToken": webToken, "nonce": "w", "authorizationCode": "web-1",
+            "redirectURI": "https://evil.example.com/cb",
+        ])
+        #expect(wrongRedirect.json["reason"] as? String == "invalid_authorization_code")
+        p.fake.apple.register(code: "web-2", clientID: "com.example.services", subject: "a-web", redirectURI: "https://app.example.com/cb")
+        let web = try await p.signIn([
+            "provider": "apple.com", "idToken": p.apple("a-web", rawNonce: "w2", extra: ["aud": "com.example.services"]), "nonce": "w2",
+            "authorizationCode": "web-2", "redirectURI": "https://app.example.com/cb",
+        ])
+        #expect(web.status == 200, "\(web.json)")
 
         // Deletion answers at once; the worker revokes the token at Apple.
         let deleted = try await p.stack.request("DELETE", "/v1/me", bearer: access)

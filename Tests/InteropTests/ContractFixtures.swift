@@ -163,7 +163,7 @@ extension ProviderSignInRequest {
     /// Every field set.
     static let contractFixture = ProviderSignInRequest(
         credential: .contractFixture, caller: .contractFixture, displayName: "Ada Lovelace", allowMigration: true,
-        client: .contractFixture, linkOnly: true, authorizationCode: "c0de")
+        client: .contractFixture, linkOnly: true, authorizationCode: "c0de", redirectURI: "https://app.example.com/callback")
 }
 
 extension AppleNotificationRequest {
