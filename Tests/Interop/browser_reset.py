@@ -60,6 +60,7 @@ def run(link, password, screenshots):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
+    from selenium.common.exceptions import WebDriverException
 
     os.makedirs(screenshots, exist_ok=True)
     seen = {"screenshots": []}
@@ -79,7 +80,17 @@ def run(link, password, screenshots):
         driver.find_element(By.ID, "password").send_keys(first)
         driver.find_element(By.ID, "passwordConfirm").send_keys(second)
         driver.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
-        WebDriverWait(driver, 20).until(EC.staleness_of(old))
+
+        def replaced(_):
+            # Chrome may answer a query on a node of the page being replaced with a generic
+            # "does not belong to the document" error rather than a stale-element one: both mean
+            # the old page is gone.
+            try:
+                return EC.staleness_of(old)(driver)
+            except WebDriverException:
+                return True
+
+        WebDriverWait(driver, 20).until(replaced)
 
     try:
         # 1. The form, from the link in the mail.
