@@ -186,5 +186,25 @@ struct ProviderLinkingEndToEndTests {
         #expect(jwtClaims(try p.access(reauth))["amr"] as? [String] == ["apple.com"])
         let old = try await p.stack.request("GET", "/v1/me", bearer: access)
         #expect(old.status == 401, "the replaced session is refused")
+
+        // The audit log has the sign-up, the refused unlink, the link, the unlink and the
+        // re-authentications, each naming its provider, and never a token.
+        let audit = try await p.stack.request(
+            "GET", "/admin/v1/audit?userId=\(id)&limit=100", bearer: try await p.stack.adminKey(), port: p.stack.adminPort)
+        let events = try #require(audit.json["events"] as? [[String: Any]])
+        let kinds = events.compactMap { event -> String? in
+            guard let kind = event["kind"] as? String else { return nil }
+            let provider = (event["detail"] as? [String: Any])?["provider"] as? String
+            return provider.map { "\(kind) \($0)" } ?? kind
+        }
+        for expected in [
+            "sign_up google.com", "provider.link_failed google.com", "provider.linked apple.com", "provider.unlinked google.com",
+            "reauthenticate.failed google.com", "reauthenticate apple.com",
+        ] {
+            #expect(kinds.contains(expected), "audit lacks \(expected): \(kinds)")
+        }
+        #expect(events.first { $0["kind"] as? String == "provider.link_failed" }?["reason"] as? String == "last_sign_in_method")
+        let text = String(decoding: try JSONSerialization.data(withJSONObject: events), as: UTF8.self)
+        #expect(!text.contains("eyJ"), "no token in the audit log")
     }
 }
