@@ -302,6 +302,7 @@ let package = Package(
             name: "LoadGeneratorTests",
             dependencies: [
                 "LoadGenerator", "GatehouseTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -134,13 +134,27 @@ extension Run {
         return check(exchange, expect: 200) { ResponseChecks.checkRefresh($0, presented: token) }
     }
 
-    /// A provider sign-in of subject `n` with a fresh token (a new `jti`: never a replay).
+    /// The `provider` scenario's subject and email of user `n`.
+    func providerSubject(_ n: Int) -> String { "load-\(config.runID)-\(n)" }
+    func providerEmail(_ n: Int) -> String { "load-\(config.runID)-p\(n)@example.com" }
+
+    /// A provider sign-in with the next presigned token (or, past them, a fresh one of subject
+    /// `n`): a new `jti` each, never a replay.
     func providerSignIn(subject n: Int) async -> Step<SetupUser> {
-        guard let signer = providerSigner else {
+        let taken = presigned.withLock { state -> (Int, String)? in
+            guard state.next < state.tokens.count else { return nil }
+            defer { state.next += 1 }
+            return state.tokens[state.next]
+        }
+        let subject: Int, token: String
+        if let taken {
+            (subject, token) = taken
+        } else if let signer = providerSigner {
+            (subject, token) = (n, signer.idToken(subject: providerSubject(n), email: providerEmail(n), audience: config.providerAudience))
+        } else {
             return Step(outcome: .transport(kind: "no_provider_key", detail: "the provider scenario needs --provider-key"))
         }
-        let email = "load-\(config.runID)-p\(n)@example.com"
-        let token = signer.idToken(subject: "load-\(config.runID)-\(n)", email: email, audience: config.providerAudience)
+        let email = providerEmail(subject)
         let exchange = await send(.POST, "/v1/sessions/provider", json: ["provider": "google.com", "idToken": token])
         return check(exchange, expect: 200) { ResponseChecks.checkAuth($0, email: email) }
     }

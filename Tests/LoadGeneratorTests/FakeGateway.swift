@@ -33,6 +33,10 @@ final class FakeGateway: Sendable {
         var reusedRefreshTokens = 0
         var expiredAccessTokens = 0
         var healthz = 0
+        /// Provider sign-ins: the subjects' users, the tokens' `jti`s and the tokens themselves.
+        var providerUsers: [String: User] = [:]
+        var providerJTIs: Set<String> = []
+        var providerTokens: [String] = []
         var healthzAuthorization: String?
         var requests = 0
     }
@@ -59,6 +63,11 @@ final class FakeGateway: Sendable {
 
     struct RefreshRequest: Decodable {
         var refreshToken: String
+    }
+
+    struct ProviderRequest: Decodable {
+        var provider: String
+        var idToken: String
     }
 
     static func json(_ status: HTTPResponse.Status, _ object: Any, contentType: String = "application/json") -> Response {
@@ -127,6 +136,26 @@ final class FakeGateway: Sendable {
                 }
                 let session = self.issue(&state, for: user.id)
                 return FakeGateway.json(.ok, ["user": self.userJSON(user), "session": session])
+            }
+        }
+        router.post("/v1/sessions/provider") { request, context in
+            // The token's payload, unverified (the test checks signatures with the key): a jti
+            // seen before is a replay, as at the real gateway.
+            let body = try await request.decode(as: ProviderRequest.self, context: context)
+            let parts = body.idToken.split(separator: ".")
+            var payload = parts.count == 3 ? String(parts[1]) : ""
+            payload = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while payload.count % 4 != 0 { payload += "=" }
+            guard body.provider == "google.com", let data = Data(base64Encoded: payload),
+                let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let sub = claims["sub"] as? String, let email = claims["email"] as? String, let jti = claims["jti"] as? String
+            else { return FakeGateway.problem(.unauthorized, "invalid_provider_token") }
+            return self.state.withLock { state -> Response in
+                guard state.providerJTIs.insert(jti).inserted else { return FakeGateway.problem(.unauthorized, "invalid_provider_token") }
+                state.providerTokens.append(body.idToken)
+                let user = state.providerUsers[sub] ?? User(id: UUID().uuidString, email: email, password: "")
+                state.providerUsers[sub] = user
+                return FakeGateway.json(.ok, ["user": self.userJSON(user), "session": self.issue(&state, for: user.id)])
             }
         }
         router.post("/v1/sessions/refresh") { request, context in

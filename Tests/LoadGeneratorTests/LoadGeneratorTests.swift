@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import NIOCore
 import NIOPosix
@@ -27,6 +28,38 @@ struct ScenarioTests {
         #expect(state.signups == 30)
         #expect(state.users.count == 30)  // every email was new: no 409
         #expect(state.users.keys.allSatisfy { $0.hasPrefix("load-") && $0.hasSuffix("@example.com") })
+    }
+
+    @Test("provider: presigned ES256 tokens, each jti once, round-robin over the subjects; each verifies with the JWKS the generator prints")
+    func providerSignsFreshTokensPerRequest() async throws {
+        let pem = ProviderSigner.newKeyPEM()
+        let signer = try #require(ProviderSigner(pem: pem))
+        var config = small("", .provider, requests: 50, concurrency: 4, setupUsers: 5)
+        config.providerKeyPEM = pem
+        let fake = FakeGateway()
+        let result = try await fake.serve { url in
+            config.url = url
+            return try await LoadRunner(config).run()
+        }
+        #expect(result.successfulRequests == 50)
+        #expect(result.failedRequests == 0)
+        let state = fake.snapshot
+        #expect(state.providerUsers.count == 5)
+        #expect(state.providerJTIs.count == 50)
+        // The printed JWKS verifies every token sent.
+        let jwks = try #require(JSONSerialization.jsonObject(with: Data(signer.jwks.utf8)) as? [String: Any])
+        let jwk = try #require((jwks["keys"] as? [[String: String]])?.first)
+        func bytes(_ text: String) -> Data {
+            var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+            while b64.count % 4 != 0 { b64 += "=" }
+            return Data(base64Encoded: b64)!
+        }
+        let key = try P256.Signing.PublicKey(rawRepresentation: bytes(jwk["x"]!) + bytes(jwk["y"]!))
+        for token in state.providerTokens {
+            let parts = token.split(separator: ".").map(String.init)
+            let signature = try P256.Signing.ECDSASignature(rawRepresentation: bytes(parts[2]))
+            #expect(key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)))
+        }
     }
 
     @Test func signinUsesTheSetupPoolAndSetupIsNotCounted() async throws {
