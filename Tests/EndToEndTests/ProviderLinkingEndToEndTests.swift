@@ -207,4 +207,31 @@ struct ProviderLinkingEndToEndTests {
         let text = String(decoding: try JSONSerialization.data(withJSONObject: events), as: UTF8.self)
         #expect(!text.contains("eyJ"), "no token in the audit log")
     }
+
+    @Test("A stream open on the account sees a link (providers, upgraded, email) and an unlink (providers) as they happen")
+    func streamSeesLinks() async throws {
+        let p = try await ProviderStack.start()
+        defer { Task { await p.stop() } }
+        let a = try await p.anonymous()
+        let stream = try await p.stack.openStream(a.access)
+        let snapshot = try await stream.next()
+        #expect(snapshot.type == "snapshot", "\(snapshot)")
+        let linked = try await p.signIn(
+            ["provider": "google.com", "idToken": p.google("g-live", email: "live@example.com")], bearer: a.access)
+        #expect(linked.status == 200)
+        let link = try await stream.next()
+        #expect(link.type == "change" && link.changes.contains("providers") && link.changes.contains("upgraded")
+            && link.changes.contains("email"), "\(link)")
+        #expect(link.user["providers"] as? [String] == ["google.com"])
+        let access = try p.access(linked)
+        let apple = try await p.stack.request(
+            "POST", "/v1/me/providers", json: ["provider": "apple.com", "idToken": p.apple("a-live", rawNonce: "l"), "nonce": "l"], bearer: access)
+        #expect(apple.status == 200)
+        let second = try await stream.next()
+        #expect(second.changes == ["providers"], "\(second)")
+        #expect(try await p.stack.request("DELETE", "/v1/me/providers/google.com", bearer: access).status == 200)
+        let unlink = try await stream.next()
+        #expect(unlink.changes == ["providers"], "\(unlink)")
+        #expect(unlink.user["providers"] as? [String] == ["apple.com"])
+    }
 }
