@@ -18,7 +18,7 @@ extension ConfigTable {
     /// How often an unknown key id may cause a refetch of a provider's keys.
     public static let providerKeyRefetchInterval = ConfigKey(env: "GATEHOUSE_PROVIDER_KEY_REFETCH_INTERVAL", defaultValue: "60", secret: false, roles: "serve, identity", help: "Seconds between refetches of a provider's keys caused by a token with an unknown `kid` (1–3600); between them such tokens are refused without a fetch.")
     /// The deadline of a provider key fetch.
-    public static let providerFetchTimeoutMs = ConfigKey(env: "GATEHOUSE_PROVIDER_FETCH_TIMEOUT_MS", defaultValue: "1000", secret: false, roles: "serve, identity", help: "Milliseconds a fetch of a provider's keys may take (50–10000); past it the sign-in answers 503 `provider_unavailable`. Keep it below GATEHOUSE_RPC_TIMEOUT_MS.")
+    public static let providerFetchTimeoutMs = ConfigKey(env: "GATEHOUSE_PROVIDER_FETCH_TIMEOUT_MS", defaultValue: "1000", secret: false, roles: "serve, identity", help: "Milliseconds a fetch of a provider's keys, or a call to Apple's token or revocation endpoint, may take (50–10000); past it the sign-in answers 503 `provider_unavailable`. Keep it below GATEHOUSE_RPC_TIMEOUT_MS.")
     /// Test mode for providers: plain http on loopback.
     public static let providersInsecureLoopback = ConfigKey(env: "GATEHOUSE_PROVIDERS_INSECURE_LOOPBACK", defaultValue: "false", secret: false, roles: "serve, identity", help: "For tests only: allow provider addresses over plain http on a loopback host (127.0.0.1, ::1, localhost). Never in production.")
 
