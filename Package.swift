@@ -30,6 +30,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/vapor/jwt-kit", from: "5.8.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "4.5.2"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
@@ -187,6 +188,28 @@ let package = Package(
         .executableTarget(
             name: "identity-crash-writer",
             dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
+            swiftSettings: swiftSettings
+        ),
+        // MARK: PostgreSQL (issue 24)
+        // Connection settings (`GATEHOUSE_DATABASE_URL`) and migrations under an advisory lock;
+        // the stores will be built on it.
+        .target(
+            name: "PostgresSupport",
+            dependencies: [
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Against a real PostgreSQL server started by the tests (GatehouseTestSupport.PostgresServer).
+        .testTarget(
+            name: "PostgresSupportTests",
+            dependencies: [
+                "PostgresSupport", "GatehouseTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             swiftSettings: swiftSettings
         ),
         // MARK: Provider ID tokens (issue 20)
