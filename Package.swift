@@ -202,6 +202,16 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The stores on PostgreSQL (issue 24): the user store so far.
+        .target(
+            name: "PostgresStores",
+            dependencies: [
+                "IdentityCore", "GatehouseSupport", "PostgresSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Against a real PostgreSQL server started by the tests (GatehouseTestSupport.PostgresServer).
         .testTarget(
             name: "PostgresSupportTests",
@@ -365,6 +375,7 @@ let package = Package(
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
+                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
                 "IdentityService", "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
                 "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),

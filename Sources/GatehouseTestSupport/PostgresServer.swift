@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A real PostgreSQL server for a test (issue 24): Debian's `initdb` and `pg_ctl` in a temporary
 /// folder, on a free loopback port, trusting local connections, stopped (immediately) by
@@ -80,6 +81,39 @@ public final class PostgresServer: @unchecked Sendable {
         _ = try? await run("pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "stop"])
         try? FileManager.default.removeItem(at: directory)
     }
+
+    /// `stop()` without suspending (for the test process's exit).
+    public func stopNow() {
+        let tool = bin.appendingPathComponent("pg_ctl").path
+        let arguments = ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "stop"]
+        if let runAs {
+            _ = try? runProcessSync(URL(fileURLWithPath: "/usr/sbin/runuser"), ["-u", runAs, "--", tool] + arguments)
+        } else {
+            _ = try? runProcessSync(URL(fileURLWithPath: tool), arguments)
+        }
+        try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// One server for the whole test process, started by the first caller, a database per
+    /// test: starting a cluster costs a second or two of both cores. It is stopped when the
+    /// test process exits.
+    public static func shared() async throws -> PostgresServer {
+        let task = sharedStart.withLock { task in
+            if let task { return task }
+            let started = Task { () throws -> PostgresServer in
+                let server = try await PostgresServer.start()
+                sharedServer.withLock { $0 = server }
+                atexit { PostgresServer.sharedServer.withLock { $0 }?.stopNow() }
+                return server
+            }
+            task = started
+            return started
+        }
+        return try await task.value
+    }
+
+    private static let sharedStart = Mutex<Task<PostgresServer, any Error>?>(nil)
+    private static let sharedServer = Mutex<PostgresServer?>(nil)
 
     /// Runs one of PostgreSQL's programs, as the unprivileged user when the test is root.
     private func run(_ program: String, _ arguments: [String]) async throws -> ProcessResult {

@@ -1,3 +1,7 @@
+import Logging
+import PostgresSupport
+import PostgresStores
+import PostgresNIO
 import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
@@ -17,6 +21,31 @@ extension TemporaryDirectory {
 }
 
 /// The store implementations the contract suite runs against.
+/// The stores of the `UserStore` contract: the two of `StoreKind` and PostgreSQL (issue 24; a
+/// database of the test process's shared server).
+enum UserStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case memory, sqlite, postgres
+    var testDescription: String { rawValue }
+
+    func make() async throws -> (store: any UserStore, cleanup: @Sendable () -> Void) {
+        switch self {
+        case .memory: return try await StoreKind.memory.make()
+        case .sqlite: return try await StoreKind.sqlite.make()
+        case .postgres:
+            let server = try await PostgresServer.shared()
+            let database = try await server.createDatabase()
+            let settings = try PostgresSettings(url: server.url(database: database))
+            var logger = Logger(label: "pg-contract")
+            logger.logLevel = .error  // not the pool's notice that a lease came before run() began
+            let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 4), backgroundLogger: logger)
+            let running = Task { await client.run() }
+            let store = PostgresUserStore(client: client)
+            try await store.migrate()
+            return (store, { running.cancel() })
+        }
+    }
+}
+
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case memory, sqlite
     var testDescription: String { rawValue }

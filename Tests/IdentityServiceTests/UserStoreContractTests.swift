@@ -4,10 +4,10 @@ import IdentityCore
 import IdentityService
 import Testing
 
-/// One contract, run against every `UserStore` implementation.
+/// One contract, run against every `UserStore` implementation: in memory, SQLite and PostgreSQL.
 @Suite struct UserStoreContractTests {
-    @Test(arguments: StoreKind.allCases)
-    func insertAndFindByIDAndEmail(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func insertAndFindByIDAndEmail(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         var user = try makeUser("Alice@Example.com")
@@ -23,8 +23,8 @@ import Testing
         #expect(try await store.count() == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func normalizedEmailIsUnique(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func normalizedEmailIsUnique(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         try await store.insert(try makeUser("bob@example.com"))
@@ -32,8 +32,8 @@ import Testing
         #expect(try await store.count() == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func updateBumpsVersionAndChecksExpectedVersion(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func updateBumpsVersionAndChecksExpectedVersion(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         let user = try makeUser("carol@example.com")
@@ -53,8 +53,8 @@ import Testing
         await expectCode(.userNotFound) { try await store.update(id: .random(), expectedVersion: nil, now: later) { _ in } }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func anErrorInsideTheChangeWritesNothing(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func anErrorInsideTheChangeWritesNothing(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         let user = try makeUser("dan@example.com")
@@ -67,8 +67,8 @@ import Testing
         #expect(try await store.user(id: user.id) == user)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func invariantsAreEnforcedByTheStore(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func invariantsAreEnforcedByTheStore(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         let user = try makeUser("erin@example.com")
@@ -95,8 +95,8 @@ import Testing
         #expect(try await store.count() == 1)
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func recordSignInKeepsVersion(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func recordSignInKeepsVersion(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         let user = try makeUser("gina@example.com")
@@ -116,8 +116,8 @@ import Testing
         await expectCode(.userNotFound) { try await store.recordSignIn(id: .random(), at: at, newPasswordHash: nil, replacing: nil) }
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func deleteRemovesUserAndIdentities(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func deleteRemovesUserAndIdentities(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         let user = try makeUser("hank@example.com")
@@ -141,8 +141,8 @@ import Testing
         try await store.insert(try makeUser("hank@example.com"))
     }
 
-    @Test(arguments: StoreKind.allCases)
-    func sqlMetacharactersAreStoredLiterally(_ kind: StoreKind) async throws {
+    @Test(arguments: UserStoreKind.allCases)
+    func sqlMetacharactersAreStoredLiterally(_ kind: UserStoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
         var user = try makeUser("o'brien+x@example.com")

@@ -42,6 +42,12 @@ struct PostgresSettingsTests {
 @Suite("PostgreSQL migrations against a real server")
 struct PostgresMigratorTests {
     static let logger = Logger(label: "pg-tests")
+    /// The pools' own logger: not their notice that a lease came before `run()` began.
+    static let poolLogger: Logger = {
+        var logger = Logger(label: "pg-tests-pool")
+        logger.logLevel = .error
+        return logger
+    }()
 
     /// Runs `body` with clients made on demand for a fresh database of a fresh server.
     func withServer(_ body: (_ makeClient: () -> PostgresClient, _ run: (PostgresClient) -> Task<Void, Never>) async throws -> Void) async throws {
@@ -50,7 +56,7 @@ struct PostgresMigratorTests {
             let database = try await server.createDatabase()
             let settings = try PostgresSettings(url: server.url(database: database))
             var tasks: [Task<Void, Never>] = []
-            try await body({ PostgresClient(configuration: try! settings.clientConfiguration(maximumConnections: 4), backgroundLogger: Self.logger) }) { client in
+            try await body({ PostgresClient(configuration: try! settings.clientConfiguration(maximumConnections: 4), backgroundLogger: Self.poolLogger) }) { client in
                 let task = Task { await client.run() }
                 tasks.append(task)
                 return task
