@@ -88,6 +88,8 @@ public struct AppleRevocationWorker: Sendable {
                 continue
             }
             do {
+                // Claimed just before the call: a row dropped since it was read (a relink) is not revoked.
+                guard try await store.claimAppleRevocation(id: item.id, now: clock.now, until: clock.now + 300) else { continue }
                 try await apple.client.revoke(token: token, clientID: item.clientID)
                 try await store.finishAppleRevocation(id: item.id)
                 revoked += 1

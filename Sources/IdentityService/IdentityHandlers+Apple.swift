@@ -64,8 +64,9 @@ extension IdentityHandlers {
         do {
             let sealed = try apple.seal(token.refreshToken, associatedData: SQLiteUserStore.appleTokenAssociatedData(user: user, subject: subject))
             if try await !sqlite.storeAppleToken(user: user, subject: subject, clientID: token.clientID, sealed: sealed, at: clock.now) {
-                // The identity went meanwhile: revoke the token now rather than keep it.
-                try await apple.client.revoke(token: token.refreshToken, clientID: token.clientID)
+                // The identity went meanwhile: the token is dropped, not revoked (revoking would
+                // end the Apple account's authorisation for whoever holds the identity now).
+                logger.notice("apple: the identity of user \(user.rawValue) went during its sign-in; Apple's token dropped")
             }
         } catch {
             logger.error("apple: the refresh token of user \(user.rawValue) could not be kept; it will not be revoked at deletion: \(error)")

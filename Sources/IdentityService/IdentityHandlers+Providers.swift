@@ -131,6 +131,7 @@ extension IdentityHandlers {
             }
             guard !current.disabled else { throw IdentityError.userDisabled }
             let (user, tokens) = try await signInVerified(current, client: request.client, amr: [request.credential.provider], deadline: deadline)
+            try await confirmLinked(tokens, user: current.id, provider: request.credential.provider, subject: token.sub)
             let replaced = RevokeSessionRequest(sessionID: request.caller.sessionID, reason: "reauthenticated")
             _ = try await self.tokens.call(TokenAPI.revokeSession, replaced)
             return AuthResponse(user: user, tokens: tokens)
@@ -256,6 +257,7 @@ extension IdentityHandlers {
         }
         // The caller was upgraded meanwhile: an ordinary sign-in to the identity's user.
         let (user, tokens) = try await signInVerified(target, client: request.client, amr: [provider], deadline: deadline)
+        try await confirmLinked(tokens, user: target.id, provider: provider, subject: subject)
         return AuthResponse(user: user, tokens: tokens)
     }
 
@@ -350,7 +352,7 @@ extension IdentityHandlers {
 
 /// Apple's refresh token of the sign-in running on this task, until it is kept: a
 /// `migration_required` answer puts it in the resume handle.
-struct AppleTokenCarry: Sendable {
+struct AppleTokenCarry: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     /// Apple's refresh token.
     var refreshToken: String
     /// The client id it was issued to.
@@ -363,4 +365,9 @@ struct AppleTokenCarry: Sendable {
 
     /// The token of the sign-in on this task, if any.
     @TaskLocal static var current: AppleTokenCarry?
+
+    /// Never the token.
+    var description: String { "AppleTokenCarry(clientID: \(clientID), refreshToken: <redacted>)" }
+    var debugDescription: String { description }
+    var customMirror: Mirror { Mirror(self, children: ["clientID": clientID, "refreshToken": "<redacted>"]) }
 }

@@ -32,7 +32,7 @@ public final class ResumeHandles: Sendable {
     }
 
     /// A verified provider identity a handle carries.
-    public struct ProviderIdentity: Sendable, Equatable {
+    public struct ProviderIdentity: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
         /// The provider id (`apple.com`, `google.com`, `oidc.<name>`).
         public var provider: String
         /// The provider's subject (`sub`).
@@ -47,6 +47,17 @@ public final class ResumeHandles: Sendable {
         public init(provider: String, subject: String) {
             self.provider = provider
             self.subject = subject
+        }
+
+        /// The identity, never Apple's token.
+        public var description: String {
+            "ProviderIdentity(provider: \(provider), subject: \(subject), appleRefreshToken: \(appleRefreshToken == nil ? "nil" : "<redacted>"))"
+        }
+        /// As `description`.
+        public var debugDescription: String { description }
+        /// As `description`: no token in a dump or a test failure.
+        public var customMirror: Mirror {
+            Mirror(self, children: ["provider": provider, "subject": subject, "appleRefreshToken": appleRefreshToken == nil ? "nil" : "<redacted>"])
         }
     }
 

@@ -54,6 +54,10 @@ extension SQLiteUserStore {
                         FROM apple_tokens WHERE userId = OLD.id;
                     DELETE FROM apple_tokens WHERE userId = OLD.id;
                 END;
+                CREATE TRIGGER apple_revocations_identity_linked AFTER INSERT ON identities WHEN NEW.provider = 'apple.com'
+                BEGIN
+                    DELETE FROM apple_revocations WHERE substr(associatedData, instr(associatedData, ' ') + 1) = NEW.subject;
+                END;
                 CREATE TRIGGER apple_tokens_identity_unlinked AFTER DELETE ON identities WHEN OLD.provider = 'apple.com'
                 BEGIN
                     INSERT INTO apple_revocations (clientId, sealedToken, associatedData, nextAttemptAt, createdAt)
@@ -70,7 +74,8 @@ extension SQLiteUserStore {
 
     /// Keeps the sealed refresh token of the user's Apple identity `subject` while that identity
     /// is linked to the user, replacing (not revoking) an older one and dropping a revocation
-    /// still queued for the identity. False (nothing stored) when the identity is not the user's
+    /// still queued for the Apple account, whichever user it was queued for (linking it again
+    /// also does, by trigger). False (nothing stored) when the identity is not the user's
     /// (unlinked or deleted meanwhile).
     public func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool {
         try await run { db in
@@ -86,8 +91,8 @@ extension SQLiteUserStore {
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             try db.execute(
-                sql: "DELETE FROM apple_revocations WHERE associatedData = ?",
-                arguments: [SQLiteUserStore.appleTokenAssociatedData(user: user, subject: subject)])
+                sql: "DELETE FROM apple_revocations WHERE substr(associatedData, instr(associatedData, ' ') + 1) = ?",
+                arguments: [subject])
             try db.execute(
                 sql: "INSERT OR REPLACE INTO apple_tokens (userId, subject, clientId, sealedToken, createdAt) VALUES (?, ?, ?, ?, ?)",
                 arguments: [user.rawValue, subject, clientID, sealed, now])
@@ -111,6 +116,18 @@ extension SQLiteUserStore {
             ).map { row in
                 PendingAppleRevocation(id: row[0], clientID: row[1], sealedToken: row[2], associatedData: row[3], attempts: row[4])
             }
+        }
+    }
+
+    /// Claims a due revocation right before it is sent: false when it is gone (the Apple account
+    /// was linked again meanwhile, and revoking would end its new authorisation) or no longer
+    /// due. The claim pushes its next attempt to `until`, so a worker that dies mid-call retries it then.
+    public func claimAppleRevocation(id: Int64, now: Date, until: Date) async throws -> Bool {
+        try await run { db in
+            try db.execute(
+                sql: "UPDATE apple_revocations SET nextAttemptAt = ? WHERE id = ? AND nextAttemptAt <= ?",
+                arguments: [until.millisecondsSince1970, id, now.millisecondsSince1970])
+            return db.changesCount == 1
         }
     }
 

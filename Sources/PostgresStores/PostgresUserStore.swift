@@ -39,8 +39,8 @@ public final class PostgresUserStore: UserStore {
                 is_anonymous BOOLEAN NOT NULL DEFAULT false,
                 disabled BOOLEAN NOT NULL DEFAULT false,
                 custom_claims TEXT NOT NULL DEFAULT '' CHECK (
-                    custom_claims = '' OR (octet_length(custom_claims) <= 1000 AND jsonb_typeof(custom_claims::jsonb) = 'object')),
-                settings TEXT NOT NULL DEFAULT '{}' CHECK (octet_length(settings) <= 16384 AND jsonb_typeof(settings::jsonb) = 'object'),
+                    custom_claims = '' OR (octet_length(custom_claims) <= 1000 AND json_typeof(custom_claims::json) = 'object')),
+                settings TEXT NOT NULL DEFAULT '{}' CHECK (octet_length(settings) <= 16384 AND json_typeof(settings::json) = 'object'),
                 created_at BIGINT NOT NULL,
                 updated_at BIGINT NOT NULL,
                 last_sign_in_at BIGINT,
@@ -256,7 +256,7 @@ public final class PostgresUserStore: UserStore {
             return IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
         case "23503":
             return IdentityError.userNotFound
-        case "23514", "23502", "22P02", "22001":
+        case "23514", "23502", "22P02", "22P05", "22023", "22001":
             return IdentityError.invalidArgument(field: "user", reason: "breaks a storage invariant")
         case "08000", "08003", "08006", "57P01", "57P02", "57P03", "53300":
             return IdentityError.unavailable(cause: "PostgreSQL \(state)")

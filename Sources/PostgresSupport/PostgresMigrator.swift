@@ -62,13 +62,22 @@ public struct PostgresMigrator: Sendable {
         }
     }
 
-    private func migrateLocked(_ connection: PostgresConnection, logger: Logger) async throws -> [String] {
+    private func createMigrationsTable(_ connection: PostgresConnection, logger: Logger) async throws {
         try await connection.query(
             """
             CREATE TABLE IF NOT EXISTS gatehouse_migrations (
                 store TEXT NOT NULL, id TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now(),
                 PRIMARY KEY (store, id))
             """, logger: logger)
+    }
+
+    private func migrateLocked(_ connection: PostgresConnection, logger: Logger) async throws -> [String] {
+        do {
+            try await createMigrationsTable(connection, logger: logger)
+        } catch let error as PSQLError where ["23505", "42P07"].contains(error.serverInfo?[.sqlState] ?? "") {
+            // Another store's migrator made it at the same moment (IF NOT EXISTS is not safe
+            // under concurrency; the locks are per store): it exists now.
+        }
         var done = Set<String>()
         for try await id in try await connection.query(
             "SELECT id FROM gatehouse_migrations WHERE store = \(store)", logger: logger

@@ -47,9 +47,10 @@ public struct PostgresSettings: Sendable, Equatable, CustomStringConvertible {
         self.host = host
         self.port = url.port ?? 5432
         guard (1...65_535).contains(port) else { throw PostgresSettingsError("the database URL's port is out of range") }
-        self.username = user.removingPercentEncoding ?? user
-        self.password = url.password.map { $0.removingPercentEncoding ?? $0 }
-        self.database = database.removingPercentEncoding ?? database
+        // URLComponents decodes user, password and path once already.
+        self.username = user
+        self.password = url.password
+        self.database = database
         let loopback = ["127.0.0.1", "::1", "localhost"].contains(host.lowercased())
         tls = loopback ? .disable : .verifyFull
         for item in url.queryItems ?? [] {

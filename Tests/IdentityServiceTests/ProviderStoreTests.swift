@@ -98,6 +98,12 @@ import Testing
         #expect(try await store.pendingAppleRevocationCount() == 1)
         _ = try await store.unlink(provider: "apple.com", from: b.id, now: t0)
         #expect(try await store.pendingAppleRevocationCount() == 2)
+        // The Apple account linked again, to another user: the revocation queued for it goes
+        // (revoking would end the new user's authorisation too).
+        let c = try await store.insert(UserRecord(id: .random(), email: nil, createdAt: t0), identity: "apple.com", subject: "a-1")
+        #expect(try await store.pendingAppleRevocationCount() == 1, "a-1's queued revocation dropped by the link")
+        #expect(try await store.claimAppleRevocation(id: due[0].id, now: Date(), until: Date() + 60) == false, "gone: not claimed")
+        _ = c
         for item in due { try await store.finishAppleRevocation(id: item.id) }
         let left = try #require(try await store.dueAppleRevocations(now: Date(), limit: 10).first)
         try await store.retryAppleRevocation(id: left.id, at: Date() + 60)

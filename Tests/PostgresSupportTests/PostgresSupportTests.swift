@@ -20,6 +20,7 @@ struct PostgresSettingsTests {
         #expect(try PostgresSettings(url: "postgresql://u@127.0.0.1/db").tls == .disable)
         #expect(try PostgresSettings(url: "postgres://u@db.internal/db").tls == .verifyFull)
         #expect(try PostgresSettings(url: "postgres://u@db.internal/db").port == 5432)
+        #expect(try PostgresSettings(url: "postgres://u:p%2541@h/db").password == "p%41", "decoded once")
     }
 
     @Test("the password file's first line replaces the URL's password; what cannot work is refused with what to fix")
@@ -97,6 +98,28 @@ struct PostgresMigratorTests {
             // Another store's migrations are its own.
             let other = PostgresMigrator(store: "token", migrations: [.init("0001-counter", ["CREATE TABLE token_counter (n INTEGER)"])])
             #expect(try await other.migrate(clients[2], logger: Self.logger) == ["0001-counter"])
+        }
+    }
+
+    @Test("two stores migrating at the same moment on a fresh database both succeed (they share gatehouse_migrations)")
+    func twoStoresAtOnce() async throws {
+        try await withServer { makeClient, run in
+            for round in 0..<3 {
+                let clients = (0..<4).map { _ in makeClient() }
+                for client in clients { _ = run(client) }
+                let stores = ["identity\(round)", "token\(round)", "identity\(round)", "token\(round)"]
+                let applied = try await withThrowingTaskGroup(of: [String].self) { group in
+                    for (client, store) in zip(clients, stores) {
+                        let migrator = PostgresMigrator(store: store, migrations: [.init("0001-t", ["CREATE TABLE t_\(store) (n INTEGER)"])])
+                        group.addTask { try await migrator.migrate(client, logger: Self.logger) }
+                    }
+                    var all: [[String]] = []
+                    for try await one in group { all.append(one) }
+                    return all
+                }
+                #expect(applied.flatMap { $0 }.count == 2, "each store's migration once: \(applied)")
+                if round == 0 { break }  // the first round is the fresh database
+            }
         }
     }
 
