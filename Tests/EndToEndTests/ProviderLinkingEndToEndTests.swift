@@ -235,3 +235,48 @@ struct ProviderLinkingEndToEndTests {
         #expect(unlink.user["providers"] as? [String] == ["apple.com"])
     }
 }
+
+/// Bad input on the provider routes: each refused with its status and stable code, nothing created.
+@Suite("Provider routes refuse bad input over three processes")
+struct ProviderBadInputEndToEndTests {
+    @Test("malformed JSON, a wrong type, an over-long token, nonce, code or name, a provider id of bad characters, a non-https redirectURI, an unlink of a bad id, a notification that is not JSON or too large: 4xx with a stable code, never 5xx, nobody created")
+    func badInput() async throws {
+        let p = try await ProviderStack.start()
+        defer { Task { await p.stop() } }
+        let token = p.google("g-bad", email: "bad@example.com")
+        let cases: [(body: Data, status: Int, code: String)] = [
+            (Data("{not json".utf8), 400, "malformed_request"),
+            (try JSONSerialization.data(withJSONObject: ["provider": 5, "idToken": token]), 400, "malformed_request"),
+            (try JSONSerialization.data(withJSONObject: ["provider": "google.com", "idToken": String(repeating: "a", count: 17_000)]), 422, "invalid_argument"),
+            (try JSONSerialization.data(withJSONObject: ["provider": "google.com", "idToken": token, "nonce": String(repeating: "n", count: 600)]), 422, "invalid_argument"),
+            (try JSONSerialization.data(withJSONObject: ["provider": "google.com", "idToken": token, "authorizationCode": String(repeating: "c", count: 1100)]), 422, "invalid_argument"),
+            (try JSONSerialization.data(withJSONObject: ["provider": "google.com", "idToken": token, "displayName": String(repeating: "d", count: 300)]), 422, "invalid_argument"),
+            (try JSONSerialization.data(withJSONObject: ["provider": "goo gle/../x", "idToken": token]), 422, "invalid_argument"),
+            (try JSONSerialization.data(withJSONObject: ["provider": "password", "idToken": token]), 422, "invalid_argument"),
+        ]
+        for (body, status, code) in cases {
+            let r = try await p.stack.request("POST", "/v1/sessions/provider", rawBody: body, headers: ["Content-Type": "application/json"])
+            #expect(r.status == status && r.json["code"] as? String == code, "\(String(decoding: body.prefix(60), as: UTF8.self)): \(r.status) \(r.json)")
+        }
+        let text = try await p.stack.request(
+            "POST", "/v1/sessions/provider", rawBody: Data("provider=google.com".utf8), headers: ["Content-Type": "text/plain"])
+        #expect(text.status == 415)
+        let appleWeb = try await p.signIn([
+            "provider": "apple.com", "idToken": p.apple("a-bad", rawNonce: "n"), "nonce": "n", "authorizationCode": "c",
+            "redirectURI": "http://app.example.com/cb",
+        ])
+        #expect(appleWeb.status == 422 && appleWeb.json["code"] as? String == "invalid_argument", "a redirectURI must be https: \(appleWeb.json)")
+
+        let u = try await p.signUp("bad-input@example.com")
+        let unlink = try await p.stack.request("DELETE", "/v1/me/providers/bad%20id", bearer: u.access)
+        #expect(unlink.status == 422 && unlink.json["code"] as? String == "invalid_argument", "\(unlink.status) \(unlink.json)")
+
+        for body in [Data("garbage".utf8), Data(#"{"payload":"a.b.c"}"#.utf8), Data(repeating: 0x61, count: 20_000)] {
+            let r = try await p.stack.request(
+                "POST", "/v1/providers/apple/notifications", rawBody: body, headers: ["Content-Type": "application/json"])
+            #expect((400..<500).contains(r.status), "notification \(body.count) bytes: \(r.status) \(r.json)")
+            #expect(r.json["code"] as? String != nil)
+        }
+        #expect(try await p.userCount() == 1, "only the password sign-up above")
+    }
+}
