@@ -334,7 +334,7 @@ let package = Package(
         .testTarget(
             name: "LoadGeneratorTests",
             dependencies: [
-                "LoadGenerator", "GatehouseTestSupport",
+                "LoadGenerator", "GatehouseTestSupport", "GatehouseSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -75,17 +75,11 @@ extension IdentityRoleSettings {
         } else {
             // Its own file, which only the identity role writes: the token role's key file is made
             // by the token role, and two roles starting at once on one folder must not race.
-            let folder = URL(fileURLWithPath: dataDir)
-            let file = folder.appendingPathComponent("identity-key-encryption.key").path
+            let file = URL(fileURLWithPath: dataDir).appendingPathComponent("identity-key-encryption.key").path
             if FileManager.default.fileExists(atPath: file) {
                 sealing = try TokenRoleSettings.readKey(file, source: "the identity's key-encryption key made on first start")
             } else {
-                let (key, text) = KeyEncryptionKey.newKey()
-                do {
-                    try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-                    try KeySet.writeFile(text, to: URL(fileURLWithPath: file), mode: 0o600)
-                } catch { throw ConfigError(message: "\(error)") }
-                sealing = key
+                sealing = try KeyEncryptionKey.make(at: file)
             }
         }
         return AppleServerConfiguration(

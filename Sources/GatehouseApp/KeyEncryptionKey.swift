@@ -26,11 +26,22 @@ public enum KeyEncryptionKey {
         if try TokenStore.holdsSealedSecrets(path: databasePath) {
             throw ConfigError(message: "\(databasePath) holds signing keys sealed with a key-encryption key, but \(path) does not exist and GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) is not set: point it at the key used before, or see \"Recovering from a lost key\" in the README")
         }
+        let key = try make(at: path)
+        logger.notice("made a key-encryption key at \(path) (0600); it seals the signing keys: back it up apart from the databases")
+        return key
+    }
+
+    /// A new key written to a new file at `path` (0600; its folder made 0700 when missing).
+    static func make(at path: String) throws -> SymmetricKey {
         let (key, text) = newKey()
-        do { try KeySet.writeFile(text, to: URL(fileURLWithPath: path), mode: 0o600) } catch {
+        let file = URL(fileURLWithPath: path)
+        do {
+            try FileManager.default.createDirectory(
+                at: file.deletingLastPathComponent(), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try KeySet.writeFile(text, to: file, mode: 0o600)
+        } catch {
             throw ConfigError(message: "\(error)")
         }
-        logger.notice("made a key-encryption key at \(path) (0600); it seals the signing keys: back it up apart from the databases")
         return key
     }
 

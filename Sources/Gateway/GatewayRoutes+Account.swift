@@ -54,7 +54,7 @@ extension GatewayRoutes {
         var request = request
         let (body, _) = try await request.decodeJSON(ReauthenticateBody.self, limit: configuration.maxBodySize)
         if let provider = body.provider {
-            return try await reauthenticateWithProvider(claims, provider: provider, idToken: body.idToken ?? "", nonce: body.nonce, client: client.info)
+            return try await reauthenticateWithProvider(claims, provider: provider, idToken: body.idToken, nonce: body.nonce, client: client.info)
         }
         if let email = body.email { try Self.validateEmail(email) }
         try Self.validatePassword(body.password)

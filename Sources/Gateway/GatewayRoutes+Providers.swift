@@ -85,9 +85,9 @@ extension GatewayRoutes {
 
     /// `POST /v1/me/reauthenticate` with `{provider, idToken, nonce?}` instead of a password.
     func reauthenticateWithProvider(
-        _ claims: AccessTokenClaims, provider: String, idToken: String, nonce: String?, client: ClientInfo
+        _ claims: AccessTokenClaims, provider: String, idToken: String?, nonce: String?, client: ClientInfo
     ) async throws -> Response {
-        let credential = try Self.credential(ProviderBody(provider: provider, idToken: idToken, nonce: nonce))
+        let credential = try Self.credential(provider: provider, idToken: idToken, nonce: nonce)
         let reauth = ProviderReauthenticateRequest(caller: Self.caller(claims), credential: credential, client: client)
         let reply = try await call(services.identity, IdentityAPI.reauthenticateWithProvider, reauth)
         revocations.insert(CollectionOfOne(claims.sid), now: clock.now)
@@ -126,25 +126,21 @@ extension GatewayRoutes {
     /// provider user id and no token (seed 001's `oauth_id`) is refused: nothing is trusted
     /// that the provider did not sign.
     static func credential(_ body: ProviderBody) throws -> ProviderCredential {
-        guard !body.provider.isEmpty, body.provider.utf8.count <= 64 else {
+        try credential(provider: body.provider, idToken: body.idToken, nonce: body.nonce)
+    }
+
+    /// `credential(_:)` of the members themselves (re-authentication reads them from its own body).
+    static func credential(provider: String, idToken: String?, nonce: String?) throws -> ProviderCredential {
+        guard !provider.isEmpty, provider.utf8.count <= 64 else {
             throw GatewayError.invalidArgument("`provider` must be a provider id: apple.com, google.com or oidc.<name>.")
         }
-        guard let token = body.idToken, !token.isEmpty else {
+        guard let token = idToken, !token.isEmpty else {
             throw GatewayError.invalidArgument(
                 "`idToken` is required: send the provider's ID token (and the raw nonce); a provider user id alone is never trusted.")
         }
         guard token.utf8.count <= 16 * 1024 else { throw GatewayError.invalidArgument("`idToken` must be at most 16 KiB.") }
-        let nonce = body.nonce ?? ""
+        let nonce = nonce ?? ""
         guard nonce.utf8.count <= 512 else { throw GatewayError.invalidArgument("`nonce` must be at most 512 bytes.") }
-        return ProviderCredential(provider: body.provider, idToken: token, nonce: nonce)
-    }
-}
-
-extension GatewayRoutes.ProviderBody {
-    /// A body of a credential only (re-authentication).
-    init(provider: String, idToken: String, nonce: String?) {
-        self.provider = provider
-        self.idToken = idToken
-        self.nonce = nonce
+        return ProviderCredential(provider: provider, idToken: token, nonce: nonce)
     }
 }

@@ -32,16 +32,6 @@ struct AppleServerEndToEndTests {
         return (p, teamKey)
     }
 
-    /// Waits (polling, bounded) until `condition` holds.
-    func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () async throws -> Bool) async throws {
-        let end = ContinuousClock.now + timeout
-        while ContinuousClock.now < end {
-            if try await condition() { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        Issue.record("timed out waiting for \(what)")
-    }
-
     @Test("the authorization code is exchanged at sign-in; deleting the account revokes Apple's refresh token at Apple (from the queue, after the answer); a refused code changes nothing")
     func exchangeAndRevokeOnDeletion() async throws {
         let (p, _) = try await Self.start()
@@ -82,7 +72,7 @@ struct AppleServerEndToEndTests {
         // Deletion answers at once; the worker revokes the token at Apple.
         let deleted = try await p.stack.request("DELETE", "/v1/me", bearer: access)
         #expect(deleted.status == 200 || deleted.status == 204, "\(deleted.json)")
-        try await eventually("the revocation at Apple") { p.fake.apple.revocations.map(\.token) == [refresh] }
+        try await waitUntil("the revocation at Apple") { p.fake.apple.revocations.map(\.token) == [refresh] }
         #expect(p.fake.apple.revocations.first?.clientID == ProviderStack.appleClient)
         #expect(p.fake.apple.revocations.first?.tokenTypeHint == "refresh_token")
         // The token was never stored in the clear.
@@ -102,12 +92,12 @@ struct AppleServerEndToEndTests {
         p.fake.apple.set(revokeMode: .down)
         let deleted = try await p.stack.request("DELETE", "/v1/me", bearer: try p.access(signIn))
         #expect(deleted.status == 200 || deleted.status == 204)
-        try await eventually("a failed attempt") { p.fake.apple.revokeRequests >= 1 }
+        try await waitUntil("a failed attempt") { p.fake.apple.revokeRequests >= 1 }
         #expect(p.fake.apple.revocations.isEmpty)
         p.fake.apple.set(revokeMode: .up)
         // The worker schedules the retry 30 s after its failed attempt, on the stack's clock,
         // once Apple's answer is in: move the clock past it until the retry has gone.
-        try await eventually("the retried revocation", timeout: .seconds(20)) {
+        try await waitUntil("the retried revocation", interval: .milliseconds(100)) {
             p.stack.advanceClock(by: .seconds(31))
             return p.fake.apple.revocations.map(\.token) == [refresh]
         }
@@ -159,7 +149,7 @@ struct AppleServerEndToEndTests {
         let failed = try await p.stack.request("POST", "/v1/providers/apple/notifications", rawBody: body, headers: ["Content-Type": "application/json"])
         #expect(failed.status == 503, "\(failed.json)")
         try p.stack.start("token")
-        try await eventually("the token service back") {
+        try await waitUntil("the token service back") {
             try await p.stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": "x"]).status == 401
         }
         let retried = try await p.stack.request("POST", "/v1/providers/apple/notifications", rawBody: body, headers: ["Content-Type": "application/json"])

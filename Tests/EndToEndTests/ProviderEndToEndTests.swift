@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GatehouseTestSupport
 import ProviderTestSupport
@@ -59,7 +60,6 @@ struct ProviderStack {
         claims["jti"] = UUID().uuidString
         if let email { claims["email"] = email; claims["email_verified"] = verified }
         if let nonce { claims["nonce"] = nonce }
-        for (k, v) in extra { claims[k] = v }
         return TestSigningKey.rsa1.idToken(claims: claims)
     }
 
@@ -112,16 +112,9 @@ struct ProviderStack {
     }
 }
 
+/// SHA-256 of `text` in lowercase hex (Apple's form of the nonce in its tokens).
 func sha256Hex(_ text: String) -> String {
-    // Foundation has no SHA-256 on Linux without CryptoKit: shell out once per call (tests only).
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    process.arguments = ["python3", "-c", "import hashlib,sys; print(hashlib.sha256(sys.argv[1].encode()).hexdigest())", text]
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    try? process.run()
-    process.waitUntilExit()
-    return String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    SHA256.hash(data: Data(text.utf8)).map { String(format: "%02x", $0) }.joined()
 }
 
 /// Issue 20 over HTTP against three processes: seed 002's five cases and scenarios A11–A13,

@@ -1,3 +1,4 @@
+import GatehouseSupport
 import Foundation
 import Hummingbird
 import Logging
@@ -143,10 +144,7 @@ final class FakeGateway: Sendable {
             // seen before is a replay, as at the real gateway.
             let body = try await request.decode(as: ProviderRequest.self, context: context)
             let parts = body.idToken.split(separator: ".")
-            var payload = parts.count == 3 ? String(parts[1]) : ""
-            payload = payload.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while payload.count % 4 != 0 { payload += "=" }
-            guard body.provider == "google.com", let data = Data(base64Encoded: payload),
+            guard body.provider == "google.com", parts.count == 3, let data = Base64URL.decode(parts[1]),
                 let claims = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
                 let sub = claims["sub"] as? String, let email = claims["email"] as? String, let jti = claims["jti"] as? String
             else { return FakeGateway.problem(.unauthorized, "invalid_provider_token") }

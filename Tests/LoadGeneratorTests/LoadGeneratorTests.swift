@@ -1,3 +1,4 @@
+import GatehouseSupport
 import Crypto
 import Foundation
 import NIOCore
@@ -49,15 +50,11 @@ struct ScenarioTests {
         // The printed JWKS verifies every token sent.
         let jwks = try #require(JSONSerialization.jsonObject(with: Data(signer.jwks.utf8)) as? [String: Any])
         let jwk = try #require((jwks["keys"] as? [[String: String]])?.first)
-        func bytes(_ text: String) -> Data {
-            var b64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-            while b64.count % 4 != 0 { b64 += "=" }
-            return Data(base64Encoded: b64)!
-        }
-        let key = try P256.Signing.PublicKey(rawRepresentation: bytes(jwk["x"]!) + bytes(jwk["y"]!))
+        func bytes(_ text: String) throws -> Data { try #require(Base64URL.decode(text)) }
+        let key = try P256.Signing.PublicKey(rawRepresentation: try bytes(jwk["x"]!) + bytes(jwk["y"]!))
         for token in state.providerTokens {
             let parts = token.split(separator: ".").map(String.init)
-            let signature = try P256.Signing.ECDSASignature(rawRepresentation: bytes(parts[2]))
+            let signature = try P256.Signing.ECDSASignature(rawRepresentation: try bytes(parts[2]))
             #expect(key.isValidSignature(signature, for: Data((parts[0] + "." + parts[1]).utf8)))
         }
     }
