@@ -58,9 +58,14 @@ extension TokenService {
     ///
     /// The position is read before the list: a revocation is committed before its number is
     /// drawn, so every event numbered up to `seq` is in the list (later ones may be too).
+    /// With a shared store the database's snapshot gives both (every instance's revocations).
     public func listRevocations() async throws -> RevocationSnapshot {
-        let seq = revocationFeed.position
         let since = clock.now.addingTimeInterval(-(configuration.accessTokenTTL + configuration.leeway))
+        if revocationFeed.isShared, let log = store as? any SharedRevocationLog {
+            let (seq, sessions) = try await log.revocationSnapshot(since: since)
+            return RevocationSnapshot(epoch: revocationFeed.epoch, seq: seq, sessions: sessions)
+        }
+        let seq = revocationFeed.position
         let sessions = try await store.revokedSessions(since: since)
         return RevocationSnapshot(epoch: revocationFeed.epoch, seq: seq, sessions: sessions)
     }

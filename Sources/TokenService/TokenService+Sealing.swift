@@ -8,7 +8,7 @@ extension TokenService {
     /// still stored in plain text (a database from before the key was configured) are sealed
     /// first, so none stays readable in the file.
     static func openSecrets(
-        _ store: TokenStore, configuration: TokenConfiguration, random: @escaping @Sendable (Int) -> [UInt8], logger: Logger
+        _ store: any TokenStorage, configuration: TokenConfiguration, random: @escaping @Sendable (Int) -> [UInt8], logger: Logger
     ) async throws -> Data {
         let key = configuration.encryptionKey
         let stored = try await store.secret(named: TokenStore.successorSecretName) {

@@ -42,6 +42,13 @@ public struct TokenConfiguration: Sendable {
     /// drops a connection's whole map (munmap, then page faults to map it again) whenever the WAL
     /// changed since its last read: a map cost 6–8 % of refresh throughput, interleaved A/B.
     public var pointReadMemoryMap = 0
+    /// How long a new signing key is published before it signs (`rotateKeys`): 0 with one
+    /// instance; with several on one database, longer than `keySyncInterval`, so every instance
+    /// publishes the key before any signs with it.
+    public var keyActivationDelay: TimeInterval = 0
+    /// How often each instance reloads the keys from the store (`KeySync`); nil: only at start and
+    /// after its own rotation (one instance).
+    public var keySyncInterval: TimeInterval?
 
     /// Settings with these three and the defaults for the rest.
     public init(databasePath: String, issuer: String, audience: String) {
@@ -55,8 +62,8 @@ public struct TokenConfiguration: Sendable {
 public final class TokenService: Sendable {
     /// The settings it was started with.
     public let configuration: TokenConfiguration
-    /// Keys, sessions and refresh tokens in SQLite.
-    public let store: TokenStore
+    /// Keys, sessions and refresh tokens: SQLite (`TokenStore`) or a shared database.
+    public let store: any TokenStorage
     /// The signing keys in memory: the active one and those still published.
     public let keys: KeyRing
     /// Verifies access tokens against `keys`.
@@ -70,32 +77,45 @@ public final class TokenService: Sendable {
     let successorKey: SymmetricKey
     let logger: Logger
 
-    /// Opens and migrates the database, loads the signing keys (generating the first one) and
-    /// the refresh-token secret.
+    /// Opens and migrates the database (the SQLite file at `configuration.databasePath`, or
+    /// `store` when given), loads the signing keys (generating the first one) and the
+    /// refresh-token secret.
     public static func start(
-        configuration: TokenConfiguration, identity: any RPCCaller,
+        configuration: TokenConfiguration, store given: (any TokenStorage)? = nil, identity: any RPCCaller,
         publish: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in },
         clock: WallClock = .system,
         random: @escaping @Sendable (Int) -> [UInt8] = TokenService.secureRandom,
         logger: Logger = Logger(label: "gatehouse.token")
     ) async throws -> TokenService {
-        let store = try TokenStore(
-            path: configuration.databasePath, durability: configuration.durability, pointReadMemoryMap: configuration.pointReadMemoryMap,
-            logger: logger)
-        try store.migrate()
+        let store: any TokenStorage
+        if let given {
+            store = given
+        } else {
+            store = try TokenStore(
+                path: configuration.databasePath, durability: configuration.durability,
+                pointReadMemoryMap: configuration.pointReadMemoryMap, logger: logger)
+        }
+        try await store.migrate()
         let secret = try await openSecrets(store, configuration: configuration, random: random, logger: logger)
         let keys = KeyRing()
+        let feed: RevocationFeed
+        if let log = store as? any SharedRevocationLog {
+            let (seq, _) = try await log.revocationSnapshot(since: clock.now)
+            feed = RevocationFeed(shared: log, epoch: try await log.revocationEpoch(), position: seq, publish: publish, logger: logger)
+        } else {
+            feed = RevocationFeed(random: random, publish: publish)
+        }
         let service = TokenService(
             configuration: configuration, store: store, keys: keys,
             verifier: TokenVerifier(keys: keys, issuer: configuration.issuer, audience: configuration.audience, leeway: configuration.leeway),
-            identity: identity, revocationFeed: RevocationFeed(random: random, publish: publish), clock: clock, random: random,
+            identity: identity, revocationFeed: feed, clock: clock, random: random,
             successorKey: SymmetricKey(data: secret), logger: logger)
         try await service.loadKeys()
         return service
     }
 
     init(
-        configuration: TokenConfiguration, store: TokenStore, keys: KeyRing, verifier: TokenVerifier, identity: any RPCCaller,
+        configuration: TokenConfiguration, store: any TokenStorage, keys: KeyRing, verifier: TokenVerifier, identity: any RPCCaller,
         revocationFeed: RevocationFeed, clock: WallClock,
         random: @escaping @Sendable (Int) -> [UInt8], successorKey: SymmetricKey, logger: Logger
     ) {
@@ -129,47 +149,65 @@ public final class TokenService: Sendable {
         }
     }
 
-    /// Loads the published keys from the store, generating the first key on first start.
-    func loadKeys() async throws {
+    /// Loads the published keys from the store, generating the first key on first start (one
+    /// first key however many instances start together). Returns when the next stored key starts
+    /// signing, if one is waiting: load again then.
+    @discardableResult
+    func loadKeys() async throws -> Date? {
         var stored = try await store.keys()
         if stored.isEmpty {
-            try await addKey()
+            let key = try newKey(activatesAt: clock.now)
+            if try await store.insertFirstKey(key.stored) { logger.info("first signing key \(key.kid) (\(key.algorithm))") }
             stored = try await store.keys()
         }
         let at = clock.now
+        // The key signing at `at`: the latest activated one that has not stopped. A key activating
+        // later is published (verifies, in the JWKS) but does not sign yet.
+        let signing = stored.filter { $0.activatesAt <= at && ($0.signingUntil.map { $0 > at } ?? true) }
+            .max { ($0.activatesAt, $0.createdAt) < ($1.activatesAt, $1.createdAt) }
         var active: SigningKey?
         var others: [KeyRing.Entry] = []
+        var nextActivation: Date?
         for row in stored {
             if let retire = row.retireAfter, retire <= at { continue }
             guard let algorithm = SigningAlgorithm(rawValue: row.algorithm) else { continue }
             let material = try Self.open(row.privateKey, with: configuration.encryptionKey, isSealed: row.encrypted, what: "signing key \(row.kid)")
             let key = try SigningKey(algorithm: algorithm, privateMaterial: String(decoding: material, as: UTF8.self))
-            if row.signingUntil == nil { active = key } else { others.append(KeyRing.Entry(key: key, retireAfter: row.retireAfter)) }
+            if row.kid == signing?.kid { active = key } else { others.append(KeyRing.Entry(key: key, retireAfter: row.retireAfter)) }
+            if row.activatesAt > at { nextActivation = min(nextActivation ?? row.activatesAt, row.activatesAt) }
         }
         guard let active else { throw RPCError(.internal, "no active signing key") }
         try await keys.load(active: active, others: others)
+        return nextActivation
     }
 
-    func addKey() async throws {
+    /// A new key of the configured algorithm, sealed for the store, signing from `activatesAt`.
+    func newKey(activatesAt: Date) throws -> (stored: TokenStore.StoredKey, kid: String, algorithm: String) {
         let key = try SigningKey.generate(configuration.algorithm)
-        let at = clock.now
         let sealed = try Self.seal(Data(key.privateMaterial.utf8), with: configuration.encryptionKey)
-        try await store.insertKey(
+        return (
             TokenStore.StoredKey(
                 kid: key.kid, algorithm: key.algorithm.rawValue, privateKey: sealed, encrypted: configuration.encryptionKey != nil,
-                createdAt: at, signingUntil: nil, retireAfter: nil),
-            previousRetireAfter: at.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
-        logger.info("new signing key \(key.kid) (\(key.algorithm.rawValue))")
+                createdAt: clock.now, activatesAt: activatesAt),
+            key.kid, key.algorithm.rawValue
+        )
     }
 
     /// Makes a new signing key; the previous one stays published until its last token expires.
+    ///
+    /// With several instances (`keyActivationDelay` > 0) the new key is published at once and
+    /// signs only after the delay, by which time every instance has loaded it (`KeySync`): no
+    /// instance signs with a key another one does not publish. The reply's `kid` is the new key.
     public func rotateKeys() async throws -> RotateKeysResponse {
         let previous = keys.activeKid
-        try await addKey()
+        let activatesAt = clock.now.addingTimeInterval(configuration.keyActivationDelay)
+        let key = try newKey(activatesAt: activatesAt)
+        try await store.insertKey(key.stored, previousRetireAfter: activatesAt.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
+        logger.info("new signing key \(key.kid) (\(key.algorithm)), signing from \(activatesAt)")
         try await loadKeys()
         return RotateKeysResponse(
-            kid: keys.activeKid, previousKid: previous,
-            previousRetiresAt: clock.now.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
+            kid: key.kid, previousKid: previous,
+            previousRetiresAt: activatesAt.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
     }
 
     // MARK: Tokens
@@ -252,14 +290,15 @@ public final class TokenService: Sendable {
         let presented = request.refreshToken
         guard Self.isWellFormedRefreshToken(presented) else { throw TokenError.invalidRefreshToken }
         let hash = Self.hash(presented)
-        guard let session = try store.session(forRefreshHash: hash) else { throw TokenError.invalidRefreshToken }
+        guard let session = try await store.session(forRefreshHash: hash) else { throw TokenError.invalidRefreshToken }
         if session.revokedAt != nil { throw TokenError.sessionRevoked }
         let claims = try await identity.call(
             ServiceContracts.claimsForSession, ClaimsForSessionRequest(userID: session.userID), deadline: deadline)
         if !claims.exists {
             // The user is gone (a deletion whose own revocation did not complete): every session
             // of it ends here, and loses its client details as a deletion's do.
-            try await store.revokeAll(userID: session.userID, reason: "user_deleted", at: clock.now, scrubClient: true).forEach(announce)
+            try await store.revokeAll(userID: session.userID, reason: "user_deleted", at: clock.now, except: nil, scrubClient: true)
+                .forEach(announce)
             revoked(session.id)
             throw TokenError.sessionRevoked
         }

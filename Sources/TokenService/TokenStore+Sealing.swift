@@ -12,7 +12,7 @@ extension TokenStore {
     static let plainSecretLength = 32
 
     /// Replaces the stored secret `name` with `value`, overwriting the old bytes in the file.
-    func replaceSecret(named name: String, with value: Data) async throws {
+    public func replaceSecret(named name: String, with value: Data) async throws {
         try await write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
@@ -25,7 +25,7 @@ extension TokenStore {
     /// A checkpoint that another one holds up (the store's own `WALCheckpointer`, or another
     /// connection's) answers busy at once, without SQLite's busy wait: it is tried again for up to
     /// about a second before start-up fails.
-    func scrubFreedPages() async throws {
+    public func scrubFreedPages() async throws {
         var attempt = 0
         while true {
             do {
@@ -42,7 +42,7 @@ extension TokenStore {
 
     /// Seals every signing key stored in plain text with `seal`; returns how many it sealed.
     /// The plain text is overwritten in the file, not only unlinked (`scrubFreedPages`).
-    func sealPlaintextKeys(_ seal: @escaping @Sendable (Data) throws -> Data) async throws -> Int {
+    public func sealPlaintextKeys(_ seal: @escaping @Sendable (Data) throws -> Data) async throws -> Int {
         try await write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }

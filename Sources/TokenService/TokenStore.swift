@@ -14,7 +14,7 @@ import TokenCore
 /// append (one fsync with `FULL`), each still answered only after that commit. GRDB runs
 /// every statement on its own writer/reader queues, never on Swift's cooperative pool. No
 /// SQLite error leaves this type: they become `internal`/`unavailable` `RPCError`s.
-public final class TokenStore: Sendable {
+public final class TokenStore: TokenStorage {
     /// How far an acknowledged write survives.
     public typealias Durability = SQLiteSupport.Durability
 
@@ -112,6 +112,11 @@ public final class TokenStore: Sendable {
         }
         registerRevokedAtIndex(&migrator)
         registerAuditMigration(&migrator)
+        // A key may be published before it signs (a rotation coordinated across instances, see
+        // `TokenService.rotateKeys`): it signs from `activatesAt`. Older keys signed from creation.
+        migrator.registerMigration("0005-key-activation") { db in
+            try db.execute(sql: "ALTER TABLE signingKey ADD COLUMN activatesAt INTEGER")
+        }
         return migrator
     }
 
@@ -165,10 +170,28 @@ public final class TokenStore: Sendable {
         public var encrypted: Bool
         /// When the key was made.
         public var createdAt: Date
-        /// When it stopped signing (nil: it is the active key).
+        /// When it starts signing: published from `createdAt`, it signs from here (a rotation
+        /// across several instances publishes the key everywhere before any instance signs with it).
+        public var activatesAt: Date
+        /// When it stopped signing (nil: it is the active key, or the next one).
         public var signingUntil: Date?
         /// After this it leaves the JWKS (every token it signed has expired).
         public var retireAfter: Date?
+
+        /// A stored key; it signs from `activatesAt` (default: from `createdAt`).
+        public init(
+            kid: String, algorithm: String, privateKey: Data, encrypted: Bool, createdAt: Date, activatesAt: Date? = nil,
+            signingUntil: Date? = nil, retireAfter: Date? = nil
+        ) {
+            self.kid = kid
+            self.algorithm = algorithm
+            self.privateKey = privateKey
+            self.encrypted = encrypted
+            self.createdAt = createdAt
+            self.activatesAt = activatesAt ?? createdAt
+            self.signingUntil = signingUntil
+            self.retireAfter = retireAfter
+        }
     }
 
     /// Every stored key, oldest first.
@@ -177,23 +200,36 @@ public final class TokenStore: Sendable {
             try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt").map { row in
                 StoredKey(
                     kid: row["kid"], algorithm: row["algorithm"], privateKey: row["privateKey"], encrypted: row["encrypted"],
-                    createdAt: Self.date(row["createdAt"])!, signingUntil: Self.date(row["signingUntil"]),
-                    retireAfter: Self.date(row["retireAfter"]))
+                    createdAt: Self.date(row["createdAt"])!, activatesAt: Self.date(row["activatesAt"]),
+                    signingUntil: Self.date(row["signingUntil"]), retireAfter: Self.date(row["retireAfter"]))
             }
         }
     }
 
-    /// Adds `key` as the signing key; the previous signing key stops signing at `now` and
-    /// stays published until `retireAfter`.
+    /// Adds `key`, to sign from `key.activatesAt`; the key signing until then stops at that
+    /// instant and stays published until `previousRetireAfter`.
     public func insertKey(_ key: StoredKey, previousRetireAfter: Date) async throws {
         try await write { db in
             try db.execute(
                 sql: "UPDATE signingKey SET signingUntil = ?, retireAfter = ? WHERE signingUntil IS NULL",
-                arguments: [Self.ms(key.createdAt), Self.ms(previousRetireAfter)])
-            try db.execute(
-                sql: "INSERT INTO signingKey (kid, algorithm, privateKey, encrypted, createdAt) VALUES (?, ?, ?, ?, ?)",
-                arguments: [key.kid, key.algorithm, key.privateKey, key.encrypted, Self.ms(key.createdAt)])
+                arguments: [Self.ms(key.activatesAt), Self.ms(previousRetireAfter)])
+            try Self.insert(key, in: db)
         }
+    }
+
+    /// Adds `key` unless a key exists; whether it did.
+    public func insertFirstKey(_ key: StoredKey) async throws -> Bool {
+        try await write { db in
+            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM signingKey") == 0 else { return false }
+            try Self.insert(key, in: db)
+            return true
+        }
+    }
+
+    private static func insert(_ key: StoredKey, in db: Database) throws {
+        try db.execute(
+            sql: "INSERT INTO signingKey (kid, algorithm, privateKey, encrypted, createdAt, activatesAt) VALUES (?, ?, ?, ?, ?, ?)",
+            arguments: [key.kid, key.algorithm, key.privateKey, key.encrypted, Self.ms(key.createdAt), Self.ms(key.activatesAt)])
     }
 
     // MARK: Sessions

@@ -74,7 +74,7 @@ import RPCRouting
         for id in order where try await service.store.session(id: id) == nil { missingSessions.append(id) }
         #expect(missingSessions.isEmpty, "acknowledged sessions lost: \(missingSessions.prefix(5))")
         var lostTokens: [Line] = []
-        for line in lines where try service.store.session(forRefreshHash: TokenService.hash(line.refreshToken))?.id != line.sessionID {
+        for line in lines where try await service.store.session(forRefreshHash: TokenService.hash(line.refreshToken))?.id != line.sessionID {
             lostTokens.append(line)
         }
         #expect(lostTokens.isEmpty, "acknowledged refresh tokens lost: \(lostTokens.count)")

@@ -1,0 +1,97 @@
+import Foundation
+import GatehouseContracts
+
+/// Where the token service keeps signing keys, sessions, refresh tokens and its audit log: the
+/// SQLite file of one instance (`TokenStore`, the embedded default) or a PostgreSQL database
+/// shared by several instances (`PostgresTokenStore`, module `PostgresStores`).
+///
+/// The row types are `TokenStore`'s (`TokenStore.SessionRow`, `.StoredKey`, `.RotationOutcome`,
+/// `.SweepCounts`): one shape, whichever store holds them. Implementations let no error of their
+/// own escape: failures become `RPCError`s (`unavailable` when the database cannot be reached or
+/// is busy, `internal` otherwise). Every write is durable before the call returns.
+public protocol TokenStorage: Sendable {
+    /// Applies pending schema migrations (once, however many instances start at once).
+    func migrate() async throws
+
+    // MARK: Secrets and keys
+
+    /// A stored secret, created with `make` on first use. Instances starting at once agree on one
+    /// value: the first stored wins, and every caller gets it.
+    func secret(named name: String, make: @escaping @Sendable () -> Data) async throws -> Data
+    /// Replaces the stored secret `name` with `value`, leaving no copy of the old value behind
+    /// where the store can avoid it.
+    func replaceSecret(named name: String, with value: Data) async throws
+    /// Seals every signing key stored in plain text with `seal`; how many it sealed.
+    func sealPlaintextKeys(_ seal: @escaping @Sendable (Data) throws -> Data) async throws -> Int
+    /// After secrets were replaced: drops what the store still keeps of the old values (SQLite's
+    /// WAL); nothing where the store keeps none the process can reach.
+    func scrubFreedPages() async throws
+
+    /// Every stored key, oldest first.
+    func keys() async throws -> [TokenStore.StoredKey]
+    /// Adds `key`, to sign from `key.activatesAt`: the key signing until then stops at that
+    /// instant and stays published until `previousRetireAfter`.
+    func insertKey(_ key: TokenStore.StoredKey, previousRetireAfter: Date) async throws
+    /// Adds `key` as the first signing key unless a key exists already; whether it did. Instances
+    /// starting together on an empty database make one first key.
+    func insertFirstKey(_ key: TokenStore.StoredKey) async throws -> Bool
+
+    // MARK: Sessions
+
+    /// Stores a new session with its first refresh token (by hash).
+    func createSession(_ session: TokenStore.SessionRow, refreshHash: Data) async throws
+    /// The session a refresh token belongs to (whatever the token's state).
+    func session(forRefreshHash hash: Data) async throws -> TokenStore.SessionRow?
+    /// The session with this id, or nil.
+    func session(id: String) async throws -> TokenStore.SessionRow?
+    /// The user's sessions, oldest first.
+    func sessions(userID: String) async throws -> [TokenStore.SessionRow]
+    /// Rotates the refresh token `hash` to `successorHash` atomically (see `TokenStore.rotate`):
+    /// of two rotations of one token, wherever they run, exactly one rotates.
+    func rotate(hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval) async throws
+        -> TokenStore.RotationOutcome
+    /// The session's current refresh-token hash (for tests).
+    func currentHash(sessionID: String) async throws -> Data?
+    /// Revokes one session; returns it if it was active.
+    func revoke(sessionID: String, reason: String, at now: Date) async throws -> TokenStore.SessionRow?
+    /// Whether a session is revoked (or unknown).
+    func isRevoked(sessionID: String) async throws -> Bool
+    /// Revokes every active session of a user but `except`, in one transaction; returns those
+    /// revoked. With `scrubClient`, blanks the user agent and IP address of all its sessions.
+    func revokeAll(userID: String, reason: String, at now: Date, except: String?, scrubClient: Bool) async throws
+        -> [TokenStore.SessionRow]
+    /// The sessions revoked after `since`, oldest first.
+    func revokedSessions(since: Date) async throws -> [RevokedSession]
+    /// The ids of `userID`'s sessions revoked after `since`.
+    func revokedSessionIDs(userID: String, since: Date) async throws -> [String]
+    /// For each user with a stored session, the latest `lastUsedAt` of its sessions.
+    func lastActivity(userIDs: [String]) async throws -> [String: Date]
+
+    // MARK: Upkeep and audit
+
+    /// Deletes ended sessions and old refresh tokens (see `TokenStore.sweep`).
+    func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> TokenStore.SweepCounts
+    /// The number of stored sessions and refresh tokens.
+    func rowCounts() async throws -> (sessions: Int, refreshTokens: Int)
+    /// The page of the audit log `request` asks for.
+    func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse
+    /// Deletes the audit events before `cutoff`, at most `batch` a transaction; how many went.
+    @discardableResult
+    func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int
+}
+
+extension TokenStorage {
+    /// `revokeAll` of every active session, client details kept.
+    public func revokeAll(userID: String, reason: String, at now: Date) async throws -> [TokenStore.SessionRow] {
+        try await revokeAll(userID: userID, reason: reason, at: now, except: nil, scrubClient: false)
+    }
+    /// `sweep` in batches of 1,000.
+    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval) async throws -> TokenStore.SweepCounts {
+        try await sweep(now: now, retention: retention, idleTimeout: idleTimeout, batch: 1000)
+    }
+    /// `pruneAudit` in batches of 5,000.
+    @discardableResult
+    public func pruneAudit(before cutoff: Date) async throws -> Int {
+        try await pruneAudit(before: cutoff, batch: 5000)
+    }
+}
