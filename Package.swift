@@ -98,6 +98,8 @@ let package = Package(
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
+                "PostgresSupport", "PostgresStores",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -347,7 +349,7 @@ let package = Package(
             name: "GatehouseAppTests",
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway", "SMTPClient",
+                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway", "SMTPClient", "PostgresSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),

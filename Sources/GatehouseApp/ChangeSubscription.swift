@@ -6,7 +6,7 @@ import Logging
 /// The identity service's change feed (`user.changed` and `identity.heartbeat`), for the
 /// gateway's `GET /v1/me/events`.
 enum ChangeSubscription {
-    /// Subscribes at `endpoint`; the stream ends (and the gateway resubscribes) when the
+    /// Subscribes at `endpoint` (every instance of a comma-separated list); the stream ends (and the gateway resubscribes) when the
     /// subscription fails or closes. A message that does not decode is dropped: the next event
     /// or heartbeat shows the gap, and the gateway lists the missing changes.
     static func stream(endpoint: String, curve: CurveClientKeys?, logger: Logger) -> AsyncStream<ChangeNotice> {
@@ -14,7 +14,7 @@ enum ChangeSubscription {
         let task = Task {
             do {
                 let subscriber = try EventSubscriber(
-                    endpoints: [endpoint], topics: [IdentityAPI.Topic.userChanged, IdentityAPI.Topic.changeFeedHeartbeat], curve: curve,
+                    endpoints: Config.splitEndpoints(endpoint), topics: [IdentityAPI.Topic.userChanged, IdentityAPI.Topic.changeFeedHeartbeat], curve: curve,
                     logger: logger)
                 for await event in subscriber.events {
                     if Task.isCancelled { break }

@@ -184,7 +184,7 @@ public enum ConfigTable {
         defaultSettings,
         migrationResumeTTL,
         smtpHost, smtpPort, smtpTLS, smtpUsername, smtpPasswordFile, smtpCAFile, mailMaxAttempts,
-    ] + passwordResetKeys + emailFlowKeys + mailDeliveryKeys + streamKeys + auditKeys + providerKeys
+    ] + passwordResetKeys + emailFlowKeys + mailDeliveryKeys + streamKeys + auditKeys + providerKeys + databaseKeys
 
     /// Keys that are gone, with what replaced them: set to anything but false, start-up stops.
     static let removed: [String: String] = [
@@ -298,5 +298,25 @@ public struct Config: Sendable {
             throw ConfigError(message: "\(key.env) (\(key.flag)) must be a ZeroMQ endpoint like tcp://127.0.0.1:7001, not '\(value)'")
         }
         return value
+    }
+
+    /// A required list of ZeroMQ endpoints separated by commas (the instances of one service),
+    /// each `tcp://`, `ipc://` or `inproc://`; returned as given.
+    public func endpoints(_ key: ConfigKey) throws -> String {
+        let value = try required(key)
+        let list = Self.splitEndpoints(value)
+        guard !list.isEmpty else { throw ConfigError(message: "\(key.env) (\(key.flag)) names no endpoint") }
+        guard list.count <= 16 else { throw ConfigError(message: "\(key.env) (\(key.flag)) names \(list.count) endpoints; at most 16") }
+        for endpoint in list where !(endpoint.hasPrefix("tcp://") || endpoint.hasPrefix("ipc://") || endpoint.hasPrefix("inproc://")) {
+            throw ConfigError(
+                message: "\(key.env) (\(key.flag)) must be ZeroMQ endpoints like tcp://10.0.0.1:7001,tcp://10.0.0.2:7001, not '\(endpoint)'")
+        }
+        guard Set(list).count == list.count else { throw ConfigError(message: "\(key.env) (\(key.flag)) names an endpoint twice") }
+        return value
+    }
+
+    /// The endpoints of a list setting (commas between, blanks ignored).
+    public static func splitEndpoints(_ value: String) -> [String] {
+        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 }

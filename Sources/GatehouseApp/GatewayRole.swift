@@ -56,10 +56,10 @@ public struct GatewayRoleSettings: Sendable {
         gateway.revocationHeartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         gateway.appName = try config.required(ConfigTable.appName)
         gateway.streams = try Self.streamSettings(config)
-        self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
-        self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
-        self.tokenEventsURL = try tokenEventsURL ?? config.endpoint(ConfigTable.tokenEventsURL)
-        self.identityEventsURL = try identityEventsURL ?? config.endpoint(ConfigTable.identityEventsURL)
+        self.identityURL = try identityURL ?? config.endpoints(ConfigTable.identityURL)
+        self.tokenURL = try tokenURL ?? config.endpoints(ConfigTable.tokenURL)
+        self.tokenEventsURL = try tokenEventsURL ?? config.endpoints(ConfigTable.tokenEventsURL)
+        self.identityEventsURL = try identityEventsURL ?? config.endpoints(ConfigTable.identityEventsURL)
         links = try LinkSecurity.load(config, role: .gateway, links: [
             .init(ConfigTable.identityURL, self.identityURL, binds: false),
             .init(ConfigTable.tokenURL, self.tokenURL, binds: false),
@@ -114,9 +114,9 @@ public struct GatewayRole: Sendable {
     /// The HTTP server; run it in the role's service group.
     public let application: any Service
     /// The identity service's client; close it at shutdown.
-    public let identity: RPCClient
+    public let identity: BalancedRPCClient
     /// The token service's client; close it at shutdown.
-    public let tokens: RPCClient
+    public let tokens: BalancedRPCClient
 
     /// Connects the RPC clients and builds the HTTP application, which listens once run.
     public static func start(_ settings: GatewayRoleSettings, clock: WallClock = .system, logger: Logger) throws -> GatewayRole {

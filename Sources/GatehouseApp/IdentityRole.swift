@@ -89,7 +89,7 @@ public struct IdentityRoleSettings: Sendable {
             requestTimeout: .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)) * 2)
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
-        self.tokenURL = try tokenURL ?? config.endpoint(ConfigTable.tokenURL)
+        self.tokenURL = try tokenURL ?? config.endpoints(ConfigTable.tokenURL)
         rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
         links = try LinkSecurity.load(config, role: .identity, links: [
             .init(ConfigTable.identityBind, self.rpcBind, binds: true),
@@ -137,7 +137,7 @@ public struct IdentityRole: Sendable {
     /// The PUB socket of user events; close it at shutdown.
     public let publisher: EventPublisher
     /// The token service's client; close it at shutdown.
-    public let tokenClient: RPCClient
+    public let tokenClient: BalancedRPCClient
     /// Endpoints actually bound (wildcard ports resolved).
     public let rpcEndpoint: String
     /// Sweeps inactive anonymous users; run it in the role's service group.

@@ -76,7 +76,11 @@ public struct LinkSecurity: Sendable {
 
     /// Reads the CURVE keys of `role` and checks its `links` against the plain-text policy.
     /// Links that are all `inproc://` (`gatehouse serve`) need no keys, and none are read.
-    public static func load(_ config: Config, role: ServiceRole, links: [Link]) throws -> LinkSecurity {
+    public static func load(_ config: Config, role: ServiceRole, links given: [Link]) throws -> LinkSecurity {
+        // A list of instances is one link per endpoint.
+        let links = given.flatMap { link in
+            Config.splitEndpoints(link.endpoint).map { Link(link.key, $0, binds: link.binds) }
+        }
         if links.allSatisfy({ $0.endpoint.hasPrefix("inproc://") }) { return LinkSecurity() }
         if let path = config.string(ConfigTable.curveSecretKeyFile), !path.isEmpty {
             return LinkSecurity(curve: try loadKeys(config, role: role, secretKeyPath: path))

@@ -5,7 +5,7 @@ import Logging
 
 /// The token service's revocation feed (`session.revoked` and `token.heartbeat`), for the gateway.
 enum RevocationSubscription {
-    /// Subscribes at `endpoint`; the stream ends (and the gateway resubscribes) when the
+    /// Subscribes at `endpoint` (every instance of a comma-separated list); the stream ends (and the gateway resubscribes) when the
     /// subscription fails or closes. A message that does not decode is dropped: the next
     /// heartbeat shows the gap, and the gateway reloads.
     static func stream(endpoint: String, curve: CurveClientKeys?, logger: Logger) -> AsyncStream<RevocationNotice> {
@@ -13,7 +13,7 @@ enum RevocationSubscription {
         let task = Task {
             do {
                 let subscriber = try EventSubscriber(
-                    endpoints: [endpoint], topics: [TokenAPI.Topic.sessionRevoked, TokenAPI.Topic.heartbeat], curve: curve, logger: logger)
+                    endpoints: Config.splitEndpoints(endpoint), topics: [TokenAPI.Topic.sessionRevoked, TokenAPI.Topic.heartbeat], curve: curve, logger: logger)
                 for await event in subscriber.events {
                     if Task.isCancelled { break }
                     switch event.topic {

@@ -19,11 +19,13 @@ struct RoleStart {
         for warning in links.warnings { logger.warning("\(warning)") }
     }
 
-    /// A client of the service at `endpoint`, whose CURVE public key (when links use CURVE) is `serverKey`.
-    func client(_ endpoint: String, serverKey: (CurveLinkKeys) -> [UInt8]?) throws -> RPCClient {
-        var configuration = RPCClient.Configuration(endpoint: endpoint, defaultTimeout: rpcTimeout)
+    /// A client of the service at `endpoints` (one, or several instances separated by commas,
+    /// see `BalancedRPCClient`), whose CURVE public key (when links use CURVE) is `serverKey`:
+    /// instances of one role share their key pair.
+    func client(_ endpoints: String, serverKey: (CurveLinkKeys) -> [UInt8]?) throws -> BalancedRPCClient {
+        var configuration = RPCClient.Configuration(endpoint: endpoints, defaultTimeout: rpcTimeout)
         configuration.curve = links.curve.flatMap { $0.client(of: serverKey($0)) }
-        return try RPCClient(configuration: configuration, logger: logger)
+        return try BalancedRPCClient(endpoints: [endpoints], configuration: configuration, logger: logger)
     }
 
     /// Creates the folder of `databasePath` private (0700, its files 0600, the database created

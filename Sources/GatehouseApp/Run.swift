@@ -52,7 +52,7 @@ public enum GatehouseRoles {
     public static func runToken(config: Config, logger: Logger) async throws {
         let role = try await TokenRole.start(TokenRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         try await runGroup(
-            [role.server, role.sweeper, role.heartbeat, ShutdownHook { await role.publisher.close(); await role.identityClient.close() }], logger: logger)
+            role.services + [ShutdownHook { await role.close() }], logger: logger)
     }
 
     /// `gatehouse gateway`: the HTTP gateway alone, calling the services over tcp.
@@ -79,13 +79,12 @@ public enum GatehouseRoles {
             await gateway.tokens.close()
             await identity.publisher.close()
             await identity.tokenClient.close()
-            await token.publisher.close()
-            await token.identityClient.close()
+            await token.close()
         }
         // Shutdown runs in reverse: the gateway stops taking requests first, then the services drain.
         try await runGroup(
             [
-                identity.server, token.server, token.sweeper, token.heartbeat, identity.anonymousSweeper, identity.outboxDelivery, identity.changeLog,
+                identity.server, token.server, token.sweeper, token.heartbeat, token.keySync, identity.anonymousSweeper, identity.outboxDelivery, identity.changeLog,
             ] + [identity.adminAPI, identity.appleRevocations].compactMap { $0 } + [gateway.application, hook], logger: logger)
     }
 

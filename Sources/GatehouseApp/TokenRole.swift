@@ -4,6 +4,8 @@ import GatehouseContracts
 import GatehouseRPC
 import GatehouseSupport
 import Logging
+import PostgresNIO
+import PostgresStores
 import ServiceLifecycle
 import TokenCore
 import TokenService
@@ -31,6 +33,8 @@ public struct TokenRoleSettings: Sendable {
     public var generatedKeyEncryptionKeyPath: String?
     /// The interval of `token.heartbeat` (`GATEHOUSE_REVOCATION_HEARTBEAT_MS`).
     public var heartbeat: Duration
+    /// PostgreSQL instead of `token.sqlite` (`GATEHOUSE_TOKEN_DATABASE_URL`): several instances.
+    public var database: DatabaseSettings?
 
     /// Reads and checks the token role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -62,8 +66,14 @@ public struct TokenRoleSettings: Sendable {
         self.service = service
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.tokenBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.tokenEventsBind)
-        self.identityURL = try identityURL ?? config.endpoint(ConfigTable.identityURL)
+        self.identityURL = try identityURL ?? config.endpoints(ConfigTable.identityURL)
         rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
+        database = try DatabaseSettings.token(config)
+        if let database {
+            // Every instance loads a rotated key within one interval; it signs after two and a second.
+            self.service.keySyncInterval = TimeInterval(database.keySyncInterval)
+            self.service.keyActivationDelay = TimeInterval(2 * database.keySyncInterval + 1)
+        }
         links = try LinkSecurity.load(config, role: .token, links: [
             .init(ConfigTable.tokenBind, self.rpcBind, binds: true),
             .init(ConfigTable.tokenEventsBind, self.eventsBind, binds: true),
@@ -109,13 +119,29 @@ public struct TokenRole: Sendable {
     /// The PUB socket of session events; close it at shutdown.
     public let publisher: EventPublisher
     /// The identity service's client; close it at shutdown.
-    public let identityClient: RPCClient
+    public let identityClient: BalancedRPCClient
     /// The endpoint the RPC server actually bound (a wildcard port resolved).
     public let rpcEndpoint: String
     /// Sweeps ended sessions and old refresh tokens; run it in the role's service group.
     public let sweeper: TokenSweeper
     /// Beats `token.heartbeat`; run it in the role's service group.
     public let heartbeat: RevocationHeartbeatService
+    /// Reloads the signing keys every `GATEHOUSE_KEY_SYNC_INTERVAL` (several instances) and when
+    /// a published key starts signing; run it in the role's service group.
+    public let keySync: KeySync
+    /// The PostgreSQL pool's run loop, when the store is PostgreSQL: ended by `close()`.
+    let database: Task<Void, Never>?
+
+    /// The services to run in the role's group.
+    public var services: [any Service] { [server, sweeper, heartbeat, keySync] }
+
+    /// Closes the sockets and the database pool (after the services stopped).
+    public func close() async {
+        await publisher.close()
+        await identityClient.close()
+        database?.cancel()
+        await database?.value
+    }
 
     /// Creates the data folder, opens and migrates the database, loads the signing keys (making the
     /// first one), binds the sockets. The service reads the time from `clock`.
@@ -128,16 +154,32 @@ public struct TokenRole: Sendable {
                 at: path, databasePath: settings.service.databasePath, logger: logger)
         }
         let identityClient = try start.client(settings.identityURL) { $0.identityServerKey }
-        let service = try await TokenService.start(
-            configuration: settings.service, identity: identityClient,
-            publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, clock: clock, logger: logger)
+        var store: (any TokenStorage)?
+        var database: Task<Void, Never>?
+        if let shared = settings.database {
+            let client = PostgresClient(
+                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: logger)
+            database = Task { await client.run() }
+            store = try TokenRole.postgresStore(client: client, logger: logger)
+            logger.info("token store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
+        }
+        let service: TokenService
+        do {
+            service = try await TokenService.start(
+                configuration: settings.service, store: store, identity: identityClient,
+                publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, clock: clock, logger: logger)
+        } catch {
+            database?.cancel()
+            throw error
+        }
         let (server, bound) = try start.serve(
             "token service", router: service.router(), rpcBind: settings.rpcBind, publisher: publisher,
             note: "; signing key \(service.keys.activeKid)")
         return TokenRole(
             server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound,
             sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger),
-            heartbeat: RevocationHeartbeatService(feed: service.revocationFeed, interval: settings.heartbeat))
+            heartbeat: RevocationHeartbeatService(feed: service.revocationFeed, interval: settings.heartbeat),
+            keySync: KeySync(service: service, logger: logger), database: database)
     }
 }
 
@@ -163,7 +205,14 @@ public struct TokenSweeper: Service {
             while true {
                 try await sleep(delay)
                 delay = interval
-                do { try await service.sweep() } catch is CancellationError { return } catch {
+                do {
+                    if let leader = service.store as? any LeaderElection {
+                        // Several instances: one sweeps at a time, whichever takes the lead.
+                        _ = try await leader.runIfLeader("sweep") { try await service.sweep() }
+                    } else {
+                        try await service.sweep()
+                    }
+                } catch is CancellationError { return } catch {
                     logger.warning("token sweep failed; trying again in \(interval): \(error)")
                 }
             }
@@ -181,8 +230,41 @@ public struct RevocationHeartbeatService: Service {
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             while true {
-                feed.heartbeat()
+                // With a shared store the beat follows the database's log first (see `RevocationFeed`).
+                if feed.isShared { await feed.catchUp() } else { feed.heartbeat() }
                 try await Task.sleep(for: interval)
+            }
+        }
+    }
+}
+
+/// Reloads the token service's signing keys until graceful shutdown: every `keySyncInterval`
+/// (several instances on one store: a key another instance rotated is published here within one
+/// interval), and at the moment a published key starts signing. With one instance and no key
+/// waiting it only waits for shutdown.
+public struct KeySync: Service {
+    let service: TokenService
+    let logger: Logger
+
+    /// Reloads until graceful shutdown (see the type).
+    public func run() async throws {
+        try? await cancelWhenGracefulShutdown {
+            var next = service.nextKeyActivation
+            while true {
+                var wait: Duration?
+                if let interval = service.configuration.keySyncInterval { wait = .milliseconds(Int64(interval * 1000)) }
+                if let next {
+                    let until = Duration.milliseconds(Int64(max(0, next.timeIntervalSince(service.clock.now)) * 1000) + 1)
+                    wait = min(wait ?? until, until)
+                }
+                guard let wait else {
+                    try await gracefulShutdown()
+                    return
+                }
+                try await Task.sleep(for: wait)
+                do { next = try await service.reloadKeys() } catch is CancellationError { return } catch {
+                    logger.warning("cannot reload the signing keys; trying again: \(error)")
+                }
             }
         }
     }

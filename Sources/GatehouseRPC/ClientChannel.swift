@@ -37,9 +37,10 @@ final class ClientSocket: Sendable {
     /// Takes the socket, connected to `endpoint`; no other reference to it may exist
     /// (`sending`). `tracksConnection`: requests wait for `connectionUp` (tcp, ipc); without
     /// it they go to libzmq at once (inproc, where `ZMQ_IMMEDIATE` does the waiting).
-    init(_ socket: sending Socket, endpoint: String, tracksConnection: Bool) throws {
+    init(_ socket: sending Socket, endpoint: String, tracksConnection: Bool, failFastOnDisconnect: Bool = false) throws {
         fileDescriptor = try socket.fileDescriptor
-        channel = Mutex(ClientChannel(socket: socket, endpoint: endpoint, connected: !tracksConnection))
+        channel = Mutex(ClientChannel(
+            socket: socket, endpoint: endpoint, connected: !tracksConnection, failFastOnDisconnect: failFastOnDisconnect))
     }
 
     /// Runs `body` with the channel, holding the lock.
@@ -99,13 +100,19 @@ struct ClientChannel: ~Copyable {
     private var ioWakesAt: ContinuousClock.Instant?
     /// Malformed replies dropped during this `service` (the I/O thread logs them).
     private var malformedReplies = 0
+    /// Calls handed to libzmq fail at once when their connection drops (see `connectionLost`).
+    private let failFastOnDisconnect: Bool
 
-    fileprivate init(socket: sending Socket, endpoint: String, connected: Bool) {
+    fileprivate init(socket: sending Socket, endpoint: String, connected: Bool, failFastOnDisconnect: Bool) {
         self.socket = socket
         self.endpoint = endpoint
         self.connected = connected
+        self.failFastOnDisconnect = failFastOnDisconnect
         pending.reserveCapacity(256)
     }
+
+    /// Whether a connection is up (always true over inproc).
+    var isConnected: Bool { connected }
 
     // MARK: Callers
 
@@ -263,10 +270,24 @@ struct ClientChannel: ~Copyable {
     /// is right while their callers still wait (a restarted service answers them), wrong after:
     /// so if no connection is up by the first of their deadlines, `service` drops libzmq's queue
     /// (`dropQueue`). Returns the time it will, if any request was handed over unanswered.
+    ///
+    /// With `failFastOnDisconnect` (a member of a `BalancedRPCClient`, which has other instances
+    /// to go to) the calls handed over fail at once with `unavailable`, and libzmq's queue is
+    /// dropped at the next turn, so none of them reaches a later server.
     mutating func connectionLost(completions: inout [Completion]) throws -> ContinuousClock.Instant? {
         while try receiveReplies(into: &completions) {}
         guard connected else { return nil }
         connected = false
+        if failFastOnDisconnect {
+            for (id, continuation) in pending where !unsent.contains(id) {
+                completions.append(Completion(
+                    continuation: continuation,
+                    result: .failure(RPCError(.unavailable, "the connection to \(endpoint) was lost; the call may have run"))))
+            }
+            pending = pending.filter { unsent.contains($0.key) }
+            dropQueueAt = .now
+            return dropQueueAt
+        }
         dropQueueAt = deadlines.earliest { [pending, unsent] id in pending[id] != nil && !unsent.contains(id) }
         return dropQueueAt
     }

@@ -29,6 +29,9 @@ public final class RPCClient: RPCCaller, Sendable {
         public var sendHighWaterMark: Int = 100_000
         /// CURVE keys: this client's key pair and the server's public key. Nil: plain text.
         public var curve: CurveClientKeys?
+        /// Calls sent on a connection that drops fail at once with `unavailable` instead of
+        /// waiting for the server to come back (set by `BalancedRPCClient` on its members).
+        public var failFastOnDisconnect = false
 
         /// Settings reaching `endpoint`, with `defaultTimeout` for calls given none.
         public init(endpoint: String, defaultTimeout: Duration = .seconds(2)) {
@@ -76,7 +79,9 @@ public final class RPCClient: RPCCaller, Sendable {
             let io = try IOThread<Command>()
             self.io = io
             self.executor = LoopExecutor(io: io)
-            self.socket = try ClientSocket(socket, endpoint: configuration.endpoint, tracksConnection: tracksConnection)
+            self.socket = try ClientSocket(
+                socket, endpoint: configuration.endpoint, tracksConnection: tracksConnection,
+                failFastOnDisconnect: configuration.failFastOnDisconnect)
         }
 
         /// Completes call `id` with an error, if it is still waiting.
@@ -132,6 +137,10 @@ public final class RPCClient: RPCCaller, Sendable {
         let loop = try ClientLoop(client: core, monitor: monitor)
         io.start(name: IOThread<Command>.threadName("rpcc", endpoint: configuration.endpoint)) { loop.run() }
     }
+
+    /// Whether a connection to the server is up (always true over inproc): requests made now
+    /// go out at once.
+    public var isConnected: Bool { core.socket.withLock { $0.isConnected } }
 
     /// Numbers the clients' monitor endpoints (inproc names are per context).
     private static let monitors = Atomic<UInt64>(0)
