@@ -206,7 +206,7 @@ let package = Package(
         .target(
             name: "PostgresStores",
             dependencies: [
-                "IdentityCore", "GatehouseSupport", "PostgresSupport",
+                "IdentityCore", "GatehouseSupport", "PostgresSupport", "TokenService", "TokenCore", "GatehouseContracts",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
