@@ -107,8 +107,11 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
     /// hands over a result's rows before the statement completes, and an error (or, for a
     /// statement of its own, a failed commit) arrives after them.
     @discardableResult
-    func rows(_ query: PostgresQuery, on connection: PostgresConnection) async throws -> [PostgresRow] {
-        try await connection.query(query, logger: queryLogger).collect()
+    /// A failure names the caller's file and line (`describe`).
+    func rows(
+        _ query: PostgresQuery, on connection: PostgresConnection, file: String = #fileID, line: Int = #line
+    ) async throws -> [PostgresRow] {
+        try await connection.query(query, logger: queryLogger, file: file, line: line).collect()
     }
 
     /// Runs `body` on a pooled connection (each statement its own transaction); errors
