@@ -408,6 +408,8 @@ let package = Package(
             dependencies: [
                 "TokenService", "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
                 "token-crash-writer", "GatehouseTestSupport",
+                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
