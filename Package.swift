@@ -208,7 +208,7 @@ let package = Package(
         .target(
             name: "PostgresStores",
             dependencies: [
-                "IdentityCore", "GatehouseSupport", "PostgresSupport",
+                "IdentityCore", "GatehouseSupport", "PostgresSupport", "TokenService", "TokenCore", "GatehouseContracts",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -410,6 +410,8 @@ let package = Package(
             dependencies: [
                 "TokenService", "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
                 "token-crash-writer", "GatehouseTestSupport",
+                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],

@@ -23,7 +23,8 @@ extension TokenStore {
     /// The event of a revocation: `sessions.revoked` for several, else `session.revoked` (the
     /// reuse of a refresh token: `refresh_token.reused`). The actor is the user for what a user
     /// asks for (sign-outs, a reused token), `system` for what a change of the user caused.
-    static func revocationEvent(_ sessions: [SessionRow], reason: String, at now: Date, all: Bool) -> AuditEvent? {
+    /// Public so that every `TokenStorage` (`PostgresTokenStore`) records the same events.
+    public static func revocationEvent(_ sessions: [SessionRow], reason: String, at now: Date, all: Bool) -> AuditEvent? {
         guard let first = sessions.first else { return nil }
         let kind = reason == "refresh_token_reused"
             ? AuditEvent.Kind.refreshTokenReused : (all ? AuditEvent.Kind.sessionsRevoked : AuditEvent.Kind.sessionRevoked)

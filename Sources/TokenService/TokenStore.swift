@@ -146,30 +146,6 @@ public final class TokenStore: TokenStorage {
 
     // MARK: Sessions
 
-    /// A session as stored.
-    public struct SessionRow: Sendable, Hashable {
-        /// The session id (the `sid` claim).
-        public var id: String
-        /// The user it belongs to (the `sub` claim).
-        public var userID: String
-        /// When the session was created.
-        public var createdAt: Date
-        /// When the user authenticated (the `auth_time` claim).
-        public var authTime: Date
-        /// How the user authenticated (RFC 8176 values, the `amr` claim).
-        public var amr: [String]
-        /// The user agent and IP address it was created from.
-        public var client: ClientInfo
-        /// When its current refresh token was made (idle timeout counts from here).
-        public var lastUsedAt: Date
-        /// Its absolute end.
-        public var expiresAt: Date
-        /// When it was revoked, if it was.
-        public var revokedAt: Date?
-        /// Why (`sign_out`, `refresh_token_reused`, …); "" while live.
-        public var revokeReason: String
-    }
-
     /// Stores a new session with its first refresh token (by hash).
     public func createSession(_ s: SessionRow, refreshHash: Data) async throws {
         try await write { db in

@@ -19,9 +19,9 @@ func payloadJSON(_ h: Harness, exp: Int64? = nil, iss: String = "https://auth.te
 
 @Suite("Access tokens")
 struct AccessTokenTests {
-    @Test("tokens carry the documented claims and verify", arguments: SigningAlgorithm.allCases)
-    func claims(algorithm: SigningAlgorithm) async throws {
-        let h = try await Harness.make(algorithm: algorithm)
+    @Test("tokens carry the documented claims and verify", arguments: TokenStoreKind.allCases, SigningAlgorithm.allCases)
+    func claims(kind: TokenStoreKind, algorithm: SigningAlgorithm) async throws {
+        let h = try await Harness.make(kind, algorithm: algorithm)
         h.identity.claims.withLock { $0["user-1"] = UserClaims(email: "a@example.com") }
         let tokens = try await h.service.issueSession(IssueSessionRequest(
             userID: "user-1", claims: UserClaims(email: "a@example.com", emailVerified: true, customClaimsJSON: #"{"role":"admin","tier":2}"#),
@@ -48,9 +48,9 @@ struct AccessTokenTests {
         #expect(SigningKey.thumbprint(jwk) == "NzbLsXh8uDCcd-6MNwXF4W_7noWXFZAfHkxZsRGC9Xs")
     }
 
-    @Test("the attack set is refused")
-    func attacks() async throws {
-        let h = try await Harness.make()
+    @Test("the attack set is refused", arguments: TokenStoreKind.allCases)
+    func attacks(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let good = try await h.issue().accessToken
         let kid = h.service.keys.activeKid
         let parts = good.split(separator: ".").map(String.init)
@@ -87,9 +87,9 @@ struct AccessTokenTests {
         }
     }
 
-    @Test("expired, not yet valid, wrong issuer and wrong audience are refused; leeway is bounded")
-    func timeAndIdentity() async throws {
-        let h = try await Harness.make()
+    @Test("expired, not yet valid, wrong issuer and wrong audience are refused; leeway is bounded", arguments: TokenStoreKind.allCases)
+    func timeAndIdentity(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let token = try await h.issue().accessToken
         h.clock.advance(by: 900 + 29)
         _ = try await h.service.verifyAccessToken(VerifyRequest(token: token, checkRevoked: false))
@@ -97,7 +97,7 @@ struct AccessTokenTests {
         #expect(await expectCode(.tokenExpired) { try await h.service.verifyAccessToken(VerifyRequest(token: token, checkRevoked: false)) })
 
         // Tokens minted by a service with another issuer/audience but the same keys are refused.
-        let h2 = try await Harness.make(dir: h.dir, clock: h.clock)
+        let h2 = try await h.reopen()
         let other = TokenVerifier(keys: h2.service.keys, issuer: "https://elsewhere", audience: "app")
         let fresh = try await h2.issue().accessToken
         await #expect(throws: TokenError.self) { try await other.verify(fresh, now: h.clock.now) }
@@ -110,9 +110,9 @@ struct AccessTokenTests {
         #expect(TokenVerifier(keys: h2.service.keys, issuer: "", audience: "", leeway: 10_000).leeway == 120)
     }
 
-    @Test("after key rotation the new key signs and old tokens verify until the old key retires")
-    func keyRotation() async throws {
-        let h = try await Harness.make()
+    @Test("after key rotation the new key signs and old tokens verify until the old key retires", arguments: TokenStoreKind.allCases)
+    func keyRotation(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let oldKid = h.service.keys.activeKid
         let oldToken = try await h.issue().accessToken
         let rotated = try await h.service.rotateKeys()
@@ -130,19 +130,29 @@ struct AccessTokenTests {
         #expect(await expectCode(.invalidToken) { try await h.service.verifyAccessToken(VerifyRequest(token: oldToken, checkRevoked: false)) })
     }
 
-    @Test("private keys are encrypted at rest when a key-encryption key is configured")
-    func encryptionAtRest() async throws {
+    @Test("private keys are encrypted at rest when a key-encryption key is configured", arguments: TokenStoreKind.allCases)
+    func encryptionAtRest(_ kind: TokenStoreKind) async throws {
         let kek = [UInt8](repeating: 7, count: 32)
-        let h = try await Harness.make(encryptionKey: kek)
+        let h = try await Harness.make(kind, encryptionKey: kek)
         let material = h.service.keys.published(at: h.clock.now)[0].privateMaterial
-        let file = try Data(contentsOf: h.dir.appendingPathComponent("token.sqlite"))
-        let wal = (try? Data(contentsOf: h.dir.appendingPathComponent("token.sqlite-wal"))) ?? Data()
-        #expect(file.range(of: Data(material.utf8.prefix(60))) == nil)
-        #expect(wal.range(of: Data(material.utf8.prefix(60))) == nil)
+        switch kind {
+        case .sqlite:
+            let file = try Data(contentsOf: h.dir.appendingPathComponent("token.sqlite"))
+            let wal = (try? Data(contentsOf: h.dir.appendingPathComponent("token.sqlite-wal"))) ?? Data()
+            #expect(file.range(of: Data(material.utf8.prefix(60))) == nil)
+            #expect(wal.range(of: Data(material.utf8.prefix(60))) == nil)
+        case .postgres:
+            // What the database holds: the key sealed, and the refresh secret sealed (60 bytes, not 32).
+            let stored = try await h.service.store.keys()
+            #expect(stored.count == 1 && stored.allSatisfy { $0.encrypted })
+            #expect(stored.allSatisfy { $0.privateKey.range(of: Data(material.utf8.prefix(60))) == nil })
+            let secret = try await h.service.store.secret(named: TokenStore.successorSecretName) { Data() }
+            #expect(secret.count == 60)
+        }
         // Reopening with the same key works; without it, or with another, start-up fails clearly.
-        _ = try await Harness.make(encryptionKey: kek, dir: h.dir)
-        await #expect(throws: RPCError.self) { try await Harness.make(dir: h.dir) }
-        await #expect(throws: RPCError.self) { try await Harness.make(encryptionKey: [UInt8](repeating: 8, count: 32), dir: h.dir) }
+        _ = try await h.reopen(encryptionKey: kek)
+        await #expect(throws: RPCError.self) { try await h.reopen() }
+        await #expect(throws: RPCError.self) { try await h.reopen(encryptionKey: [UInt8](repeating: 8, count: 32)) }
     }
 
     @Test("PyJWT verifies our tokens with our JWKS, and refuses a tampered one", arguments: SigningAlgorithm.allCases)

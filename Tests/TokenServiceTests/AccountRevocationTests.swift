@@ -8,9 +8,9 @@ import Testing
 /// password change, and the client details blanked when the user is deleted.
 @Suite("Token service: account revocations")
 struct AccountRevocationTests {
-    @Test("exceptSessionID leaves that session alone; the reply names only the others")
-    func exceptSession() async throws {
-        let h = try await Harness.make()
+    @Test("exceptSessionID leaves that session alone; the reply names only the others", arguments: TokenStoreKind.allCases)
+    func exceptSession(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let keep = try await h.issue(user: "user-k")
         let other = try await h.issue(user: "user-k")
         let third = try await h.issue(user: "user-k")
@@ -31,9 +31,9 @@ struct AccountRevocationTests {
         #expect(try await h.service.refresh(RefreshRequest(refreshToken: refreshed.refreshToken)).sessionID == keep.sessionID)
     }
 
-    @Test("reason user_deleted blanks the user agent and IP of every session of the user, revoked before or now; others keep theirs")
-    func deletionScrubsClientDetails() async throws {
-        let h = try await Harness.make()
+    @Test("reason user_deleted blanks the user agent and IP of every session of the user, revoked before or now; others keep theirs", arguments: TokenStoreKind.allCases)
+    func deletionScrubsClientDetails(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let earlier = try await h.issue(user: "user-d")
         _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: earlier.sessionID, reason: "sign_out"))
         let live = try await h.issue(user: "user-d")

@@ -8,9 +8,9 @@ import Testing
 /// transaction; `token.listAudit` pages it; the sweep prunes it by retention.
 @Suite("Token service: audit log")
 struct TokenAuditTests {
-    @Test("sign-out, sign-out everywhere and a reused refresh token are recorded once each, with the session, user, reason and actor")
-    func revocationsAreRecorded() async throws {
-        let h = try await Harness.make()
+    @Test("sign-out, sign-out everywhere and a reused refresh token are recorded once each, with the session, user, reason and actor", arguments: TokenStoreKind.allCases)
+    func revocationsAreRecorded(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let first = try await h.issue(user: "user-audit")
         let second = try await h.issue(user: "user-audit")
         let third = try await h.issue(user: "user-audit")
@@ -45,9 +45,9 @@ struct TokenAuditTests {
         }
     }
 
-    @Test("listAudit: after a position, by user, since a time, a page limit; limits outside 0…1000 and long user ids are refused")
-    func listing() async throws {
-        let h = try await Harness.make()
+    @Test("listAudit: after a position, by user, since a time, a page limit; limits outside 0…1000 and long user ids are refused", arguments: TokenStoreKind.allCases)
+    func listing(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         for user in ["user-a", "user-b", "user-a"] {
             let session = try await h.issue(user: user)
             _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: session.sessionID))
@@ -68,9 +68,9 @@ struct TokenAuditTests {
         #expect(await expectCode(.invalidArgument) { try await h.service.listAudit(ListAuditRequest(since: Date(timeIntervalSince1970: -8.6e16))) })
     }
 
-    @Test("the sweep prunes events older than the audit retention and keeps newer ones")
-    func retention() async throws {
-        let h = try await Harness.make()
+    @Test("the sweep prunes events older than the audit retention and keeps newer ones", arguments: TokenStoreKind.allCases)
+    func retention(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let old = try await h.issue(user: "user-old")
         _ = try await h.service.revokeSession(RevokeSessionRequest(sessionID: old.sessionID))
         h.clock.advance(by: h.service.configuration.auditRetention - 5)

@@ -11,9 +11,9 @@ import TokenCore
 /// every refresh write to the users database.
 @Suite("token.lastActivity")
 struct LastActivityTests {
-    @Test("each user's latest session use: issue, then refresh; revoked sessions count; unknown users are absent")
-    func latestUse() async throws {
-        let h = try await Harness.make()
+    @Test("each user's latest session use: issue, then refresh; revoked sessions count; unknown users are absent", arguments: TokenStoreKind.allCases)
+    func latestUse(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         defer { try? FileManager.default.removeItem(at: h.dir) }
         let caller = LocalCaller(router: h.service.router())
         let issuedAt = h.clock.now.roundedToMilliseconds
@@ -38,9 +38,9 @@ struct LastActivityTests {
         #expect(try await caller.call(TokenAPI.lastActivity, LastActivityRequest(userIDs: [])).entries.isEmpty)
     }
 
-    @Test("too many users or a malformed id answers invalid_argument")
-    func badInput() async throws {
-        let h = try await Harness.make()
+    @Test("too many users or a malformed id answers invalid_argument", arguments: TokenStoreKind.allCases)
+    func badInput(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         defer { try? FileManager.default.removeItem(at: h.dir) }
         let caller = LocalCaller(router: h.service.router())
         let tooMany = (0...TokenAPI.maxLastActivityUsers).map { "user-\($0)" }

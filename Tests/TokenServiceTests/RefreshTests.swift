@@ -8,9 +8,9 @@ import TokenCore
 
 @Suite("Sessions and refresh-token rotation")
 struct RefreshTests {
-    @Test("issue, then refresh rotates the token; the old one replays the same successor inside the grace window")
-    func rotationAndGrace() async throws {
-        let h = try await Harness.make()
+    @Test("issue, then refresh rotates the token; the old one replays the same successor inside the grace window", arguments: TokenStoreKind.allCases)
+    func rotationAndGrace(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let first = try await h.issue()
         #expect(first.refreshToken.count == 43)
         let second = try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken))
@@ -24,9 +24,9 @@ struct RefreshTests {
         #expect(third.refreshToken != second.refreshToken)
     }
 
-    @Test("refresh asks the identity service for the claims with what is left of its own deadline")
-    func claimsCallInheritsTheDeadline() async throws {
-        let h = try await Harness.make()
+    @Test("refresh asks the identity service for the claims with what is left of its own deadline", arguments: TokenStoreKind.allCases)
+    func claimsCallInheritsTheDeadline(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let first = try await h.issue()
         // Far from any default (2 s), so a fresh budget could not match it by chance.
         let deadline = ContinuousClock.now + .seconds(7)
@@ -34,23 +34,23 @@ struct RefreshTests {
         #expect(h.identity.deadlines.withLock { $0 } == [deadline])
     }
 
-    @Test("reuse after the grace window revokes the whole session and is announced")
-    func reuseDetection() async throws {
-        let h = try await Harness.make()
+    @Test("reuse after the grace window revokes the whole session and is announced", arguments: TokenStoreKind.allCases)
+    func reuseDetection(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let first = try await h.issue()
         let second = try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken))
         h.clock.advance(by: 11)
         #expect(await expectCode(.refreshTokenReused) { try await h.service.refresh(RefreshRequest(refreshToken: first.refreshToken)) })
         // The legitimate successor is dead too: the session is revoked.
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: second.refreshToken)) })
-        #expect(h.events.topics == [TokenAPI.Topic.sessionRevoked])
-        let event = try ProtobufDecoder().decode(SessionRevokedEvent.self, from: h.events.events[0].payload)
+        #expect(await h.settledTopics() == [TokenAPI.Topic.sessionRevoked])
+        let event = try #require(try await h.revokedEvents().first)
         #expect(event.sessionID == first.sessionID && event.reason == "refresh_token_reused")
     }
 
-    @Test("concurrent refreshes of one token never mint different successors")
-    func concurrentRefreshes() async throws {
-        let h = try await Harness.make()
+    @Test("concurrent refreshes of one token never mint different successors", arguments: TokenStoreKind.allCases)
+    func concurrentRefreshes(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let first = try await h.issue()
         let results = try await withThrowingTaskGroup(of: String.self) { group in
             for _ in 0..<16 {
@@ -61,17 +61,17 @@ struct RefreshTests {
         #expect(results.count == 1)
     }
 
-    @Test("unknown, malformed and empty refresh tokens are invalid_refresh_token")
-    func invalidTokens() async throws {
-        let h = try await Harness.make()
+    @Test("unknown, malformed and empty refresh tokens are invalid_refresh_token", arguments: TokenStoreKind.allCases)
+    func invalidTokens(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         for token in ["", "short", String(repeating: "A", count: 43), String(repeating: "!", count: 43), "' OR 1=1 --", String(repeating: "x", count: 100_000)] {
             #expect(await expectCode(.invalidRefreshToken) { try await h.service.refresh(RefreshRequest(refreshToken: token)) })
         }
     }
 
-    @Test("idle and absolute expiry end a session")
-    func expiry() async throws {
-        let h = try await Harness.make()
+    @Test("idle and absolute expiry end a session", arguments: TokenStoreKind.allCases)
+    func expiry(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let idle = try await h.issue()
         h.clock.advance(by: 31 * 86_400)
         #expect(await expectCode(.sessionExpired) { try await h.service.refresh(RefreshRequest(refreshToken: idle.refreshToken)) })
@@ -85,9 +85,9 @@ struct RefreshTests {
         #expect(await expectCode(.sessionExpired) { try await h.service.refresh(RefreshRequest(refreshToken: tokens.refreshToken)) })
     }
 
-    @Test("a deleted or disabled user, or tokensValidAfter past the auth time, revokes the session at refresh")
-    func identityChanges() async throws {
-        let h = try await Harness.make()
+    @Test("a deleted or disabled user, or tokensValidAfter past the auth time, revokes the session at refresh", arguments: TokenStoreKind.allCases)
+    func identityChanges(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let deleted = try await h.issue(user: "gone")
         h.identity.claims.withLock { $0["gone"] = UserClaims(exists: false) }
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: deleted.refreshToken)) })
@@ -100,12 +100,12 @@ struct RefreshTests {
         h.clock.advance(by: 60)
         h.identity.claims.withLock { $0["old"] = UserClaims(email: "o@example.com", tokensValidAfter: h.clock.now) }
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: old.refreshToken)) })
-        #expect(h.events.topics.count == 3)
+        #expect(await h.settledTopics().count == 3)
     }
 
-    @Test("revokeSession, revokeAllSessions and listSessions")
-    func revocation() async throws {
-        let h = try await Harness.make()
+    @Test("revokeSession, revokeAllSessions and listSessions", arguments: TokenStoreKind.allCases)
+    func revocation(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let a = try await h.issue()
         let b = try await h.issue()
         let list = try await h.service.listSessions(UserSessionsRequest(userID: "user-1"))
@@ -116,12 +116,12 @@ struct RefreshTests {
         #expect(await expectCode(.sessionRevoked) { try await h.service.verifyAccessToken(VerifyRequest(token: a.accessToken)) })
         #expect(try await h.service.revokeAllSessions(UserSessionsRequest(userID: "user-1")).count == 1)
         #expect(await expectCode(.sessionRevoked) { try await h.service.refresh(RefreshRequest(refreshToken: b.refreshToken)) })
-        #expect(h.events.topics == [TokenAPI.Topic.sessionRevoked, TokenAPI.Topic.sessionRevoked])
+        #expect(await h.settledTopics() == [TokenAPI.Topic.sessionRevoked, TokenAPI.Topic.sessionRevoked])
     }
 
-    @Test("bad issueSession input is refused and writes nothing")
-    func badIssueInput() async throws {
-        let h = try await Harness.make()
+    @Test("bad issueSession input is refused and writes nothing", arguments: TokenStoreKind.allCases)
+    func badIssueInput(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         for request in [
             IssueSessionRequest(userID: "", claims: UserClaims(), amr: ["pwd"], authTime: h.clock.now, client: ClientInfo()),
             IssueSessionRequest(userID: String(repeating: "u", count: 200), claims: UserClaims(), amr: ["pwd"], authTime: h.clock.now, client: ClientInfo()),

@@ -35,9 +35,9 @@ struct SweepTests {
         return tokens
     }
 
-    @Test("revoked, expired and idle sessions go once they ended more than the retention ago; live ones stay")
-    func endedSessions() async throws {
-        let h = try await Harness.make()
+    @Test("revoked, expired and idle sessions go once they ended more than the retention ago; live ones stay", arguments: TokenStoreKind.allCases)
+    func endedSessions(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let live = try await h.issue(user: "live")
         let revokedLongAgo = try await issueRevoked(h, user: "revoked-long-ago")
         let idle = try await h.issue(user: "idle")
@@ -64,9 +64,9 @@ struct SweepTests {
         }
     }
 
-    @Test("a session revoked or gone idle less than the retention ago is kept and still answers with its reason")
-    func withinRetention() async throws {
-        let h = try await Harness.make()
+    @Test("a session revoked or gone idle less than the retention ago is kept and still answers with its reason", arguments: TokenStoreKind.allCases)
+    func withinRetention(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let revoked = try await issueRevoked(h, user: "revoked")
         let idle = try await h.issue(user: "idle")
         h.clock.advance(by: 6 * Self.day)
@@ -83,9 +83,9 @@ struct SweepTests {
         #expect(try await h.service.store.rowCounts() == (0, 0))
     }
 
-    @Test("a superseded token is kept, and its reuse still revokes the session, until idle timeout + retention after it was made")
-    func oldTokensOfALiveSession() async throws {
-        let h = try await Harness.make()
+    @Test("a superseded token is kept, and its reuse still revokes the session, until idle timeout + retention after it was made", arguments: TokenStoreKind.allCases)
+    func oldTokensOfALiveSession(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let first = try await h.issue()
         // A token every 25 days: each rotation happens before the session goes idle.
         h.clock.advance(by: 25 * Self.day)
@@ -105,9 +105,9 @@ struct SweepTests {
         #expect(await expectCode(.sessionRevoked) { try await refresh(h, third.refreshToken) })
     }
 
-    @Test("a session past its absolute expiry goes 7 days later, however recently it rotated")
-    func absoluteExpiry() async throws {
-        let h = try await Harness.make()
+    @Test("a session past its absolute expiry goes 7 days later, however recently it rotated", arguments: TokenStoreKind.allCases)
+    func absoluteExpiry(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         var tokens = try await h.issue()
         for _ in 0..<2 {
             h.clock.advance(by: 25 * Self.day)
@@ -122,9 +122,9 @@ struct SweepTests {
         #expect(await expectCode(.invalidRefreshToken) { try await refresh(h, tokens.refreshToken) })
     }
 
-    @Test("a sweep running beside concurrent refreshes deletes only what is due and fails none of them")
-    func besideRefreshes() async throws {
-        let h = try await Harness.make()
+    @Test("a sweep running beside concurrent refreshes deletes only what is due and fails none of them", arguments: TokenStoreKind.allCases)
+    func besideRefreshes(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let live = try await dueAndLive(h, due: 300, live: 16)
         let sweeping = Task { try await sweep(h, batch: 10) }
         let finals = try await withThrowingTaskGroup(of: String.self) { group in
@@ -142,9 +142,9 @@ struct SweepTests {
         for token in finals { _ = try await h.service.refresh(RefreshRequest(refreshToken: token)) }
     }
 
-    @Test("a sweep larger than one batch deletes everything due, and leaves what is not")
-    func batches() async throws {
-        let h = try await Harness.make()
+    @Test("a sweep larger than one batch deletes everything due, and leaves what is not", arguments: TokenStoreKind.allCases)
+    func batches(_ kind: TokenStoreKind) async throws {
+        let h = try await Harness.make(kind)
         let kept = try await dueAndLive(h, due: 25, live: 7)
         let counts = try await sweep(h, batch: 4)
         #expect(counts.sessions == 25)

@@ -1,0 +1,230 @@
+import Foundation
+import GatehouseContracts
+import PostgresNIO
+import TokenService
+
+extension PostgresTokenStore {
+    // MARK: Sessions
+
+    /// Stores a new session with its first refresh token (by hash): one statement, so one
+    /// transaction and one round trip.
+    public func createSession(_ s: TokenStore.SessionRow, refreshHash: Data) async throws {
+        try await run { connection in
+            try await rows(
+                """
+                WITH session AS (
+                    INSERT INTO token_session (id, user_id, created_at, auth_time, amr, user_agent, ip, last_used_at, expires_at, current_hash)
+                    VALUES (\(s.id), \(s.userID), \(Self.ms(s.createdAt)), \(Self.ms(s.authTime)), \(s.amr.joined(separator: " ")),
+                        \(s.client.userAgent), \(s.client.ip), \(Self.ms(s.lastUsedAt)), \(Self.ms(s.expiresAt)), \(refreshHash))
+                    RETURNING id
+                )
+                INSERT INTO token_refresh_token (hash, session_id, created_at) SELECT \(refreshHash), id, \(Self.ms(s.createdAt)) FROM session
+                """, on: connection)
+        }
+    }
+
+    /// The session a refresh token belongs to (whatever the token's state): one indexed
+    /// look-up, one round trip.
+    public func session(forRefreshHash hash: Data) async throws -> TokenStore.SessionRow? {
+        try await run { connection in
+            try Self.first(await rows(
+                """
+                SELECT \(unescaped: Self.sessionColumnsOfS)
+                FROM token_refresh_token r JOIN token_session s ON s.id = r.session_id WHERE r.hash = \(hash)
+                """, on: connection))
+        }
+    }
+
+    /// The session with this id, or nil.
+    public func session(id: String) async throws -> TokenStore.SessionRow? {
+        try await run { connection in
+            try Self.first(await rows("SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE id = \(id)", on: connection))
+        }
+    }
+
+    /// The user's sessions, oldest first.
+    public func sessions(userID: String) async throws -> [TokenStore.SessionRow] {
+        try await run { connection in
+            try Self.all(await rows(
+                "SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE user_id = \(userID) ORDER BY created_at, ord",
+                on: connection))
+        }
+    }
+
+    /// The first session of `rows`, or nil.
+    static func first(_ rows: [PostgresRow]) throws -> TokenStore.SessionRow? {
+        try rows.first.map { session(try $0.decode(SessionTuple.self)) }
+    }
+
+    /// Every session of `rows`, in order.
+    static func all(_ rows: [PostgresRow]) throws -> [TokenStore.SessionRow] {
+        try rows.map { session(try $0.decode(SessionTuple.self)) }
+    }
+
+    /// The session's current refresh-token hash (for tests).
+    public func currentHash(sessionID: String) async throws -> Data? {
+        try await run { connection in
+            try await rows("SELECT current_hash FROM token_session WHERE id = \(sessionID)", on: connection)
+                .first?.decode(Data?.self) ?? nil
+        }
+    }
+
+    /// Whether a session is revoked (or unknown).
+    public func isRevoked(sessionID: String) async throws -> Bool {
+        try await run { connection in
+            guard let row = try await rows("SELECT revoked_at FROM token_session WHERE id = \(sessionID)", on: connection).first
+            else { return true }
+            return try row.decode(Int64?.self) != nil
+        }
+    }
+
+    /// For each of `userIDs` with at least one stored session, the latest `lastUsedAt` of its
+    /// sessions (revoked and expired ones included). Writes nothing.
+    public func lastActivity(userIDs: [String]) async throws -> [String: Date] {
+        guard !userIDs.isEmpty else { return [:] }
+        let unique = Array(Set(userIDs))
+        return try await run { connection in
+            var result: [String: Date] = [:]
+            for row in try await rows(
+                "SELECT user_id, max(last_used_at) FROM token_session WHERE user_id = ANY(\(unique)) GROUP BY user_id", on: connection)
+            {
+                let (user, last) = try row.decode((String, Int64).self)
+                result[user] = Date(millisecondsSince1970: last)
+            }
+            return result
+        }
+    }
+
+    // MARK: Rotation
+
+    /// Rotates the refresh token `hash` to `successorHash`, with `TokenStore.rotate`'s outcomes.
+    ///
+    /// One statement, one round trip, for a rotation: it finds the token's session and locks
+    /// its row (`FOR UPDATE`), and, when the token is the session's current one and the session
+    /// is live, moves the session to the successor and inserts it. A rotation of the same token
+    /// elsewhere waits for that lock and then reads the session as rotated: its token is no
+    /// longer current, so it rotates nothing (a grace replay, or reuse). Live means what
+    /// SQLite's store checks in Swift, in whole milliseconds (`floorMS`, `ceilMS`), so both
+    /// decide alike to the millisecond.
+    ///
+    /// The outcomes that write nothing (invalid, revoked, expired, grace replay) are answered
+    /// from the row that statement locked. Reuse revokes: `rotateLocked` decides again, under
+    /// the lock, in a transaction that revokes, numbers and records it.
+    public func rotate(
+        hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
+    ) async throws -> TokenStore.RotationOutcome {
+        let at = Self.ms(now)
+        let found = try await run { connection in
+            try Self.lockedToken(await rows(
+                    """
+                    WITH found AS (
+                        SELECT \(unescaped: Self.sessionColumnsOfS), s.current_hash, s.rotated_at
+                        FROM token_refresh_token r JOIN token_session s ON s.id = r.session_id
+                        WHERE r.hash = \(hash)
+                        FOR UPDATE OF s
+                    ), rotated AS (
+                        UPDATE token_session t SET current_hash = \(successorHash), rotated_at = \(at), last_used_at = \(at)
+                        FROM found f
+                        WHERE t.id = f.id AND f.current_hash = \(hash) AND f.revoked_at IS NULL
+                            AND \(Self.floorMS(now)) < f.expires_at AND \(Self.floorMS(now)) < f.last_used_at + \(Self.ceilMS(idleTimeout))
+                        RETURNING t.id
+                    ), successor AS (
+                        INSERT INTO token_refresh_token (hash, session_id, created_at) SELECT \(successorHash), id, \(at) FROM rotated
+                    )
+                    SELECT f.*, EXISTS (SELECT 1 FROM rotated) FROM found f
+                    """, on: connection))
+        }
+        guard let found else { return .invalid }
+        var session = found.session
+        if found.rotated {
+            session.lastUsedAt = now
+            return .rotated(session)
+        }
+        switch Self.decide(found, hash: hash, successorHash: successorHash, now: now, grace: grace, idleTimeout: idleTimeout) {
+        case .answer(let outcome): return outcome
+        case .rotate, .reuse:
+            return try await rotateLocked(hash: hash, successorHash: successorHash, now: now, grace: grace, idleTimeout: idleTimeout)
+        }
+    }
+
+    /// `rotate` in a transaction, deciding in Swift exactly as `TokenStore.rotate` does, on the
+    /// session row locked first: the reuse path (revoke, number, record), and a token that the
+    /// one-statement path found current but (by a fraction of a millisecond) not live.
+    func rotateLocked(
+        hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
+    ) async throws -> TokenStore.RotationOutcome {
+        try await transaction { connection in
+            guard let found = try Self.lockedToken(await rows(
+                    """
+                    SELECT \(unescaped: Self.sessionColumnsOfS), s.current_hash, s.rotated_at, false
+                    FROM token_refresh_token r JOIN token_session s ON s.id = r.session_id
+                    WHERE r.hash = \(hash)
+                    FOR UPDATE OF s
+                    """, on: connection))
+            else { return .invalid }
+            var session = found.session
+            switch Self.decide(found, hash: hash, successorHash: successorHash, now: now, grace: grace, idleTimeout: idleTimeout) {
+            case .answer(let outcome):
+                return outcome
+            case .rotate:
+                let at = Self.ms(now)
+                try await rows(
+                    """
+                    WITH rotated AS (
+                        UPDATE token_session SET current_hash = \(successorHash), rotated_at = \(at), last_used_at = \(at)
+                        WHERE id = \(session.id) RETURNING id
+                    )
+                    INSERT INTO token_refresh_token (hash, session_id, created_at) SELECT \(successorHash), id, \(at) FROM rotated
+                    """, on: connection)
+                session.lastUsedAt = now
+                return .rotated(session)
+            case .reuse:
+                session.revokedAt = now
+                session.revokeReason = "refresh_token_reused"
+                let event = TokenStore.revocationEvent([session], reason: "refresh_token_reused", at: now, all: false)
+                _ = try await revokeOne(id: session.id, reason: "refresh_token_reused", at: now, audit: event, on: connection)
+                return .reused(session)
+            }
+        }
+    }
+
+    /// A token's session as a rotation read it (and locked it), and whether that statement rotated.
+    struct LockedToken {
+        var session: TokenStore.SessionRow
+        var currentHash: Data?
+        var rotatedAt: Date?
+        var rotated: Bool
+    }
+
+    static func lockedToken(_ rows: [PostgresRow]) throws -> LockedToken? {
+        for row in rows {
+            let (id, user, created, auth, amr, agent, ip, used, expires, revoked, reason, current, rotatedAt, rotated) = try row.decode(
+                (String, String, Int64, Int64, String, String, String, Int64, Int64, Int64?, String, Data?, Int64?, Bool).self)
+            return LockedToken(
+                session: session((id, user, created, auth, amr, agent, ip, used, expires, revoked, reason)), currentHash: current,
+                rotatedAt: rotatedAt.map(Date.init(millisecondsSince1970:)), rotated: rotated)
+        }
+        return nil
+    }
+
+    /// What a rotation does with the session it found (not rotated yet).
+    enum Decision {
+        case answer(TokenStore.RotationOutcome)
+        case rotate
+        case reuse
+    }
+
+    /// `TokenStore.rotate`'s decision, on the same row, with the same comparisons.
+    static func decide(
+        _ found: LockedToken, hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
+    ) -> Decision {
+        let session = found.session
+        if session.revokedAt != nil { return .answer(.revoked(session)) }
+        if now >= session.expiresAt || now >= session.lastUsedAt.addingTimeInterval(idleTimeout) { return .answer(.expired(session)) }
+        if found.currentHash == hash { return .rotate }
+        if found.currentHash == successorHash, let rotatedAt = found.rotatedAt, now.timeIntervalSince(rotatedAt) <= grace {
+            return .answer(.graceReplay(session))
+        }
+        return .reuse
+    }
+}

@@ -1,0 +1,147 @@
+import Foundation
+import GatehouseContracts
+import PostgresNIO
+import TokenService
+
+extension PostgresTokenStore {
+    // MARK: Sweeping
+
+    /// `TokenStore.sweep`'s rules: deletes sessions that ended (revoked, past their absolute
+    /// expiry, or idle past `idleTimeout`) more than `retention` before `now`, every refresh
+    /// token created more than `idleTimeout + retention` before `now`, and, for the shared
+    /// revocation log, the revocation events older than `retention`.
+    ///
+    /// Each batch is a statement of its own (its own short transaction): sessions by ranges of
+    /// `batch` insertion numbers (`ord`, SQLite's rowid), tokens and events `batch` at a time,
+    /// oldest first, so refreshes beside a sweep wait for one small write at a time.
+    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> TokenStore.SweepCounts {
+        let batch = max(1, batch)
+        var counts = TokenStore.SweepCounts()
+        let ended = Self.ms(now.addingTimeInterval(-retention))
+        let idle = Self.ms(now.addingTimeInterval(-(idleTimeout + retention)))
+        let range = try await run { connection -> (Int64, Int64)? in
+            guard let row = try await rows("SELECT min(ord), max(ord) FROM token_session", on: connection).first else { return nil }
+            let (low, high) = try row.decode((Int64?, Int64?).self)
+            guard let low, let high else { return nil }
+            return (low, high)
+        }
+        if let (low, high) = range {
+            var start = low
+            while start <= high {
+                try Task.checkCancellation()
+                let end = start + Int64(batch) - 1
+                counts.sessions += try await count(
+                    """
+                    WITH deleted AS (
+                        DELETE FROM token_session WHERE ord BETWEEN \(start) AND \(end)
+                        AND (revoked_at < \(ended) OR expires_at < \(ended) OR last_used_at < \(idle))
+                        RETURNING 1
+                    )
+                    SELECT count(*) FROM deleted
+                    """)
+                start = end + 1
+            }
+        }
+        while true {
+            try Task.checkCancellation()
+            let deleted = try await count(
+                """
+                WITH deleted AS (
+                    DELETE FROM token_refresh_token WHERE hash IN (
+                        SELECT hash FROM token_refresh_token WHERE created_at < \(idle) ORDER BY created_at LIMIT \(batch))
+                    RETURNING 1
+                )
+                SELECT count(*) FROM deleted
+                """)
+            counts.refreshTokens += deleted
+            if deleted < batch { break }
+        }
+        while true {
+            try Task.checkCancellation()
+            let deleted = try await count(
+                """
+                WITH deleted AS (
+                    DELETE FROM token_revocation_event WHERE seq IN (
+                        SELECT seq FROM token_revocation_event WHERE revoked_at < \(ended) ORDER BY seq LIMIT \(batch))
+                    RETURNING 1
+                )
+                SELECT count(*) FROM deleted
+                """)
+            if deleted < batch { break }
+        }
+        return counts
+    }
+
+    /// The single count `query` answers.
+    func count(_ query: PostgresQuery) async throws -> Int {
+        try await run { connection in
+            Int(try await rows(query, on: connection).first?.decode(Int64.self) ?? 0)
+        }
+    }
+
+    /// The number of stored sessions and refresh tokens (for tests and operators).
+    public func rowCounts() async throws -> (sessions: Int, refreshTokens: Int) {
+        try await run { connection in
+            guard let row = try await rows(
+                "SELECT (SELECT count(*) FROM token_session), (SELECT count(*) FROM token_refresh_token)", on: connection
+            ).first else { return (0, 0) }
+            let (sessions, tokens) = try row.decode((Int64, Int64).self)
+            return (Int(sessions), Int(tokens))
+        }
+    }
+
+    // MARK: Audit
+
+    /// The page of the audit log `request` asks for, as `AuditLogTable.page` reads it (its limit
+    /// already checked: 0 is `maxAuditPage`), in one statement: in `seq` order, after
+    /// `afterSeq`, of one user when given, from the first event at or after `since` when given;
+    /// `nextAfterSeq` is the last listed `seq`, or the request's `afterSeq`.
+    public func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse {
+        let after = Int64(clamping: request.afterSeq)
+        let limit = Int64(request.limit == 0 ? maxAuditPage : request.limit)
+        // Whether to filter by time is a flag of its own: any value of `since` is a valid time.
+        let user = request.userID
+        let filterSince = request.since != nil
+        let since = request.since?.millisecondsSince1970 ?? 0
+        let events = try await run { connection in
+            try await rows(
+                """
+                SELECT seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail FROM token_audit_log
+                WHERE seq > \(after)
+                    AND (NOT \(filterSince) OR seq >= (SELECT min(seq) FROM token_audit_log WHERE occurred_at >= \(since)))
+                    AND (\(user) = '' OR user_id = \(user))
+                    AND (NOT \(filterSince) OR occurred_at >= \(since))
+                ORDER BY seq LIMIT \(limit)
+                """, on: connection
+            ).map { row in
+                let (seq, at, kind, user, actor, reason, email, ip, agent, session, detail) = try row.decode(
+                    (Int64, Int64, String, String, String, String, String, String, String, String, String).self)
+                return AuditEvent(
+                    seq: UInt64(seq), occurredAt: Date(millisecondsSince1970: at), kind: kind, userID: user, actor: actor,
+                    reason: reason, email: email, ip: ip, userAgent: agent, sessionID: session, detailJSON: detail)
+            }
+        }
+        return ListAuditResponse(events: events, nextAfterSeq: events.last?.seq ?? request.afterSeq)
+    }
+
+    /// Deletes the events that happened before `cutoff`, oldest first, at most `batch` a
+    /// statement (its own transaction); how many went.
+    @discardableResult
+    public func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int {
+        let batch = max(1, batch)
+        var deleted = 0
+        while true {
+            let count = try await count(
+                """
+                WITH deleted AS (
+                    DELETE FROM token_audit_log WHERE seq IN (
+                        SELECT seq FROM token_audit_log WHERE occurred_at < \(cutoff.millisecondsSince1970) ORDER BY occurred_at LIMIT \(batch))
+                    RETURNING 1
+                )
+                SELECT count(*) FROM deleted
+                """)
+            deleted += count
+            if count < batch { return deleted }
+        }
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import GatehouseContracts
+import GatehouseSupport
+import Logging
+import PostgresNIO
+import PostgresSupport
+import Synchronization
+import TokenCore
+import TokenService
+
+/// The token service's store on PostgreSQL (issue 24), for several token-service instances on
+/// one database: the observable behaviour of SQLite's `TokenStore` (the same rotation outcomes,
+/// audit events, sweep rules and orders), made safe under concurrent instances.
+///
+/// - A rotation locks its session row (`SELECT … FOR UPDATE`) in the statement that rotates, so
+///   of two rotations of one token, wherever they run, one rotates and the other finds the
+///   session on the successor (a grace replay, or reuse as SQLite would decide it).
+/// - Every revoking write draws its numbers from one counter row (`token_revocation_counter`) in
+///   its own transaction and keeps one `token_revocation_event` per session: the row lock
+///   serialises revocations, so they commit in the order of their numbers and any instance can
+///   publish all of them (`SharedRevocationLog`). The audit log's `seq` comes from the same row,
+///   so it too is gap-free and in commit order, as SQLite's single writer gives it.
+/// - A first key, a new key, a stored secret and the feed's epoch are agreed when instances race.
+/// - Background jobs run on one instance at a time (`runIfLeader`, a session advisory lock).
+///
+/// Times are milliseconds (BIGINT), as SQLite stores them; every statement is parameterized. No
+/// error of postgres-nio leaves the store: a connection failure or time-out is
+/// `RPCError(.unavailable)`, anything else is logged (without values) and `RPCError(.internal)`.
+public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, LeaderElection {
+    let client: PostgresClient
+    let logger: Logger
+    /// postgres-nio's own query logging stays off: at trace level it prints rows and binds
+    /// (refresh-token hashes, sealed keys); the store logs its failures itself.
+    let queryLogger = Logger(label: "gatehouse.token.postgres.query", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// The feed's epoch once read (it never changes).
+    let epoch = Mutex<String?>(nil)
+
+    /// A store over `client` (run by its owner, with at least two connections: `runIfLeader`
+    /// holds one while its job runs); call `migrate()` before use.
+    public init(client: PostgresClient, logger: Logger = Logger(label: "gatehouse.token.postgres")) {
+        self.client = client
+        self.logger = logger
+    }
+
+    /// Applies the migrations not applied yet (once, whatever other instances do meanwhile).
+    public func migrate() async throws {
+        do { try await Self.migrator.migrate(client, logger: logger) } catch { throw translate(error) }
+    }
+
+    // MARK: Leader election
+
+    /// Runs `body` if this instance takes the session advisory lock of `job` (a key derived from
+    /// "gatehouse.token." + job) on a connection of its own, held while `body` runs and released
+    /// after it, whatever `body` does; whether it ran. Errors of `body` pass through unchanged.
+    public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        let key = Self.lockKey("gatehouse.token." + job)
+        do {
+            return try await client.withConnection { connection in
+                let taken = try await rows("SELECT pg_try_advisory_lock(\(key))", on: connection).first?.decode(Bool.self) ?? false
+                guard taken else { return false }
+                do {
+                    try await body()
+                } catch {
+                    await release(key, on: connection)
+                    throw BodyError(error: error)
+                }
+                await release(key, on: connection)
+                return true
+            }
+        } catch let error as BodyError {
+            throw error.error
+        } catch {
+            throw translate(error)
+        }
+    }
+
+    /// An error of `runIfLeader`'s body, carried past the translation of the store's own errors.
+    private struct BodyError: Error {
+        let error: any Error
+    }
+
+    /// Releases the lead; if that fails, closes the connection, which ends the lock with it
+    /// (never back in the pool still holding it).
+    private func release(_ key: Int64, on connection: PostgresConnection) async {
+        do {
+            if try await rows("SELECT pg_advisory_unlock(\(key))", on: connection).first?.decode(Bool.self) == true { return }
+            logger.error("token store: the lead of a job was not held at its release")
+        } catch {
+            logger.warning("token store: cannot release the lead of a job (\(Self.describe(error))); closing its connection")
+        }
+        try? await connection.close()
+    }
+
+    /// A stable 63-bit key for an advisory lock named `name` (FNV-1a, as `PostgresMigrator`'s).
+    static func lockKey(_ name: String) -> Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in name.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
+    }
+
+    // MARK: Access
+
+    /// Runs `query` on `connection` to its end and returns its rows. Always to the end: postgres-nio
+    /// hands over a result's rows before the statement completes, and an error (or, for a
+    /// statement of its own, a failed commit) arrives after them.
+    @discardableResult
+    /// A failure names the caller's file and line (`describe`).
+    func rows(
+        _ query: PostgresQuery, on connection: PostgresConnection, file: String = #fileID, line: Int = #line
+    ) async throws -> [PostgresRow] {
+        try await connection.query(query, logger: queryLogger, file: file, line: line).collect()
+    }
+
+    /// Runs `body` on a pooled connection (each statement its own transaction); errors
+    /// translated. A deadlock the server broke (every statement rolled back) is tried again.
+    @discardableResult
+    func run<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await client.withConnection { connection in try await body(connection) }
+            } catch let error as PSQLError where Self.sqlState(error) == "40P01" && attempt < 3 {
+                attempt += 1
+                logger.notice("token store: deadlock broken by the server; trying again")
+            } catch {
+                throw translate(error)
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction (READ COMMITTED), rolled back when it throws; errors translated.
+    @discardableResult
+    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+        try await run { connection in
+            try await connection.query("BEGIN", logger: queryLogger)
+            do {
+                let result = try await body(connection)
+                try await connection.query("COMMIT", logger: queryLogger)
+                return result
+            } catch {
+                _ = try? await connection.query("ROLLBACK", logger: queryLogger)
+                throw error
+            }
+        }
+    }
+
+    static func sqlState(_ error: PSQLError) -> String? { error.serverInfo?[.sqlState] }
+
+    /// The server's SQLSTATEs of an unreachable, overloaded or shutting-down server, or of a
+    /// statement or lock time-out.
+    static let unavailableStates: Set<String> = ["57P01", "57P02", "57P03", "53300", "53400", "57014", "55P03", "40P01"]
+
+    /// Whether `error` means the database cannot be reached (or answered too late) now.
+    static func isUnavailable(_ error: any Error) -> Bool {
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .connectionError, .serverClosedConnection, .clientClosedConnection, .uncleanShutdown, .poolClosed,
+                .queryCancelled, .sslUnsupported, .failedToAddSSLHandler:
+                return true
+            case .server:
+                guard let state = sqlState(error) else { return false }
+                return state.hasPrefix("08") || unavailableStates.contains(state)
+            default:
+                return false
+            }
+        }
+        // The pool's own failures (its circuit breaker: no connection could be made) and NIO's.
+        if String(describing: type(of: error)) == "ConnectionPoolError" { return true }
+        return error is ChannelError || error is IOError
+    }
+
+    /// The store's errors as the `TokenStorage` contract gives them.
+    func translate(_ error: any Error) -> any Error {
+        if error is RPCError || error is TokenError || error is CancellationError { return error }
+        if Task.isCancelled, let error = error as? PSQLError, error.code == .queryCancelled { return CancellationError() }
+        if Self.isUnavailable(error) {
+            logger.warning("token store: the database is unavailable: \(Self.describe(error))")
+            return RPCError(.unavailable, "the token database is unavailable")
+        }
+        logger.error("token store: \(Self.describe(error))")
+        return RPCError(.internal, "internal error")
+    }
+
+    /// What went wrong, without any value: no bind, no row, no server message or detail (they
+    /// can quote values, and the values here are hashes, sealed keys and secrets).
+    static func describe(_ error: any Error) -> String {
+        if let error = error as? PSQLError {
+            var parts = ["PSQLError \(error.code)"]
+            let fields: [(String, PSQLError.ServerInfo.Field)] = [
+                ("sqlState", .sqlState), ("table", .tableName), ("column", .columnName), ("constraint", .constraintName),
+                ("routine", .routine),
+            ]
+            for (name, field) in fields {
+                if let value = error.serverInfo?[field] { parts.append("\(name) \(value)") }
+            }
+            if let file = error.file, let line = error.line { parts.append("at \(file):\(line)") }
+            return parts.joined(separator: ", ")
+        }
+        if let error = error as? PostgresDecodingError {
+            return "cannot decode column \(error.columnName) (\(error.postgresType)) as \(error.targetType) at \(error.file):\(error.line)"
+        }
+        if let error = error as? PostgresMigrationError {
+            // Schema statements only: no value of a row in it.
+            return error.description
+        }
+        return String(describing: type(of: error))
+    }
+}
