@@ -69,6 +69,10 @@ public struct TokenRoleSettings: Sendable {
         self.identityURL = try identityURL ?? config.endpoints(ConfigTable.identityURL)
         rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
         database = try DatabaseSettings.token(config)
+        if database != nil, generatedKeyEncryptionKeyPath != nil {
+            // A key made in one instance's data folder would seal keys the others cannot open.
+            throw ConfigError(message: "with \(ConfigTable.tokenDatabaseURL.env), set \(ConfigTable.keyEncryptionKeyFile.env) (\(ConfigTable.keyEncryptionKeyFile.flag)) to the same key file on every token instance: the signing keys in the database are sealed with it (`gatehouse keys generate` writes one; deploy/README.md)")
+        }
         if let database {
             // Every instance loads a rotated key within one interval; it signs after two and a second.
             self.service.keySyncInterval = TimeInterval(database.keySyncInterval)
@@ -160,7 +164,7 @@ public struct TokenRole: Sendable {
             let client = PostgresClient(
                 configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: logger)
             database = Task { await client.run() }
-            store = try TokenRole.postgresStore(client: client, logger: logger)
+            store = PostgresTokenStore(client: client, logger: logger)
             logger.info("token store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
         }
         let service: TokenService

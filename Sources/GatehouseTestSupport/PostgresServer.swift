@@ -55,14 +55,31 @@ public final class PostgresServer: @unchecked Sendable {
         let initdb = try await server.run(
             "initdb", ["-D", data, "-U", server.user, "--auth=trust", "--encoding=UTF8", "--locale=C.UTF-8", "--no-sync"])
         guard initdb.status == 0 else { throw StartError(description: "initdb failed: \(initdb.stderr)\(initdb.stdout)") }
-        let options = "-p \(server.port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+        try await server.startCluster()
+        return server
+    }
+
+    /// Starts the cluster in `directory` (after `initdb`, or after `crash()`).
+    private func startCluster() async throws {
+        let data = directory.appendingPathComponent("data").path
+        let options = "-p \(port) -k \(directory.path) -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
         let log = directory.appendingPathComponent("server.log").path
-        let started = try await server.run("pg_ctl", ["-D", data, "-o", options, "-l", log, "-w", "-t", "60", "start"])
+        let started = try await run("pg_ctl", ["-D", data, "-o", options, "-l", log, "-w", "-t", "60", "start"])
         guard started.status == 0 else {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             throw StartError(description: "pg_ctl start failed: \(started.stderr)\(started.stdout)\n\(text)")
         }
-        return server
+    }
+
+    /// Stops the server at once (`pg_ctl stop -m immediate`: every connection cut, no checkpoint,
+    /// as a crash leaves it), keeping its data for `startAgain()`.
+    public func crash() async {
+        _ = try? await run("pg_ctl", ["-D", directory.appendingPathComponent("data").path, "-m", "immediate", "stop"])
+    }
+
+    /// Starts the server again on the same port and data after `crash()` (crash recovery replays its WAL).
+    public func startAgain() async throws {
+        try await startCluster()
     }
 
     /// Creates a database (owned by `user`) and returns its name.

@@ -47,10 +47,21 @@ struct SeveralInstancesConfigTests {
         #expect(settings.postgres.host == "db.internal" && settings.postgres.port == 6432 && settings.postgres.database == "auth")
         #expect(settings.postgres.password == "from-file" && settings.postgres.tls == .verifyFull)
         #expect(settings.poolSize == 8 && settings.keySyncInterval == 5)
-        let role = try TokenRoleSettings(config: try Config(environment: [
+        var shared = [
             "GATEHOUSE_DATA_DIR": folder.path, "GATEHOUSE_TOKEN_DATABASE_URL": "postgres://gatehouse@127.0.0.1/auth", "GATEHOUSE_KEY_SYNC_INTERVAL": "5",
             "GATEHOUSE_ALLOW_PLAINTEXT": "true",
-        ]))
+        ]
+        // Every instance must seal and open the shared keys with one configured key.
+        do {
+            _ = try TokenRoleSettings(config: try Config(environment: shared))
+            Issue.record("a shared store without a configured key-encryption key was accepted")
+        } catch let error as ConfigError {
+            #expect(error.message.contains("GATEHOUSE_KEY_ENCRYPTION_KEY_FILE"))
+        }
+        let kek = folder.appendingPathComponent("kek")
+        try Data(repeating: 9, count: 32).write(to: kek)
+        shared["GATEHOUSE_KEY_ENCRYPTION_KEY_FILE"] = kek.path
+        let role = try TokenRoleSettings(config: try Config(environment: shared))
         #expect(role.service.keySyncInterval == 5 && role.service.keyActivationDelay == 11)
         let sqlite = try TokenRoleSettings(config: try Config(environment: ["GATEHOUSE_DATA_DIR": folder.path, "GATEHOUSE_ALLOW_PLAINTEXT": "true"]))
         #expect(sqlite.database == nil && sqlite.service.keyActivationDelay == 0 && sqlite.service.keySyncInterval == nil)

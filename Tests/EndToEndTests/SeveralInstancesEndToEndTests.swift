@@ -1,0 +1,268 @@
+import Foundation
+import GatehouseContracts
+import GatehouseRPC
+import GatehouseSupport
+import GatehouseTestSupport
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 24 §2–§3 over real processes: one identity service, two token instances on one
+/// PostgreSQL database, two gateways that each know both instances.
+@Suite("Several token instances on PostgreSQL")
+struct SeveralInstancesEndToEndTests {
+    /// The processes of one topology: `identity`, `token-a`, `token-b`, `gateway-a`, `gateway-b`.
+    final class Topology: @unchecked Sendable {
+        let stack = Stack()
+        let tokenRPC: [String: String]
+        let gatewayPorts: [String: Int]
+        let tokenEnvironment: [String: [String: String]]
+        let gatewayEnvironment: [String: String]
+
+        init(databaseURL: String) throws {
+            let rpcA = "tcp://127.0.0.1:\(freeLoopbackPort())", rpcB = "tcp://127.0.0.1:\(freeLoopbackPort())"
+            let eventsA = "tcp://127.0.0.1:\(freeLoopbackPort())", eventsB = "tcp://127.0.0.1:\(freeLoopbackPort())"
+            tokenRPC = ["token-a": rpcA, "token-b": rpcB]
+            gatewayPorts = ["gateway-a": freeLoopbackPort(), "gateway-b": freeLoopbackPort()]
+            try FileManager.default.createDirectory(at: stack.dataDir, withIntermediateDirectories: true)
+            let kek = stack.dataDir.appendingPathComponent("shared-kek")
+            try Data(TokenTestRandom.bytes(32)).write(to: kek)
+            var tokens: [String: [String: String]] = [:]
+            for (name, rpc, events) in [("token-a", rpcA, eventsA), ("token-b", rpcB, eventsB)] {
+                tokens[name] = [
+                    // Nothing shared on disk: each instance has its own folder.
+                    "GATEHOUSE_DATA_DIR": stack.dataDir.appendingPathComponent(name).path,
+                    "GATEHOUSE_TOKEN_BIND": rpc, "GATEHOUSE_TOKEN_EVENTS_BIND": events,
+                    "GATEHOUSE_TOKEN_DATABASE_URL": databaseURL, "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE": kek.path,
+                    "GATEHOUSE_KEY_SYNC_INTERVAL": "1", "GATEHOUSE_DATABASE_POOL_SIZE": "4", "GATEHOUSE_REVOCATION_HEARTBEAT_MS": "200",
+                    "GATEHOUSE_PUBLIC_URL": Self.publicURL,
+                ]
+            }
+            tokenEnvironment = tokens
+            gatewayEnvironment = [
+                "GATEHOUSE_TOKEN_URL": "\(rpcA),\(rpcB)", "GATEHOUSE_TOKEN_EVENTS_URL": "\(eventsA),\(eventsB)",
+                "GATEHOUSE_REVOCATION_HEARTBEAT_MS": "200", "GATEHOUSE_PUBLIC_URL": Self.publicURL,
+            ]
+        }
+
+        /// What a load balancer in front of both gateways would be: the issuer every role agrees on.
+        static let publicURL = "https://auth.several.test"
+
+        func start() async throws {
+            try stack.start(
+                "identity", environment: ["GATEHOUSE_TOKEN_URL": gatewayEnvironment["GATEHOUSE_TOKEN_URL"]!, "GATEHOUSE_PUBLIC_URL": Self.publicURL])
+            for name in ["token-a", "token-b"] { try startToken(name) }
+            for (name, port) in gatewayPorts {
+                try stack.start("gateway", name: name, environment: gatewayEnvironment.merging(["GATEHOUSE_HTTP_PORT": "\(port)"]) { $1 })
+            }
+            for port in gatewayPorts.values { try await stack.waitReady(port: port) }
+        }
+
+        func startToken(_ name: String) throws {
+            try stack.start("token", name: name, environment: tokenEnvironment[name]!, captureLog: true)
+        }
+
+        var a: Int { gatewayPorts["gateway-a"]! }
+        var b: Int { gatewayPorts["gateway-b"]! }
+
+        /// A client of one token instance alone.
+        func tokenClient(_ name: String) throws -> RPCClient {
+            try RPCClient(configuration: .init(endpoint: tokenRPC[name]!, defaultTimeout: .seconds(5)))
+        }
+    }
+
+    static let password = "correct horse battery"
+
+    /// Signs up a new user through the gateway at `port`: its access and refresh tokens.
+    static func signUp(_ stack: Stack, port: Int) async throws -> (access: String, refresh: String) {
+        let r = try await stack.request(
+            "POST", "/v1/accounts", json: ["email": "several-\(UUID().uuidString.prefix(8))@example.com", "password": password], port: port)
+        #expect(r.status == 201, "\(String(decoding: r.body, as: UTF8.self))")
+        let session = try #require(r.json["session"] as? [String: Any])
+        return (try #require(session["accessToken"] as? String), try #require(session["refreshToken"] as? String))
+    }
+
+    static func refresh(_ stack: Stack, _ token: String, port: Int) async throws -> Stack.Response {
+        try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": token], port: port)
+    }
+
+    static func session(_ response: Stack.Response) -> (access: String, refresh: String)? {
+        guard response.status == 200, let s = response.json["session"] as? [String: Any], let access = s["accessToken"] as? String,
+            let refresh = s["refreshToken"] as? String
+        else { return nil }
+        return (access, refresh)
+    }
+
+    static func kid(_ jwt: String) -> String? {
+        guard let data = Base64URL.decode(jwt.split(separator: ".")[0]),
+            let header = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
+        return header["kid"] as? String
+    }
+
+    @Test("a session made through one gateway is served by the other; one refresh token raced through both rotates once; a sign-out reaches both gateways")
+    func sharedSessions() async throws {
+        let topology = try Topology(databaseURL: try await Self.freshDatabase())
+        defer { topology.stack.stopAll() }
+        try await topology.start()
+        let stack = topology.stack
+        var tokens = try await Self.signUp(stack, port: topology.a)
+        let me = try await stack.request("GET", "/v1/me", bearer: tokens.access, port: topology.b)
+        #expect(me.status == 200, "\(String(decoding: me.body, as: UTF8.self))")
+
+        // The same refresh token through both gateways at once, each spreading over both token
+        // instances: one rotation, the other answered from the grace window with the same successor.
+        for round in 0..<20 {
+            let presented = tokens.refresh
+            async let first = Self.refresh(stack, presented, port: topology.a)
+            async let second = Self.refresh(stack, presented, port: topology.b)
+            let answers = [try await first, try await second]
+            let sessions = answers.compactMap(Self.session)
+            #expect(sessions.count == 2, "round \(round): \(answers.map { String(decoding: $0.body, as: UTF8.self) })")
+            #expect(Set(sessions.map(\.refresh)).count == 1, "round \(round): two different successors")
+            tokens = try #require(sessions.first)
+        }
+        // The session survived every race: nothing was taken for reuse.
+        #expect(try await stack.request("GET", "/v1/me", bearer: tokens.access, port: topology.a).status == 200)
+
+        // Signed out through gateway A (on whichever instance): gateway B refuses the token as soon
+        // as the event arrives, from either instance.
+        #expect(try await stack.request("DELETE", "/v1/sessions/current", bearer: tokens.access, port: topology.a).status == 204)
+        try await waitUntil("gateway B refusing the signed-out token", timeout: .seconds(10)) {
+            let r = try await stack.request("GET", "/v1/me", bearer: tokens.access, port: topology.b)
+            return r.status == 401 && r.json["code"] as? String == "session_revoked"
+        }
+    }
+
+    @Test("a key rotated on one instance is published by both before either signs with it, then both sign with it")
+    func coordinatedRotation() async throws {
+        let topology = try Topology(databaseURL: try await Self.freshDatabase())
+        defer { topology.stack.stopAll() }
+        try await topology.start()
+        let stack = topology.stack
+        let a = try topology.tokenClient("token-a"), b = try topology.tokenClient("token-b")
+        let oldKid = try #require(Self.kid(try await Self.signUp(stack, port: topology.a).access))
+        let rotated = try await a.call(TokenAPI.rotateKeys, Empty())
+        #expect(rotated.previousKid == oldKid && rotated.kid != oldKid)
+        // Instance B publishes the new key within one sync interval (1 s), and neither signs with it.
+        try await waitUntil("token-b publishing the rotated key", timeout: .seconds(10)) {
+            try await b.call(TokenAPI.jwks, Empty()).json.contains(rotated.kid)
+        }
+        #expect(try await a.call(TokenAPI.jwks, Empty()).json == (try await b.call(TokenAPI.jwks, Empty()).json))
+        for port in [topology.a, topology.b, topology.a, topology.b] {
+            #expect(Self.kid(try await Self.signUp(stack, port: port).access) == oldKid)
+        }
+        // Past the activation (two intervals and a second) both sign with it.
+        stack.advanceClock(by: .seconds(4))
+        try await waitUntil("both instances signing with the rotated key", timeout: .seconds(10)) {
+            var kids: Set<String?> = []
+            for port in [topology.a, topology.b, topology.a, topology.b] { kids.insert(Self.kid(try await Self.signUp(stack, port: port).access)) }
+            return kids == [rotated.kid]
+        }
+        #expect(try await a.call(TokenAPI.jwks, Empty()).json == (try await b.call(TokenAPI.jwks, Empty()).json))
+        await a.close()
+        await b.close()
+    }
+
+    @Test("kill -9 of one token instance under refresh load: the other keeps serving and no acknowledged refresh is lost")
+    func killOneInstance() async throws {
+        let topology = try Topology(databaseURL: try await Self.freshDatabase())
+        defer { topology.stack.stopAll() }
+        try await topology.start()
+        let stack = topology.stack
+        var users: [(access: String, refresh: String)] = []
+        for i in 0..<6 { users.append(try await Self.signUp(stack, port: i % 2 == 0 ? topology.a : topology.b)) }
+        let acknowledged = Counter()
+        let failures = Counter()
+        // Each user refreshes in a loop through alternating gateways, keeping the last token the
+        // server acknowledged (a failed refresh is tried again with the same token, as an app does).
+        let loops = users.enumerated().map { index, start in
+            Task { () -> String in
+                var current = start.refresh
+                for step in 0..<60 {
+                    let r = try await Self.refresh(stack, current, port: (index + step) % 2 == 0 ? topology.a : topology.b)
+                    if let next = Self.session(r) {
+                        current = next.refresh
+                        acknowledged.add()
+                    } else {
+                        #expect([503, 504].contains(r.status), "refresh answered \(r.status) \(String(decoding: r.body, as: UTF8.self))")
+                        failures.add()
+                    }
+                }
+                return current
+            }
+        }
+        try await waitUntil("refreshes acknowledged before the kill") { acknowledged.value >= 60 }
+        await stack.kill("token-a")
+        var last: [String] = []
+        for loop in loops { last.append(try await loop.value) }
+        // Every user's last acknowledged token still refreshes, on the instance left.
+        for (i, token) in last.enumerated() {
+            let r = try await Self.refresh(stack, token, port: i % 2 == 0 ? topology.a : topology.b)
+            #expect(r.status == 200, "user \(i): the last acknowledged refresh token answered \(r.status) \(String(decoding: r.body, as: UTF8.self))")
+        }
+        #expect(acknowledged.value + failures.value == 6 * 60)
+        #expect(failures.value <= 12, "\(failures.value) refreshes failed around the kill")
+        // New sessions too, through both gateways; and the instance, back, takes calls again.
+        _ = try await Self.signUp(stack, port: topology.a)
+        _ = try await Self.signUp(stack, port: topology.b)
+        try topology.startToken("token-a")
+        let a = try topology.tokenClient("token-a")
+        try await waitUntil("token-a back") { (try? await a.call(TokenAPI.jwks, Empty())) != nil }
+        await a.close()
+    }
+
+    @Test("PostgreSQL restarted under load: calls fail fast with 503, recover on their own, and no acknowledged refresh is lost")
+    func databaseRestart() async throws {
+        let server = try await PostgresServer.start()
+        let topology = try Topology(databaseURL: server.url(database: try await server.createDatabase()))
+        defer { topology.stack.stopAll() }
+        do {
+            try await topology.start()
+            let stack = topology.stack
+            var tokens: [String] = []
+            for i in 0..<4 { tokens.append(try await Self.signUp(stack, port: i % 2 == 0 ? topology.a : topology.b).refresh) }
+            for (i, token) in tokens.enumerated() { tokens[i] = try #require(Self.session(try await Self.refresh(stack, token, port: topology.a))).refresh }
+
+            await server.crash()
+            // While it is down: refused quickly with 503, never a hang or a 500; tokens unchanged.
+            for (i, token) in tokens.enumerated() {
+                let started = ContinuousClock.now
+                let r = try await Self.refresh(stack, token, port: i % 2 == 0 ? topology.a : topology.b)
+                #expect(r.status == 503, "refresh with the database down answered \(r.status) \(String(decoding: r.body, as: UTF8.self))")
+                #expect(ContinuousClock.now - started < .seconds(5))
+            }
+            try await server.startAgain()
+            // Back on their own within seconds; every token acknowledged before the crash refreshes.
+            try await waitUntil("refresh working again", timeout: .seconds(30), interval: .milliseconds(200)) {
+                try await Self.refresh(stack, tokens[0], port: topology.a).status == 200
+            }
+            for token in tokens.dropFirst() {
+                #expect(try await Self.refresh(stack, token, port: topology.b).status == 200)
+            }
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// A new database on the test process's PostgreSQL server.
+    static func freshDatabase() async throws -> String {
+        let server = try await PostgresServer.shared()
+        return server.url(database: try await server.createDatabase())
+    }
+}
+
+/// A thread-safe count.
+final class Counter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+    func add() { lock.withLock { count += 1 } }
+    var value: Int { lock.withLock { count } }
+}
+
+enum TokenTestRandom {
+    static func bytes(_ count: Int) -> [UInt8] { (0..<count).map { _ in UInt8.random(in: 0...255) } }
+}
