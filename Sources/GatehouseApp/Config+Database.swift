@@ -7,9 +7,9 @@ extension ConfigTable {
     /// The token service's PostgreSQL database.
     public static let tokenDatabaseURL = ConfigKey(env: "GATEHOUSE_TOKEN_DATABASE_URL", defaultValue: nil, secret: true, roles: "token", help: "`postgres://user@host:5432/db?sslmode=verify-full`: keep the token service's keys, sessions and refresh tokens in PostgreSQL instead of token.sqlite, so several token instances can share them. Empty: SQLite. `sslmode` is disable, prefer, require or verify-full (the default off loopback); `sslrootcert=/path` names the CA. Put the password in GATEHOUSE_DATABASE_PASSWORD_FILE, not here.")
     /// A file holding the database password.
-    public static let databasePasswordFile = ConfigKey(env: "GATEHOUSE_DATABASE_PASSWORD_FILE", defaultValue: nil, secret: false, roles: "token", help: "A file whose content (a trailing newline dropped) is the PostgreSQL password: a Docker or Kubernetes secret. Takes the place of a password in the URL.")
+    public static let databasePasswordFile = ConfigKey(env: "GATEHOUSE_DATABASE_PASSWORD_FILE", defaultValue: nil, secret: false, roles: "token", help: "A file whose first line is the PostgreSQL password: a Docker or Kubernetes secret. Takes the place of a password in the URL.")
     /// Connections each instance keeps to the database.
-    public static let databasePoolSize = ConfigKey(env: "GATEHOUSE_DATABASE_POOL_SIZE", defaultValue: "16", secret: false, roles: "token", help: "Most connections one instance opens to PostgreSQL (1–200). The server's max_connections must cover every instance's pool (deploy/README.md, sizing).")
+    public static let databasePoolSize = ConfigKey(env: "GATEHOUSE_DATABASE_POOL_SIZE", defaultValue: "16", secret: false, roles: "token", help: "Most connections one instance opens to PostgreSQL (2–200). The server's max_connections must cover every instance's pool (deploy/README.md, sizing).")
     /// How often an instance reloads the signing keys.
     public static let keySyncInterval = ConfigKey(env: "GATEHOUSE_KEY_SYNC_INTERVAL", defaultValue: "10", secret: false, roles: "token", help: "With PostgreSQL: seconds (1–60) between each token instance's reloads of the signing keys. A rotated key is published at once and signs only after two intervals and a second, so every instance publishes it before any signs with it.")
 
@@ -35,7 +35,7 @@ public struct DatabaseSettings: Sendable {
             throw ConfigError(message: "\(ConfigTable.tokenDatabaseURL.env) (\(ConfigTable.tokenDatabaseURL.flag)): \(error)")
         }
         return DatabaseSettings(
-            postgres: postgres, poolSize: try config.int(ConfigTable.databasePoolSize, in: 1...200),
+            postgres: postgres, poolSize: try config.int(ConfigTable.databasePoolSize, in: 2...200),
             keySyncInterval: try config.int(ConfigTable.keySyncInterval, in: 1...60))
     }
 }

@@ -43,22 +43,24 @@ public enum GatehouseRoles {
     /// `gatehouse identity`: the identity service alone, over tcp.
     public static func runIdentity(config: Config, logger: Logger) async throws {
         let role = try await IdentityRole.start(IdentityRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
+        // The group shuts down in reverse: the hook, first in the list, runs last, once the
+        // server has drained (its handlers still use the token client and the publisher).
         try await runGroup(
-            [role.server, role.anonymousSweeper, role.outboxDelivery, role.changeLog] + [role.adminAPI, role.appleRevocations].compactMap { $0 }
-                + [ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }], logger: logger)
+            [ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }, role.server, role.anonymousSweeper,
+             role.outboxDelivery, role.changeLog] + [role.adminAPI, role.appleRevocations].compactMap { $0 }, logger: logger)
     }
 
     /// `gatehouse token`: the token service alone, over tcp.
     public static func runToken(config: Config, logger: Logger) async throws {
         let role = try await TokenRole.start(TokenRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
-        try await runGroup(
-            role.services + [ShutdownHook { await role.close() }], logger: logger)
+        // The hook first: it closes the database pool after the server has drained.
+        try await runGroup([ShutdownHook { await role.close() }] + role.services, logger: logger)
     }
 
     /// `gatehouse gateway`: the HTTP gateway alone, calling the services over tcp.
     public static func runGateway(config: Config, logger: Logger) async throws {
         let role = try GatewayRole.start(GatewayRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
-        try await runGroup([role.application, ShutdownHook { await role.identity.close(); await role.tokens.close() }], logger: logger)
+        try await runGroup([ShutdownHook { await role.identity.close(); await role.tokens.close() }, role.application], logger: logger)
     }
 
     /// `gatehouse serve`: all three roles in one process over `inproc://` sockets.
@@ -81,11 +83,13 @@ public enum GatehouseRoles {
             await identity.tokenClient.close()
             await token.close()
         }
-        // Shutdown runs in reverse: the gateway stops taking requests first, then the services drain.
+        // Shutdown runs in reverse: the gateway stops taking requests first, then the services
+        // drain, and the hook (first in the list) closes the clients and the database last.
         try await runGroup(
             [
-                identity.server, token.server, token.sweeper, token.heartbeat, token.keySync, identity.anonymousSweeper, identity.outboxDelivery, identity.changeLog,
-            ] + [identity.adminAPI, identity.appleRevocations].compactMap { $0 } + [gateway.application, hook], logger: logger)
+                hook, identity.server, token.server, token.sweeper, token.heartbeat, token.keySync, identity.anonymousSweeper,
+                identity.outboxDelivery, identity.changeLog,
+            ] + [identity.adminAPI, identity.appleRevocations].compactMap { $0 } + [gateway.application], logger: logger)
     }
 
     static func runGroup(_ services: [any Service], logger: Logger) async throws {

@@ -176,9 +176,15 @@ public struct TokenRole: Sendable {
             database?.cancel()
             throw error
         }
-        let (server, bound) = try start.serve(
-            "token service", router: service.router(), rpcBind: settings.rpcBind, publisher: publisher,
-            note: "; signing key \(service.keys.activeKid)")
+        let server: RPCServer, bound: String
+        do {
+            (server, bound) = try start.serve(
+                "token service", router: service.router(), rpcBind: settings.rpcBind, publisher: publisher,
+                note: "; signing key \(service.keys.activeKid)")
+        } catch {
+            database?.cancel()
+            throw error
+        }
         return TokenRole(
             server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound,
             sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger),
@@ -254,6 +260,7 @@ public struct KeySync: Service {
     public func run() async throws {
         try? await cancelWhenGracefulShutdown {
             var next = service.nextKeyActivation
+            var failures = 0
             while true {
                 var wait: Duration?
                 if let interval = service.configuration.keySyncInterval { wait = .milliseconds(Int64(interval * 1000)) }
@@ -261,12 +268,21 @@ public struct KeySync: Service {
                     let until = Duration.milliseconds(Int64(max(0, next.timeIntervalSince(service.clock.now)) * 1000) + 1)
                     wait = min(wait ?? until, until)
                 }
+                if failures > 0 {
+                    // After a failed reload (the store unreachable): 1 s, doubling up to 30 s, not
+                    // the activation that has passed meanwhile.
+                    wait = .seconds(min(30, 1 << min(failures - 1, 5)))
+                }
                 guard let wait else {
                     try await gracefulShutdown()
                     return
                 }
                 try await Task.sleep(for: wait)
-                do { next = try await service.reloadKeys() } catch is CancellationError { return } catch {
+                do {
+                    next = try await service.reloadKeys()
+                    failures = 0
+                } catch is CancellationError { return } catch {
+                    failures += 1
                     logger.warning("cannot reload the signing keys; trying again: \(error)")
                 }
             }

@@ -43,6 +43,10 @@ public final class BalancedRPCClient: RPCCaller, Sendable {
                 // The balanced client retries over the instances itself.
                 member.failFastOnDisconnect = true
                 member.idempotentAttempts = 1
+                // An instance that stops answering without closing its connection (its host
+                // gone) is dropped after 3 s of silence, and its calls go elsewhere.
+                member.heartbeatInterval = 1000
+                member.heartbeatTimeout = 3000
             }
             members.append(try RPCClient(configuration: member, context: context, logger: logger))
         }
@@ -77,13 +81,15 @@ public final class BalancedRPCClient: RPCCaller, Sendable {
         var attempt = 1
         var tried: Set<Int> = []
         while true {
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else { throw RPCError.deadlinePassed(method.name) }
+            guard ContinuousClock.now < deadline else { throw RPCError.deadlinePassed(method.name) }
             guard let index = await pick(avoiding: tried, until: deadline) else {
                 throw RPCError(.unavailable, "no instance of \(method.name)'s service is reachable (\(endpoints.joined(separator: ", ")))")
             }
             tried.insert(index)
             if tried.count == members.count { tried = [] }
+            // What is left after waiting for an instance, if it had to.
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard remaining > .zero else { throw RPCError.deadlinePassed(method.name) }
             let share = attempt < tries ? remaining / (tries - attempt + 1) : remaining
             do {
                 return try await members[index].call(method, request, deadline: .now + share)

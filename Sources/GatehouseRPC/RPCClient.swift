@@ -32,6 +32,12 @@ public final class RPCClient: RPCCaller, Sendable {
         /// Calls sent on a connection that drops fail at once with `unavailable` instead of
         /// waiting for the server to come back (set by `BalancedRPCClient` on its members).
         public var failFastOnDisconnect = false
+        /// ZMTP heartbeats (milliseconds): a connection whose server stops answering them (a host
+        /// powered off or cut off, where no TCP reset comes) is dropped after `heartbeatTimeout`,
+        /// and counts as lost. 0: none (set by `BalancedRPCClient` on its members).
+        public var heartbeatInterval = 0
+        /// See `heartbeatInterval`.
+        public var heartbeatTimeout = 0
 
         /// Settings reaching `endpoint`, with `defaultTimeout` for calls given none.
         public init(endpoint: String, defaultTimeout: Duration = .seconds(2)) {
@@ -123,6 +129,9 @@ public final class RPCClient: RPCCaller, Sendable {
             .maxMessageSize(configuration.maxMessageSize), .sendHighWaterMark(configuration.sendHighWaterMark),
             .receiveHighWaterMark(configuration.sendHighWaterMark),
         ])
+        if configuration.heartbeatInterval > 0 {
+            try socket.set([.heartbeatInterval(configuration.heartbeatInterval), .heartbeatTimeout(configuration.heartbeatTimeout)])
+        }
         try socket.configureCurveClient(configuration.curve)
         var monitor: Socket?
         if tracksConnection {

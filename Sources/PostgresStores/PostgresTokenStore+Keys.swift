@@ -17,14 +17,14 @@ extension PostgresTokenStore {
 
     /// The `token_meta` value `name`, or nil.
     func meta(_ name: String) async throws -> Data? {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows("SELECT value FROM token_meta WHERE name = \(name)", on: connection).first?.decode(Data.self)
         }
     }
 
     /// Stores `value` as `name` unless a value is stored already; the stored value.
     func insertMeta(_ name: String, _ value: Data) async throws -> Data {
-        let inserted = try await run { connection in
+        let inserted = try await run { [self] connection in
             try await rows(
                 "INSERT INTO token_meta (name, value) VALUES (\(name), \(value)) ON CONFLICT (name) DO NOTHING RETURNING value",
                 on: connection
@@ -43,7 +43,7 @@ extension PostgresTokenStore {
     /// Replaces the stored secret `name` with `value` (an UPDATE). PostgreSQL keeps the old row
     /// version as a dead tuple until VACUUM reclaims it (see `scrubFreedPages`).
     public func replaceSecret(named name: String, with value: Data) async throws {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows("UPDATE token_meta SET value = \(value) WHERE name = \(name)", on: connection)
         }
     }
@@ -51,7 +51,7 @@ extension PostgresTokenStore {
     /// Seals every signing key stored in plain text with `seal`, in one transaction; how many it
     /// sealed. The rows are locked as read, so instances starting together seal each key once.
     public func sealPlaintextKeys(_ seal: @escaping @Sendable (Data) throws -> Data) async throws -> Int {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             let plain = try await rows(
                 "SELECT kid, private_key FROM token_signing_key WHERE NOT encrypted ORDER BY created_at, ord FOR UPDATE", on: connection
             ).map { try $0.decode((String, Data).self) }
@@ -79,7 +79,7 @@ extension PostgresTokenStore {
 
     /// Every stored key, oldest first (insertion order between keys made at one instant).
     public func keys() async throws -> [TokenStore.StoredKey] {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows(
                 """
                 SELECT kid, algorithm, private_key, encrypted, created_at, activates_at, signing_until, retire_after
@@ -101,7 +101,7 @@ extension PostgresTokenStore {
     /// writes are serialised by a transaction-scoped advisory lock, so of two rotations at once
     /// the second closes the first's key, as SQLite's one writer would.
     public func insertKey(_ key: TokenStore.StoredKey, previousRetireAfter: Date) async throws {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             try await rows("SELECT pg_advisory_xact_lock(\(Self.keysLock))", on: connection)
             // A statement after the lock: its snapshot sees every key committed before it.
             try await rows(
@@ -119,7 +119,7 @@ extension PostgresTokenStore {
     /// Adds `key` unless a key exists; whether it did. Instances starting together on an empty
     /// database take the keys lock in turn: the first inserts, the others find its key.
     public func insertFirstKey(_ key: TokenStore.StoredKey) async throws -> Bool {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             try await rows("SELECT pg_advisory_xact_lock(\(Self.keysLock))", on: connection)
             // A statement after the lock: its snapshot sees a key committed by the lock's holder.
             return try await !rows(

@@ -15,7 +15,7 @@ extension PostgresTokenStore {
     /// first (its id and user make the audit event), then one statement revokes it if it is
     /// still active, numbers the revocation and appends the event, all or nothing.
     public func revoke(sessionID: String, reason: String, at now: Date) async throws -> TokenStore.SessionRow? {
-        guard var session = try await run({ connection in
+        guard var session = try await run({ [self] connection in
             try Self.first(await rows(
                 "SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE id = \(sessionID) AND revoked_at IS NULL",
                 on: connection))
@@ -23,7 +23,7 @@ extension PostgresTokenStore {
         session.revokedAt = now
         session.revokeReason = reason
         let event = TokenStore.revocationEvent([session], reason: reason, at: now, all: false)
-        guard var revoked = try await run({ connection in
+        guard var revoked = try await run({ [self] connection in
             try await revokeOne(id: sessionID, reason: reason, at: now, audit: event, on: connection)
         }) else {
             return nil  // revoked meanwhile, elsewhere: that revocation has its own event
@@ -71,7 +71,7 @@ extension PostgresTokenStore {
         userID: String, reason: String, at now: Date, except: String?, scrubClient: Bool
     ) async throws -> [TokenStore.SessionRow] {
         let at = Self.ms(now)
-        return try await transaction { connection in
+        return try await transaction { [self] connection in
             var revoked: [TokenStore.SessionRow] = []
             var auditSeq: Int64?
             for row in try await rows(
@@ -127,7 +127,7 @@ extension PostgresTokenStore {
 
     /// The sessions revoked after `since`, oldest first.
     public func revokedSessions(since: Date) async throws -> [RevokedSession] {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows(
                 "SELECT id, revoked_at FROM token_session WHERE revoked_at > \(Self.ms(since)) ORDER BY revoked_at, ord", on: connection
             ).map { row in
@@ -139,7 +139,7 @@ extension PostgresTokenStore {
 
     /// The ids of `userID`'s sessions revoked after `since`.
     public func revokedSessionIDs(userID: String, since: Date) async throws -> [String] {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows(
                 """
                 SELECT id FROM token_session WHERE user_id = \(userID) AND revoked_at > \(Self.ms(since)) ORDER BY revoked_at, ord
@@ -154,7 +154,7 @@ extension PostgresTokenStore {
     /// numbers commit in order, so what a reader sees is always a prefix: no later number is
     /// visible before an earlier one.
     public func revocationEvents(after seq: UInt64, limit: Int) async throws -> [SessionRevokedEvent] {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows(
                 """
                 SELECT seq, session_id, user_id, reason, revoked_at FROM token_revocation_event
@@ -173,7 +173,7 @@ extension PostgresTokenStore {
     /// (in one round trip instead of four). A revocation numbered up to that seq committed
     /// before the snapshot, so its session is in the list.
     public func revocationSnapshot(since: Date) async throws -> (seq: UInt64, sessions: [RevokedSession]) {
-        try await run { connection in
+        try await run { [self] connection in
             var seq: UInt64 = 0
             var sessions: [RevokedSession] = []
             for row in try await rows(

@@ -9,7 +9,7 @@ extension PostgresTokenStore {
     /// Stores a new session with its first refresh token (by hash): one statement, so one
     /// transaction and one round trip.
     public func createSession(_ s: TokenStore.SessionRow, refreshHash: Data) async throws {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows(
                 """
                 WITH session AS (
@@ -26,7 +26,7 @@ extension PostgresTokenStore {
     /// The session a refresh token belongs to (whatever the token's state): one indexed
     /// look-up, one round trip.
     public func session(forRefreshHash hash: Data) async throws -> TokenStore.SessionRow? {
-        try await run { connection in
+        try await run { [self] connection in
             try Self.first(await rows(
                 """
                 SELECT \(unescaped: Self.sessionColumnsOfS)
@@ -37,14 +37,14 @@ extension PostgresTokenStore {
 
     /// The session with this id, or nil.
     public func session(id: String) async throws -> TokenStore.SessionRow? {
-        try await run { connection in
+        try await run { [self] connection in
             try Self.first(await rows("SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE id = \(id)", on: connection))
         }
     }
 
     /// The user's sessions, oldest first.
     public func sessions(userID: String) async throws -> [TokenStore.SessionRow] {
-        try await run { connection in
+        try await run { [self] connection in
             try Self.all(await rows(
                 "SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE user_id = \(userID) ORDER BY created_at, ord",
                 on: connection))
@@ -63,7 +63,7 @@ extension PostgresTokenStore {
 
     /// The session's current refresh-token hash (for tests).
     public func currentHash(sessionID: String) async throws -> Data? {
-        try await run { connection in
+        try await run { [self] connection in
             try await rows("SELECT current_hash FROM token_session WHERE id = \(sessionID)", on: connection)
                 .first?.decode(Data?.self) ?? nil
         }
@@ -71,7 +71,7 @@ extension PostgresTokenStore {
 
     /// Whether a session is revoked (or unknown).
     public func isRevoked(sessionID: String) async throws -> Bool {
-        try await run { connection in
+        try await run { [self] connection in
             guard let row = try await rows("SELECT revoked_at FROM token_session WHERE id = \(sessionID)", on: connection).first
             else { return true }
             return try row.decode(Int64?.self) != nil
@@ -83,7 +83,7 @@ extension PostgresTokenStore {
     public func lastActivity(userIDs: [String]) async throws -> [String: Date] {
         guard !userIDs.isEmpty else { return [:] }
         let unique = Array(Set(userIDs))
-        return try await run { connection in
+        return try await run { [self] connection in
             var result: [String: Date] = [:]
             for row in try await rows(
                 "SELECT user_id, max(last_used_at) FROM token_session WHERE user_id = ANY(\(unique)) GROUP BY user_id", on: connection)
@@ -114,7 +114,7 @@ extension PostgresTokenStore {
         hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
     ) async throws -> TokenStore.RotationOutcome {
         let at = Self.ms(now)
-        let found = try await run { connection in
+        let found = try await run { [self] connection in
             try Self.lockedToken(await rows(
                     """
                     WITH found AS (
@@ -153,7 +153,7 @@ extension PostgresTokenStore {
     func rotateLocked(
         hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
     ) async throws -> TokenStore.RotationOutcome {
-        try await transaction { connection in
+        try await transaction { [self] connection in
             guard let found = try Self.lockedToken(await rows(
                     """
                     SELECT \(unescaped: Self.sessionColumnsOfS), s.current_hash, s.rotated_at, false

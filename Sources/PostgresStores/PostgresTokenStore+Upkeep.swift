@@ -19,7 +19,7 @@ extension PostgresTokenStore {
         var counts = TokenStore.SweepCounts()
         let ended = Self.ms(now.addingTimeInterval(-retention))
         let idle = Self.ms(now.addingTimeInterval(-(idleTimeout + retention)))
-        let range = try await run { connection -> (Int64, Int64)? in
+        let range = try await run { [self] connection -> (Int64, Int64)? in
             guard let row = try await rows("SELECT min(ord), max(ord) FROM token_session", on: connection).first else { return nil }
             let (low, high) = try row.decode((Int64?, Int64?).self)
             guard let low, let high else { return nil }
@@ -74,14 +74,14 @@ extension PostgresTokenStore {
 
     /// The single count `query` answers.
     func count(_ query: PostgresQuery) async throws -> Int {
-        try await run { connection in
+        try await run { [self] connection in
             Int(try await rows(query, on: connection).first?.decode(Int64.self) ?? 0)
         }
     }
 
     /// The number of stored sessions and refresh tokens (for tests and operators).
     public func rowCounts() async throws -> (sessions: Int, refreshTokens: Int) {
-        try await run { connection in
+        try await run { [self] connection in
             guard let row = try await rows(
                 "SELECT (SELECT count(*) FROM token_session), (SELECT count(*) FROM token_refresh_token)", on: connection
             ).first else { return (0, 0) }
@@ -103,7 +103,7 @@ extension PostgresTokenStore {
         let user = request.userID
         let filterSince = request.since != nil
         let since = request.since?.millisecondsSince1970 ?? 0
-        let events = try await run { connection in
+        let events = try await run { [self] connection in
             try await rows(
                 """
                 SELECT seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail FROM token_audit_log

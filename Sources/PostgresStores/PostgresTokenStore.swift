@@ -34,12 +34,15 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
     let queryLogger = Logger(label: "gatehouse.token.postgres.query", factory: { _ in SwiftLogNoOpLogHandler() })
     /// The feed's epoch once read (it never changes).
     let epoch = Mutex<String?>(nil)
+    /// Whether the database answers: calls fail at once while it does not.
+    let health: DatabaseHealth
 
     /// A store over `client` (run by its owner, with at least two connections: `runIfLeader`
     /// holds one while its job runs); call `migrate()` before use.
     public init(client: PostgresClient, logger: Logger = Logger(label: "gatehouse.token.postgres")) {
         self.client = client
         self.logger = logger
+        health = DatabaseHealth(client: client, name: "token", logger: logger)
     }
 
     /// Applies the migrations not applied yet (once, whatever other instances do meanwhile).
@@ -116,25 +119,33 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
 
     /// Runs `body` on a pooled connection (each statement its own transaction); errors
     /// translated. A deadlock the server broke (every statement rolled back) is tried again.
+    ///
+    /// While the database does not answer (`DatabaseHealth`), fails at once with `unavailable`
+    /// instead of waiting for a connection the pool cannot make; a call stalled on it is cancelled.
     @discardableResult
-    func run<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
+    func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         var attempt = 0
         while true {
             do {
-                return try await client.withConnection { connection in try await body(connection) }
+                return try await health.run(Self.isUnavailable, body)
             } catch let error as PSQLError where Self.sqlState(error) == "40P01" && attempt < 3 {
                 attempt += 1
                 logger.notice("token store: deadlock broken by the server; trying again")
+            } catch is DatabaseHealth.Unavailable {
+                throw Self.unavailable
             } catch {
                 throw translate(error)
             }
         }
     }
 
+    /// What a call answers while the database does not.
+    static let unavailable = RPCError(.unavailable, "the token database is unavailable")
+
     /// Runs `body` in a transaction (READ COMMITTED), rolled back when it throws; errors translated.
     @discardableResult
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await run { connection in
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        try await run { [self] connection in
             try await connection.query("BEGIN", logger: queryLogger)
             do {
                 let result = try await body(connection)

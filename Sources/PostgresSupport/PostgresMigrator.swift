@@ -50,13 +50,22 @@ public struct PostgresMigrator: Sendable {
     public func migrate(_ client: PostgresClient, logger: Logger) async throws -> [String] {
         try await client.withConnection { connection in
             let key = lockKey
+            // A migration may take longer, and wait for another instance's longer, than the
+            // limits every connection starts with (`PostgresSettings.clientConfiguration`): none
+            // here, restored before the connection goes back to the pool.
+            try await connection.query("SET statement_timeout = 0", logger: logger)
+            try await connection.query("SET lock_timeout = 0", logger: logger)
             try await connection.query("SELECT pg_advisory_lock(\(key))", logger: logger)
             do {
                 let applied = try await migrateLocked(connection, logger: logger)
                 try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                try await connection.query("RESET statement_timeout", logger: logger)
+                try await connection.query("RESET lock_timeout", logger: logger)
                 return applied
             } catch {
                 _ = try? await connection.query("SELECT pg_advisory_unlock(\(key))", logger: logger)
+                _ = try? await connection.query("RESET statement_timeout", logger: logger)
+                _ = try? await connection.query("RESET lock_timeout", logger: logger)
                 throw error
             }
         }

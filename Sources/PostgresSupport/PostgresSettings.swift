@@ -98,8 +98,18 @@ public struct PostgresSettings: Sendable, Equatable, CustomStringConvertible {
             host: host, port: port, username: username, password: password, database: database, tls: tlsOption)
         configuration.options.maximumConnections = maximumConnections
         configuration.options.connectTimeout = .seconds(5)
+        // Bounds on what one stuck caller can hold, set for every connection at its start: a
+        // statement or a lock wait ends after 5 s, a transaction left open by a frozen or
+        // partitioned instance after 10 s (its locks, e.g. the revocation counter, go with it).
+        // Every call has a shorter deadline; these only stop a lost caller from holding others up.
+        configuration.options.additionalStartupParameters = Self.sessionLimits
         return configuration
     }
+
+    /// The session settings every connection starts with (see `clientConfiguration`).
+    public static let sessionLimits = [
+        ("statement_timeout", "5000"), ("lock_timeout", "5000"), ("idle_in_transaction_session_timeout", "10000"),
+    ]
 
     /// The URL without its password (for logs).
     public var description: String {

@@ -69,7 +69,9 @@ public final class RevocationFeed: Sendable {
     /// numbered since the last event published (this one included).
     public func announce(_ event: SessionRevokedEvent) {
         if let follower {
-            Task { await follower.follow(self, beat: false) }
+            // One read of the log covers every revocation committed before it: a batch (every
+            // session of a user) starts one pass, not one per session.
+            if follower.request() { Task { await follower.drain(self) } }
             return
         }
         seq.withLock { seq in
@@ -121,9 +123,36 @@ public final class RevocationFeed: Sendable {
     private actor Follower {
         let log: any SharedRevocationLog
         let logger: Logger
+        /// Whether a pass was asked for since the running one started, and whether one runs.
+        private nonisolated let pending = Mutex<(asked: Bool, running: Bool)>((false, false))
         init(log: any SharedRevocationLog, logger: Logger) {
             self.log = log
             self.logger = logger
+        }
+
+        /// Asks for a pass after the revocations committed so far; true when the caller must
+        /// start `drain` (none runs), false when the running one will make that pass.
+        nonisolated func request() -> Bool {
+            pending.withLock { state in
+                state.asked = true
+                if state.running { return false }
+                state.running = true
+                return true
+            }
+        }
+
+        /// Makes passes while they are asked for.
+        func drain(_ feed: RevocationFeed) async {
+            while pending.withLock({ state -> Bool in
+                if state.asked {
+                    state.asked = false
+                    return true
+                }
+                state.running = false
+                return false
+            }) {
+                await follow(feed, beat: false)
+            }
         }
 
         func follow(_ feed: RevocationFeed, beat: Bool) async {

@@ -187,7 +187,10 @@ public final class TokenService: Sendable {
         let at = clock.now
         let sessionID = newID(16)
         let refresh = newID(32)
-        let client = ClientInfo(userAgent: request.client.userAgent.truncated(toUTF8Bytes: 512), ip: request.client.ip.truncated(toUTF8Bytes: 64))
+        // NUL never reaches a store (PostgreSQL's text refuses it; nothing legitimate holds one).
+        let client = ClientInfo(
+            userAgent: request.client.userAgent.replacingOccurrences(of: "\u{0}", with: "").truncated(toUTF8Bytes: 512),
+            ip: request.client.ip.replacingOccurrences(of: "\u{0}", with: "").truncated(toUTF8Bytes: 64))
         try await store.createSession(
             TokenStore.SessionRow(
                 id: sessionID, userID: request.userID, createdAt: at, authTime: request.authTime, amr: request.amr, client: client,

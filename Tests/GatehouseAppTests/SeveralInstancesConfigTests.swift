@@ -67,7 +67,7 @@ struct SeveralInstancesConfigTests {
         #expect(sqlite.database == nil && sqlite.service.keyActivationDelay == 0 && sqlite.service.keySyncInterval == nil)
         for (key, value) in [
             ("GATEHOUSE_TOKEN_DATABASE_URL", "mysql://u:hunter2@h/db"), ("GATEHOUSE_TOKEN_DATABASE_URL", "postgres://u:hunter2@h/db?sslmode=sometimes"),
-            ("GATEHOUSE_DATABASE_POOL_SIZE", "0"), ("GATEHOUSE_KEY_SYNC_INTERVAL", "61"),
+            ("GATEHOUSE_DATABASE_POOL_SIZE", "1"), ("GATEHOUSE_KEY_SYNC_INTERVAL", "61"),
         ] {
             var environment = ["GATEHOUSE_TOKEN_DATABASE_URL": "postgres://u:hunter2@h/db"]
             environment[key] = value

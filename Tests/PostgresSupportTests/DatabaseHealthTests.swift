@@ -1,0 +1,39 @@
+import Foundation
+import GatehouseTestSupport
+import Logging
+import PostgresNIO
+import PostgresSupport
+import Testing
+
+/// `DatabaseHealth`: calls fail fast while the database does not answer, and work again on their
+/// own once it does (issue 24 §3).
+@Suite struct DatabaseHealthTests {
+    @Test("a database that crashes: the first call fails unavailable after the stall limit, not at the pool's minute; later calls at once; a call runs again once it answers")
+    func failsFastAndRecovers() async throws {
+        let server = try await PostgresServer.start()
+        let settings = try PostgresSettings(url: server.url(database: "postgres"))
+        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 4), backgroundLogger: PostgresMigratorTests.poolLogger)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let health = DatabaseHealth(client: client, name: "test", logger: PostgresMigratorTests.poolLogger, probeInterval: .milliseconds(50))
+        let select: @Sendable (PostgresConnection) async throws -> Int = { connection in
+            try await connection.query("SELECT 1", logger: PostgresMigratorTests.poolLogger).collect().count
+        }
+        #expect(try await health.run({ _ in false }, select) == 1)
+        await server.crash()
+        let started = ContinuousClock.now
+        await #expect(throws: DatabaseHealth.Unavailable.self) {
+            // The pool notices the lost connections on this call or waits for a new one: either
+            // way the call ends well before the pool's own circuit breaker (60 s).
+            _ = try await health.run({ error in error is PSQLError }, select)
+            _ = try await health.run({ error in error is PSQLError }, select)
+        }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        #expect(health.isDown)
+        await #expect(throws: DatabaseHealth.Unavailable.self) { _ = try await health.run({ _ in false }, select) }
+        try await server.startAgain()
+        try await waitUntil("the database answering again") { !health.isDown }
+        #expect(try await health.run({ _ in false }, select) == 1)
+        await server.stop()
+    }
+}
