@@ -132,8 +132,8 @@ public struct GatewayRole: Sendable {
         // Every call carries a deadline: the clients' default timeout, which is the gateway's
         // request timeout (`GATEHOUSE_RPC_TIMEOUT_MS`), or a shorter one given per call.
         let services = GatewayServices(
-            identity: TimedCaller(identity, service: "identity", metrics: metrics),
-            tokens: TimedCaller(tokens, service: "token", metrics: metrics),
+            identity: TimedCaller(identity.caller, service: "identity", metrics: metrics),
+            tokens: TimedCaller(tokens.caller, service: "token", metrics: metrics),
             revocations: { RevocationSubscription.stream(endpoint: eventsURL, curve: eventsCurve, logger: logger) },
             enforcesDeadlines: true,
             userChanges: { ChangeSubscription.stream(endpoint: changesURL, curve: changesCurve, logger: logger) })

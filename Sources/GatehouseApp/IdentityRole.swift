@@ -166,7 +166,7 @@ public struct IdentityRole: Sendable {
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
         let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
         let service = try await IdentityService.start(
-            configuration: settings.service, tokens: tokenClient, events: PublisherEventSink(publisher: publisher), clock: clock,
+            configuration: settings.service, tokens: tokenClient.caller, events: PublisherEventSink(publisher: publisher), clock: clock,
             logger: logger)
         let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
         if settings.mailTemplateFiles > 0 {
@@ -186,7 +186,7 @@ public struct IdentityRole: Sendable {
                 publisher: service.changeLog, heartbeat: settings.changeFeedHeartbeat, prune: service.changeLogPrune, logger: logger),
             adminAPI: settings.admin.map { admin in
                 // The identity service in process (its own key's rights), the token service through the role's client.
-                buildAdminAPI(configuration: admin, identity: LocalCaller(router: service.router), tokens: tokenClient, logger: logger)
+                buildAdminAPI(configuration: admin, identity: LocalCaller(router: service.router), tokens: tokenClient.caller, logger: logger)
             })
     }
 }

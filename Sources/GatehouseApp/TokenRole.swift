@@ -170,7 +170,7 @@ public struct TokenRole: Sendable {
         let service: TokenService
         do {
             service = try await TokenService.start(
-                configuration: settings.service, store: store, identity: identityClient,
+                configuration: settings.service, store: store, identity: identityClient.caller,
                 publish: { topic, payload in publisher.publish(topic: topic, payload: payload) }, clock: clock, logger: logger)
         } catch {
             database?.cancel()

@@ -60,6 +60,10 @@ public final class BalancedRPCClient: RPCCaller, Sendable {
         endpoints.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 
+    /// What to call through: the one member itself when there is one endpoint (the hot paths
+    /// keep the single client's call path, one generic hop fewer), else this client.
+    public var caller: any RPCCaller { members.count == 1 ? members[0] : self }
+
     /// The endpoints, in order.
     public var endpoints: [String] { members.map(\.configuration.endpoint) }
 

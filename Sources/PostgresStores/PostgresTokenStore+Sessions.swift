@@ -27,11 +27,7 @@ extension PostgresTokenStore {
     /// look-up, one round trip.
     public func session(forRefreshHash hash: Data) async throws -> TokenStore.SessionRow? {
         try await run { [self] connection in
-            try Self.first(await rows(
-                """
-                SELECT \(unescaped: Self.sessionColumnsOfS)
-                FROM token_refresh_token r JOIN token_session s ON s.id = r.session_id WHERE r.hash = \(hash)
-                """, on: connection))
+            try Self.first(await prepared(SessionByRefreshHash(hash: hash), on: connection))
         }
     }
 
@@ -114,25 +110,10 @@ extension PostgresTokenStore {
         hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
     ) async throws -> TokenStore.RotationOutcome {
         let at = Self.ms(now)
+        let statement = RotateCurrent(
+            hash: hash, successorHash: successorHash, at: at, floorNow: Self.floorMS(now), idle: Self.ceilMS(idleTimeout))
         let found = try await run { [self] connection in
-            try Self.lockedToken(await rows(
-                    """
-                    WITH found AS (
-                        SELECT \(unescaped: Self.sessionColumnsOfS), s.current_hash, s.rotated_at
-                        FROM token_refresh_token r JOIN token_session s ON s.id = r.session_id
-                        WHERE r.hash = \(hash)
-                        FOR UPDATE OF s
-                    ), rotated AS (
-                        UPDATE token_session t SET current_hash = \(successorHash), rotated_at = \(at), last_used_at = \(at)
-                        FROM found f
-                        WHERE t.id = f.id AND f.current_hash = \(hash) AND f.revoked_at IS NULL
-                            AND \(Self.floorMS(now)) < f.expires_at AND \(Self.floorMS(now)) < f.last_used_at + \(Self.ceilMS(idleTimeout))
-                        RETURNING t.id
-                    ), successor AS (
-                        INSERT INTO token_refresh_token (hash, session_id, created_at) SELECT \(successorHash), id, \(at) FROM rotated
-                    )
-                    SELECT f.*, EXISTS (SELECT 1 FROM rotated) FROM found f
-                    """, on: connection))
+            try Self.lockedToken(await prepared(statement, on: connection))
         }
         guard let found else { return .invalid }
         var session = found.session
