@@ -42,34 +42,29 @@ extension PostgresTokenStore {
                 start = end + 1
             }
         }
-        while true {
-            try Task.checkCancellation()
-            let deleted = try await count(
-                """
-                WITH deleted AS (
-                    DELETE FROM token_refresh_token WHERE hash IN (
-                        SELECT hash FROM token_refresh_token WHERE created_at < \(idle) ORDER BY created_at LIMIT \(batch))
-                    RETURNING 1
-                )
-                SELECT count(*) FROM deleted
-                """)
-            counts.refreshTokens += deleted
-            if deleted < batch { break }
-        }
-        while true {
-            try Task.checkCancellation()
-            let deleted = try await count(
-                """
-                WITH deleted AS (
-                    DELETE FROM token_revocation_event WHERE seq IN (
-                        SELECT seq FROM token_revocation_event WHERE revoked_at < \(ended) ORDER BY seq LIMIT \(batch))
-                    RETURNING 1
-                )
-                SELECT count(*) FROM deleted
-                """)
-            if deleted < batch { break }
-        }
+        counts.refreshTokens = try await deleteOldest(
+            "DELETE FROM token_refresh_token WHERE hash IN (SELECT hash FROM token_refresh_token WHERE created_at < \(idle) ORDER BY created_at LIMIT \(batch))",
+            batch: batch)
+        try await deleteOldest(
+            "DELETE FROM token_revocation_event WHERE seq IN (SELECT seq FROM token_revocation_event WHERE revoked_at < \(ended) ORDER BY seq LIMIT \(batch))",
+            batch: batch)
         return counts
+    }
+
+    /// Runs `delete` (a DELETE of at most `batch` rows, oldest first) until it deletes fewer than
+    /// `batch`, each run a statement of its own; how many rows went.
+    @discardableResult
+    func deleteOldest(_ delete: PostgresQuery, batch: Int) async throws -> Int {
+        var total = 0
+        while true {
+            try Task.checkCancellation()
+            var query: PostgresQuery = "WITH deleted AS ("
+            query.sql += delete.sql + " RETURNING 1) SELECT count(*) FROM deleted"
+            query.binds = delete.binds
+            let deleted = try await count(query)
+            total += deleted
+            if deleted < batch { return total }
+        }
     }
 
     /// The single count `query` answers.
