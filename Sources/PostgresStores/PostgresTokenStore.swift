@@ -185,7 +185,7 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
 
     /// The store's errors as the `TokenStorage` contract gives them.
     func translate(_ error: any Error) -> any Error {
-        if error is RPCError || error is TokenError || error is CancellationError { return error }
+        if error is RPCError || error is TokenError || error is CancellationError || error is TokenStore.CopyError { return error }
         if Task.isCancelled, let error = error as? PSQLError, error.code == .queryCancelled { return CancellationError() }
         if Self.isUnavailable(error) {
             logger.warning("token store: the database is unavailable: \(Self.describe(error))")

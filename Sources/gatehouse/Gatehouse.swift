@@ -11,7 +11,7 @@ struct Gatehouse: AsyncParsableCommand {
         discussion: "Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; see the README's configuration table.",
         subcommands: [
             Serve.self, Identity.self, Token.self, GatewayCommand.self, HealthcheckCommand.self, Keys.self, BackupCommand.self,
-            RestoreCommand.self, HashBenchmarkCommand.self, Users.self, MailCommand.self, AuditCommand.self, AdminCommand.self,
+            RestoreCommand.self, HashBenchmarkCommand.self, Users.self, MailCommand.self, AuditCommand.self, AdminCommand.self, StoreCommand.self,
         ]
     )
 }

@@ -1,0 +1,64 @@
+import Foundation
+import Logging
+import PostgresNIO
+import PostgresStores
+import PostgresSupport
+import TokenService
+
+/// `gatehouse store copy`: an existing deployment's token store moved from SQLite into PostgreSQL
+/// (issue 24), verified by counts and a sample of refresh tokens.
+public enum StoreCopy {
+    /// What a copy did.
+    public struct Report: Sendable {
+        /// The rows copied (equal in both stores).
+        public var counts: TokenStore.CopyCounts
+        /// Refresh tokens picked at random that found their sessions in the copy.
+        public var sampled: Int
+        /// The source file.
+        public var source: String
+        /// The target, without its password.
+        public var target: String
+    }
+
+    /// Parses `sqlite:DIR` (the data folder holding `token.sqlite`).
+    public static func sqliteFolder(_ from: String) throws -> URL {
+        guard from.hasPrefix("sqlite:"), from.count > "sqlite:".count else {
+            throw TokenStore.CopyError("--from must be sqlite:DIR, the data folder that holds token.sqlite (e.g. sqlite:/data), not '\(from)'")
+        }
+        return URL(fileURLWithPath: String(from.dropFirst("sqlite:".count)))
+    }
+
+    /// Copies `DIR/token.sqlite` into the empty PostgreSQL database `target` (migrated first), then
+    /// checks that every kind of row has the same count on both sides and that 100 refresh tokens
+    /// picked at random find the same session. Refuses while a process has the file open (stop
+    /// the token service first) and when the target already holds a token store.
+    public static func copyTokens(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> Report {
+        let target: PostgresSettings
+        do { target = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
+            throw TokenStore.CopyError("--to: \(error)")
+        }
+        let path = folder.appendingPathComponent("token.sqlite").path
+        guard !DatabaseBackup.isInUse(path) else {
+            throw TokenStore.CopyError("\(path) is open in a running process; stop the token service before copying")
+        }
+        let source = try TokenStore.CopySource(path: path)
+        var quiet = logger
+        quiet.logLevel = .error
+        let client = PostgresClient(configuration: try target.clientConfiguration(maximumConnections: 2), backgroundLogger: quiet)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let store = PostgresTokenStore(client: client, logger: logger)
+        try await store.migrate()
+        let expected = try source.counts()
+        try await store.copy(from: source)
+        let copied = try await store.copyCounts()
+        guard copied == expected else {
+            throw TokenStore.CopyError("the copy does not match: \(expected) in \(path), \(copied) in PostgreSQL")
+        }
+        let sample = try source.sample(100)
+        for (hash, sessionID) in sample where try await store.session(forRefreshHash: hash)?.id != sessionID {
+            throw TokenStore.CopyError("the copy does not match: a refresh token of session \(sessionID) does not find it in PostgreSQL")
+        }
+        return Report(counts: copied, sampled: sample.count, source: path, target: "\(target)")
+    }
+}

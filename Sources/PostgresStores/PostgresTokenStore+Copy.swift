@@ -1,0 +1,126 @@
+import Foundation
+import PostgresNIO
+import TokenService
+
+/// `gatehouse store copy`: a `token.sqlite` moved into an empty PostgreSQL token store, in one
+/// transaction (all of it or nothing), everything kept as stored: sealed keys and secret stay
+/// sealed (the instances need the same key-encryption key), sessions keep their current tokens,
+/// so every user stays signed in, and the audit log keeps its positions.
+extension PostgresTokenStore {
+    /// The rows of each kind in this store.
+    public func copyCounts() async throws -> TokenStore.CopyCounts {
+        try await run { [self] connection in
+            guard let row = try await rows(
+                """
+                SELECT (SELECT count(*) FROM token_signing_key), (SELECT count(*) FROM token_session),
+                    (SELECT count(*) FROM token_refresh_token), (SELECT count(*) FROM token_audit_log), (SELECT count(*) FROM token_meta)
+                """, on: connection
+            ).first else { return TokenStore.CopyCounts() }
+            let (keys, sessions, tokens, audit, secrets) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
+            return TokenStore.CopyCounts(
+                keys: Int(keys), sessions: Int(sessions), refreshTokens: Int(tokens), auditEvents: Int(audit), secrets: Int(secrets))
+        }
+    }
+
+    /// Copies everything `source` holds into this store, which must be empty (migrated, no key,
+    /// no session, no secret): throws `TokenStore.CopyError` otherwise, changing nothing.
+    public func copy(from source: TokenStore.CopySource, batch: Int = 500) async throws {
+        try await transaction { [self] connection in
+            // A large copy is one long transaction: no per-session limit cuts it.
+            try await rows("SET LOCAL statement_timeout = 0", on: connection)
+            try await rows("SET LOCAL idle_in_transaction_session_timeout = 0", on: connection)
+            // Taken first, so two copies (or an instance starting) cannot interleave with this one.
+            try await rows("LOCK TABLE token_meta, token_signing_key, token_session IN EXCLUSIVE MODE", on: connection)
+            let present = try await rows(
+                "SELECT (SELECT count(*) FROM token_signing_key) + (SELECT count(*) FROM token_session) + (SELECT count(*) FROM token_meta)",
+                on: connection
+            ).first?.decode(Int64.self) ?? 0
+            guard present == 0 else {
+                throw TokenStore.CopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database")
+            }
+            for secret in try source.secrets() {
+                try await rows("INSERT INTO token_meta (name, value) VALUES (\(secret.name), \(secret.value))", on: connection)
+            }
+            for key in try source.keys() {
+                try await insert(
+                    "token_signing_key", ["kid", "algorithm", "private_key", "encrypted", "created_at", "activates_at", "signing_until", "retire_after"],
+                    [[.text(key.kid), .text(key.algorithm), .bytes(key.privateKey), .bool(key.encrypted), .int(Self.ms(key.createdAt)),
+                      .int(Self.ms(key.activatesAt)), .int(key.signingUntil.map(Self.ms)), .int(key.retireAfter.map(Self.ms))]],
+                    on: connection)
+            }
+            var after: Int64 = 0
+            while true {
+                let (sessions, last) = try source.sessions(after: after, limit: batch)
+                if sessions.isEmpty { break }
+                try await insert(
+                    "token_session",
+                    ["id", "user_id", "created_at", "auth_time", "amr", "user_agent", "ip", "last_used_at", "expires_at", "revoked_at",
+                     "revoke_reason", "current_hash", "rotated_at"],
+                    sessions.map { s in
+                        let r = s.row
+                        return [
+                            .text(r.id), .text(r.userID), .int(Self.ms(r.createdAt)), .int(Self.ms(r.authTime)), .text(r.amr.joined(separator: " ")),
+                            .text(r.client.userAgent), .text(r.client.ip), .int(Self.ms(r.lastUsedAt)), .int(Self.ms(r.expiresAt)),
+                            .int(r.revokedAt.map(Self.ms)), .text(r.revokeReason), .bytes(s.currentHash), .int(s.rotatedAt.map(Self.ms)),
+                        ]
+                    }, on: connection)
+                after = last
+            }
+            var hash: Data?
+            while true {
+                let tokens = try source.refreshTokens(after: hash, limit: batch)
+                guard let lastToken = tokens.last else { break }
+                try await insert(
+                    "token_refresh_token", ["hash", "session_id", "created_at"],
+                    tokens.map { [.bytes($0.hash), .text($0.sessionID), .int(Self.ms($0.createdAt))] }, on: connection)
+                hash = lastToken.hash
+            }
+            var seq: Int64 = 0
+            while true {
+                let events = try source.auditRows(after: seq, limit: batch)
+                guard let lastEvent = events.last else { break }
+                try await insert(
+                    "token_audit_log", ["seq", "occurred_at", "kind", "user_id", "actor", "reason", "email", "ip", "user_agent", "session_id", "detail"],
+                    events.map { [.int($0.seq), .int($0.occurredAt)] + $0.text.map { .text($0) } }, on: connection)
+                seq = lastEvent.seq
+            }
+            // The next audit event follows the copied ones.
+            try await rows("UPDATE token_revocation_counter SET audit_seq = greatest(audit_seq, \(seq))", on: connection)
+        }
+    }
+
+    /// A column value of a copied row.
+    enum CopyValue {
+        case text(String)
+        case int(Int64?)
+        case bytes(Data?)
+        case bool(Bool)
+    }
+
+    /// One multi-row INSERT of `values` (rows of `columns`), every value a bind.
+    func insert(_ table: String, _ columns: [String], _ values: [[CopyValue]], on connection: PostgresConnection) async throws {
+        guard !values.isEmpty else { return }
+        var bindings = PostgresBindings(capacity: values.count * columns.count)
+        var tuples: [String] = []
+        tuples.reserveCapacity(values.count)
+        var n = 0
+        for row in values {
+            var placeholders: [String] = []
+            for value in row {
+                n += 1
+                placeholders.append("$\(n)")
+                switch value {
+                case .text(let text): bindings.append(text)
+                case .int(let int?): bindings.append(int)
+                case .bytes(let bytes?): try bindings.append(bytes)
+                case .bool(let bool): bindings.append(bool)
+                case .int(nil), .bytes(nil): bindings.appendNull()
+                }
+            }
+            tuples.append("(" + placeholders.joined(separator: ", ") + ")")
+        }
+        // Table and column names are this file's constants; every value is a bind.
+        let sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES " + tuples.joined(separator: ", ")
+        try await rows(PostgresQuery(unsafeSQL: sql, binds: bindings), on: connection)
+    }
+}
