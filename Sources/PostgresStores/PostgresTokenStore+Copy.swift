@@ -9,22 +9,17 @@ import TokenService
 extension PostgresTokenStore {
     /// The rows of each kind in this store.
     public func copyCounts() async throws -> TokenStore.CopyCounts {
-        try await run { [self] connection in
-            guard let row = try await rows(
-                """
-                SELECT (SELECT count(*) FROM token_signing_key), (SELECT count(*) FROM token_session),
-                    (SELECT count(*) FROM token_refresh_token), (SELECT count(*) FROM token_audit_log), (SELECT count(*) FROM token_meta)
-                """, on: connection
-            ).first else { return TokenStore.CopyCounts() }
-            let (keys, sessions, tokens, audit, secrets) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
-            return TokenStore.CopyCounts(
-                keys: Int(keys), sessions: Int(sessions), refreshTokens: Int(tokens), auditEvents: Int(audit), secrets: Int(secrets))
-        }
+        try await run { [self] connection in try await counts(on: connection) }
     }
 
     /// Copies everything `source` holds into this store, which must be empty (migrated, no key,
-    /// no session, no secret): throws `TokenStore.CopyError` otherwise, changing nothing.
-    public func copy(from source: TokenStore.CopySource, batch: Int = 500) async throws {
+    /// no session, no secret), then checks the copy before committing it: the counts of every kind
+    /// of row, and `sample` refresh tokens picked at random finding the same session; and
+    /// `sourceUnchanged` (nothing opened the source meanwhile). Throws `TokenStore.CopyError`
+    /// when any of it fails, changing nothing. Returns the counts and how many tokens were checked.
+    public func copy(
+        from source: TokenStore.CopySource, batch: Int = 500, sample: Int = 100, sourceUnchanged: @escaping @Sendable () -> Bool
+    ) async throws -> (counts: TokenStore.CopyCounts, sampled: Int) {
         try await transaction { [self] connection in
             // A large copy is one long transaction: no per-session limit cuts it.
             try await rows("SET LOCAL statement_timeout = 0", on: connection)
@@ -84,9 +79,41 @@ extension PostgresTokenStore {
                     events.map { [.int($0.seq), .int($0.occurredAt)] + $0.text.map { .text($0) } }, on: connection)
                 seq = lastEvent.seq
             }
-            // The next audit event follows the copied ones.
-            try await rows("UPDATE token_revocation_counter SET audit_seq = greatest(audit_seq, \(seq))", on: connection)
+            // The next audit event follows every position the source ever gave (pruned ones too).
+            let highWater = max(seq, try source.auditHighWater())
+            try await rows("UPDATE token_revocation_counter SET audit_seq = greatest(audit_seq, \(highWater))", on: connection)
+
+            // Checked before the commit: a copy that does not match is rolled back.
+            let expected = try source.counts()
+            let copied = try await counts(on: connection)
+            guard copied == expected else {
+                throw TokenStore.CopyError("the copy does not match (nothing was kept): \(expected) in SQLite, \(copied) in PostgreSQL")
+            }
+            let picked = try source.sample(sample)
+            for (hash, sessionID) in picked {
+                let found = try Self.first(await prepared(SessionByRefreshHash(hash: hash), on: connection))
+                guard found?.id == sessionID else {
+                    throw TokenStore.CopyError("the copy does not match (nothing was kept): a refresh token of session \(sessionID) does not find it")
+                }
+            }
+            guard sourceUnchanged() else {
+                throw TokenStore.CopyError("the source was opened by another process during the copy (nothing was kept): stop the token service and copy again")
+            }
+            return (copied, picked.count)
         }
+    }
+
+    /// The rows of each kind, read on `connection`.
+    func counts(on connection: PostgresConnection) async throws -> TokenStore.CopyCounts {
+        guard let row = try await rows(
+            """
+            SELECT (SELECT count(*) FROM token_signing_key), (SELECT count(*) FROM token_session),
+                (SELECT count(*) FROM token_refresh_token), (SELECT count(*) FROM token_audit_log), (SELECT count(*) FROM token_meta)
+            """, on: connection
+        ).first else { return TokenStore.CopyCounts() }
+        let (keys, sessions, tokens, audit, secrets) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
+        return TokenStore.CopyCounts(
+            keys: Int(keys), sessions: Int(sessions), refreshTokens: Int(tokens), auditEvents: Int(audit), secrets: Int(secrets))
     }
 
     /// A column value of a copied row.
@@ -110,7 +137,8 @@ extension PostgresTokenStore {
                 n += 1
                 placeholders.append("$\(n)")
                 switch value {
-                case .text(let text): bindings.append(text)
+                // NUL (refused by PostgreSQL's text) may be in rows written before it was stripped.
+                case .text(let text): bindings.append(text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "") : text)
                 case .int(let int?): bindings.append(int)
                 case .bytes(let bytes?): try bindings.append(bytes)
                 case .bool(let bool): bindings.append(bool)

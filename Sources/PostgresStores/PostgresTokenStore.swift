@@ -127,7 +127,7 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
         var attempt = 0
         while true {
             do {
-                return try await health.run(Self.isUnavailable, body)
+                return try await health.run(Self.isConnectionFailure, body)
             } catch let error as PSQLError where Self.sqlState(error) == "40P01" && attempt < 3 {
                 attempt += 1
                 logger.notice("token store: deadlock broken by the server; trying again")
@@ -163,6 +163,29 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
     /// The server's SQLSTATEs of an unreachable, overloaded or shutting-down server, or of a
     /// statement or lock time-out.
     static let unavailableStates: Set<String> = ["57P01", "57P02", "57P03", "53300", "53400", "57014", "55P03", "40P01"]
+
+    /// Whether `error` means no connection to the database could be had or kept: the database is
+    /// down or unreachable, not one statement's failure (a deadlock, a lock or statement time-out,
+    /// a cancelled wait for a connection pass through). Marks the database down (`DatabaseHealth`).
+    static func isConnectionFailure(_ error: any Error) -> Bool {
+        if let error = error as? PSQLError {
+            switch error.code {
+            case .connectionError, .serverClosedConnection, .uncleanShutdown, .sslUnsupported, .failedToAddSSLHandler:
+                return true
+            case .server:
+                guard let state = sqlState(error) else { return false }
+                return state.hasPrefix("08") || ["57P01", "57P02", "57P03", "53300"].contains(state)
+            default:
+                return false
+            }
+        }
+        // The pool's own error type is not public: its circuit breaker (no connection could be
+        // made for a while) is a connection failure; a cancelled wait or a closed pool is not.
+        if String(describing: type(of: error)) == "ConnectionPoolError" {
+            return String(describing: error).contains("connectionCreationCircuitBreakerTripped")
+        }
+        return error is ChannelError || error is IOError
+    }
 
     /// Whether `error` means the database cannot be reached (or answered too late) now.
     static func isUnavailable(_ error: any Error) -> Bool {

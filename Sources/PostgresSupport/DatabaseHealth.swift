@@ -10,41 +10,52 @@ import Synchronization
 /// for reuse). A store runs each call through `run` instead:
 ///
 /// - The call runs in a task of its own, registered while it waits for a connection. A watchdog
-///   (every `stallAfter / 5`) finds calls waiting longer than `stallAfter` while no call
-///   succeeded for as long: the database is **down**. Those calls are cancelled (the pool drops
-///   their requests) and fail `unavailable`; so does a call that fails for want of the database.
+///   (every `stallAfter / 5`) finds calls waiting longer than `stallAfter` while no call is
+///   running on a connection and none succeeded for as long: the database is **down**. Those
+///   calls are cancelled (the pool drops their requests; one that gets a connection meanwhile
+///   refuses to run) and fail `Unavailable`; so does a call that fails for want of a connection.
 /// - While down, calls fail at once with no attempt, and one probe (`SELECT 1`, with its own
 ///   time limit) runs every `probeInterval`; the first that succeeds marks the database **up**.
 ///
-/// A busy pool is not taken for a dead database: while calls keep succeeding, a long wait for a
-/// connection is only load.
+/// A busy pool is not taken for a dead database: while calls run or keep succeeding, a long wait
+/// for a connection is only load. Server errors of one statement (a deadlock, a lock or statement
+/// time-out) are that statement's, and pass through.
 public final class DatabaseHealth: Sendable {
+    private enum Ticket {
+        case waiting(since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?)
+        case running
+        /// Cancelled by the watchdog: it fails `Unavailable`, and never runs its statements.
+        case stalled
+    }
+
     private struct State {
-        var waiting: [UInt64: (since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?)] = [:]
+        var tickets: [UInt64: Ticket] = [:]
         var next: UInt64 = 0
+        var running = 0
         var lastSuccess = ContinuousClock.now
+        var down = false
         var probing = false
         var watching = false
-        /// Calls the watchdog cancelled (they fail `Unavailable`, whatever the pool says).
-        var stalled: Set<UInt64> = []
     }
 
     /// A call failed because the database was found down (`run` throws it; the store says `unavailable`).
     public struct Unavailable: Error {}
 
     private let state = Mutex(State())
-    private let down = Atomic<Bool>(false)
+    /// `state.down`, for the check each call makes without the lock (written under it).
+    private let downFlag = Atomic<Bool>(false)
     let client: PostgresClient
     let name: String
     let logger: Logger
-    /// How long a wait for a connection, with no call succeeding meanwhile, means the database is down.
+    /// How long a wait for a connection, with nothing running or succeeding meanwhile, means the
+    /// database is down.
     public let stallAfter: Duration
     /// How often a probe runs while the database is down.
     public let probeInterval: Duration
 
     /// Health of the database `client` reaches, named `name` in logs ("token").
     public init(
-        client: PostgresClient, name: String, logger: Logger, stallAfter: Duration = .milliseconds(750),
+        client: PostgresClient, name: String, logger: Logger, stallAfter: Duration = .milliseconds(1500),
         probeInterval: Duration = .milliseconds(200)
     ) {
         self.client = client
@@ -55,20 +66,22 @@ public final class DatabaseHealth: Sendable {
     }
 
     /// Whether calls fail at once.
-    public var isDown: Bool { down.load(ordering: .acquiring) }
+    public var isDown: Bool { downFlag.load(ordering: .acquiring) }
 
     /// Runs `body` on a pooled connection (see the type). Throws `Unavailable` while the database
-    /// is down, or when this call was cancelled because it was found down; `body`'s and the pool's
-    /// other errors pass through (a connection failure also marks the database down).
+    /// is down, when this call was cancelled because it was found down, or when it failed for
+    /// want of a connection (`isConnectionFailure`, which also marks the database down); `body`'s
+    /// other errors pass through.
     public func run<T: Sendable>(
-        _ isUnavailable: (any Error) -> Bool, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
+        _ isConnectionFailure: @escaping @Sendable (any Error) -> Bool, _ body: @escaping @Sendable (PostgresConnection) async throws -> T
     ) async throws -> T {
         guard !isDown else { throw Unavailable() }
         let ticket = register()
         let client = self.client
         let task = Task { [weak self] in
             try await client.withConnection { connection in
-                self?.connected(ticket)
+                // Found down while it waited: it runs nothing.
+                guard self?.connected(ticket) ?? true else { throw Unavailable() }
                 return try await body(connection)
             }
         }
@@ -78,9 +91,8 @@ public final class DatabaseHealth: Sendable {
             finished(ticket, succeeded: true)
             return result
         } catch {
-            if finished(ticket, succeeded: false) { throw Unavailable() }
-            if isDown, error is CancellationError || isUnavailable(error) { throw Unavailable() }
-            if isUnavailable(error) {
+            if finished(ticket, succeeded: false) || error is Unavailable { throw Unavailable() }
+            if isConnectionFailure(error) {
                 markDown(because: "\(type(of: error))")
                 throw Unavailable()
             }
@@ -91,7 +103,7 @@ public final class DatabaseHealth: Sendable {
     private func register() -> UInt64 {
         let (ticket, start) = state.withLock { state -> (UInt64, Bool) in
             state.next &+= 1
-            state.waiting[state.next] = (.now, nil)
+            state.tickets[state.next] = .waiting(since: .now, cancel: nil)
             defer { state.watching = true }
             return (state.next, !state.watching)
         }
@@ -109,83 +121,118 @@ public final class DatabaseHealth: Sendable {
         return ticket
     }
 
+    /// Gives the waiting call `ticket` its cancel handle; one found stalled already is cancelled now.
     private func attach(_ ticket: UInt64, cancel: @escaping @Sendable () -> Void) {
+        let stalled = state.withLock { state -> Bool in
+            switch state.tickets[ticket] {
+            case .waiting(let since, _):
+                state.tickets[ticket] = .waiting(since: since, cancel: cancel)
+                return false
+            case .stalled: return true
+            default: return false
+            }
+        }
+        if stalled { cancel() }
+    }
+
+    /// The call has its connection; false when the watchdog gave it up meanwhile (it must not run).
+    private func connected(_ ticket: UInt64) -> Bool {
         state.withLock { state in
-            if let entry = state.waiting[ticket] { state.waiting[ticket] = (entry.since, cancel) }
+            guard case .waiting = state.tickets[ticket] else { return false }
+            state.tickets[ticket] = .running
+            state.running += 1
+            return true
         }
     }
 
-    private func connected(_ ticket: UInt64) {
-        state.withLock { _ = $0.waiting.removeValue(forKey: ticket) }
-    }
-
-    /// Whether the watchdog cancelled the call.
+    /// Whether the watchdog gave the call up.
     @discardableResult
     private func finished(_ ticket: UInt64, succeeded: Bool) -> Bool {
         state.withLock { state in
-            state.waiting.removeValue(forKey: ticket)
+            let ticketState = state.tickets.removeValue(forKey: ticket)
+            if case .running = ticketState { state.running -= 1 }
             if succeeded { state.lastSuccess = .now }
-            return state.stalled.remove(ticket) != nil
+            if case .stalled = ticketState { return true }
+            return false
         }
     }
 
-    /// Every `stallAfter / 5` once calls are made: cancels the calls stalled on a dead database.
+    /// Every `stallAfter / 5` once calls are made: gives up the calls stalled on a dead database.
     private func look() {
-        do {
-            let now = ContinuousClock.now
-            let stalled = state.withLock { state -> [@Sendable () -> Void]? in
-                guard state.lastSuccess.duration(to: now) > stallAfter,
-                    state.waiting.values.contains(where: { $0.since.duration(to: now) > stallAfter })
-                else { return nil }
-                let cancels = state.waiting.values.compactMap(\.cancel)
-                state.stalled.formUnion(state.waiting.keys)
-                state.waiting = [:]
-                return cancels
+        let now = ContinuousClock.now
+        let cancels = state.withLock { state -> [@Sendable () -> Void]? in
+            guard state.running == 0, state.lastSuccess.duration(to: now) > stallAfter else { return nil }
+            let waitingTooLong = state.tickets.values.contains { ticket in
+                if case .waiting(let since, _) = ticket { return since.duration(to: now) > stallAfter }
+                return false
             }
-            if let stalled {
-                markDown(because: "no connection for \(stallAfter)")
-                for cancel in stalled { cancel() }
+            guard waitingTooLong else { return nil }
+            var cancels: [@Sendable () -> Void] = []
+            for (id, ticket) in state.tickets {
+                guard case .waiting(_, let cancel) = ticket else { continue }
+                state.tickets[id] = .stalled
+                if let cancel { cancels.append(cancel) }
             }
+            return cancels
         }
+        guard let cancels else { return }
+        markDown(because: "no connection for \(stallAfter)")
+        for cancel in cancels { cancel() }
     }
 
     /// A call failed for want of the database: calls fail at once until a probe succeeds.
     public func markDown(because reason: String) {
         let startProbe = state.withLock { state -> Bool in
+            state.down = true
+            downFlag.store(true, ordering: .releasing)
             if state.probing { return false }
             state.probing = true
             return true
         }
-        down.store(true, ordering: .releasing)
         guard startProbe else { return }
         logger.warning("the \(name) database is unavailable (\(reason)); calls fail at once until it answers again")
-        Task { await self.probe() }
+        // `SELECT 1` every `probeInterval` until one answers; ends when the owner is gone.
+        Task { [weak self] in
+            while true {
+                guard let pause = self?.probeInterval else { return }
+                try? await Task.sleep(for: pause)
+                guard let self else { return }
+                if await self.probeOnce() {
+                    self.markUp()
+                    return
+                }
+            }
+        }
     }
 
-    private func probe() async {
-        while true {
-            try? await Task.sleep(for: probeInterval)
-            let answered = await withTaskGroup(of: Bool.self) { group in
-                group.addTask {
-                    (try? await self.client.withConnection { connection in
-                        try await connection.query("SELECT 1", logger: Self.silent).collect()
-                    }) != nil
-                }
-                group.addTask {
-                    try? await Task.sleep(for: .seconds(2))
-                    return false
-                }
-                let first = await group.next() ?? false
-                group.cancelAll()
-                return first
+    /// Whether `SELECT 1` answered within 2 s. A probe stuck on a silent connection is left
+    /// behind, not waited for.
+    private func probeOnce() async -> Bool {
+        do {
+            let answer = Mutex<Bool?>(nil)
+            let client = self.client
+            let attempt = Task {
+                let ok = (try? await client.withConnection { connection in
+                    try await connection.query("SELECT 1", logger: Self.silent).collect()
+                }) != nil
+                answer.withLock { $0 = ok }
             }
-            if answered { break }
+            defer { attempt.cancel() }
+            for _ in 0..<40 {
+                try? await Task.sleep(for: .milliseconds(50))
+                if let ok = answer.withLock({ $0 }) { return ok }
+            }
+            return false
         }
+    }
+
+    private func markUp() {
         state.withLock { state in
             state.probing = false
+            state.down = false
             state.lastSuccess = .now
+            downFlag.store(false, ordering: .releasing)
         }
-        down.store(false, ordering: .releasing)
         logger.notice("the \(name) database answers again")
     }
 

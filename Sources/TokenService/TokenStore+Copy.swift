@@ -153,11 +153,23 @@ extension TokenStore {
             }
         }
 
-        /// Up to `count` refresh-token hashes picked at random, with their sessions' ids (to check a copy by).
+        /// Up to `count` refresh-token hashes picked at random among those whose session is still
+        /// stored (the sweep keeps tokens longer than ended sessions), with their sessions' ids.
         public func sample(_ count: Int) throws -> [(hash: Data, sessionID: String)] {
             try queue.read { db in
-                try Row.fetchAll(db, sql: "SELECT hash, sessionId FROM refreshToken ORDER BY random() LIMIT ?", arguments: [count])
-                    .map { ($0["hash"], $0["sessionId"]) }
+                try Row.fetchAll(
+                    db, sql: "SELECT r.hash, r.sessionId FROM refreshToken r JOIN session s ON s.id = r.sessionId ORDER BY random() LIMIT ?",
+                    arguments: [count]
+                ).map { ($0["hash"], $0["sessionId"]) }
+            }
+        }
+
+        /// The last audit position ever given: the log's AUTOINCREMENT mark, which the prune does
+        /// not lower (positions are never reused), or its last row.
+        public func auditHighWater() throws -> Int64 {
+            try queue.read { db in
+                let mark = try Int64.fetchOne(db, sql: "SELECT seq FROM sqlite_sequence WHERE name = 'audit_log'") ?? 0
+                return max(mark, try Int64.fetchOne(db, sql: "SELECT max(seq) FROM audit_log") ?? 0)
             }
         }
     }

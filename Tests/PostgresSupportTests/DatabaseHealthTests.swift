@@ -36,4 +36,36 @@ import Testing
         #expect(try await health.run({ _ in false }, select) == 1)
         await server.stop()
     }
+
+    @Test("one statement's failure (a statement time-out, a division by zero) passes through and leaves the database up")
+    func statementFailuresPassThrough() async throws {
+        let server = try await PostgresServer.shared()
+        let settings = try PostgresSettings(url: server.url(database: "postgres"))
+        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: PostgresMigratorTests.poolLogger)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let health = DatabaseHealth(client: client, name: "test", logger: PostgresMigratorTests.poolLogger)
+        let logger = PostgresMigratorTests.poolLogger
+        // What the token store counts as a connection failure: none of these is.
+        let isConnectionFailure: @Sendable (any Error) -> Bool = { error in
+            guard let error = error as? PSQLError, error.code == .server else { return true }
+            return false
+        }
+        await #expect(throws: PSQLError.self) {
+            try await health.run(isConnectionFailure) { connection in
+                try await connection.query("SET statement_timeout = 50", logger: logger).collect()
+                return try await connection.query("SELECT pg_sleep(1)", logger: logger).collect().count
+            }
+        }
+        await #expect(throws: PSQLError.self) {
+            try await health.run(isConnectionFailure) { connection in
+                try await connection.query("SELECT 1 / 0", logger: logger).collect().count
+            }
+        }
+        #expect(!health.isDown)
+        #expect(try await health.run(isConnectionFailure) { connection in
+            try await connection.query("RESET statement_timeout", logger: logger).collect()
+            return try await connection.query("SELECT 1", logger: logger).collect().count
+        } == 1)
+    }
 }
