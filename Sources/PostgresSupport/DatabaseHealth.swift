@@ -9,11 +9,12 @@ import Synchronization
 /// caller's deadline, and run later for nobody (a refresh nobody receives, then a retry taken
 /// for reuse). A store runs each call through `run` instead:
 ///
-/// - The call runs in a task of its own, registered while it waits for a connection. A watchdog
-///   (every `stallAfter / 5`) finds calls waiting longer than `stallAfter` while no call is
-///   running on a connection and none succeeded for as long: the database is **down**. Those
-///   calls are cancelled (the pool drops their requests; one that gets a connection meanwhile
-///   refuses to run) and fail `Unavailable`; so does a call that fails for want of a connection.
+/// - The call runs in a task of its own, registered while it waits for a connection and while it
+///   runs. A watchdog (every `stallAfter / 5`) finds calls waiting longer than `stallAfter` while
+///   none got a connection or succeeded for as long: the database is **down**. Every call then
+///   waiting or running is cancelled (the pool drops their requests; one that gets a connection
+///   meanwhile refuses to run; one stuck on a connection the crash left hanging is abandoned) and
+///   fails `Unavailable`; so does a call that fails for want of a connection.
 /// - While down, calls fail at once with no attempt, and one probe (`SELECT 1`, with its own
 ///   time limit) runs every `probeInterval`; the first that succeeds marks the database **up**.
 ///
@@ -23,7 +24,7 @@ import Synchronization
 public final class DatabaseHealth: Sendable {
     private enum Ticket {
         case waiting(since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?)
-        case running
+        case running(since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?)
         /// Cancelled by the watchdog: it fails `Unavailable`, and never runs its statements.
         case stalled
     }
@@ -31,7 +32,6 @@ public final class DatabaseHealth: Sendable {
     private struct State {
         var tickets: [UInt64: Ticket] = [:]
         var next: UInt64 = 0
-        var running = 0
         var lastSuccess = ContinuousClock.now
         var down = false
         var probing = false
@@ -78,25 +78,67 @@ public final class DatabaseHealth: Sendable {
         guard !isDown else { throw Unavailable() }
         let ticket = register()
         let client = self.client
+        let outcome = Outcome<T>()
         let task = Task { [weak self] in
-            try await client.withConnection { connection in
-                // Found down while it waited: it runs nothing.
-                guard self?.connected(ticket) ?? true else { throw Unavailable() }
-                return try await body(connection)
+            do {
+                let value = try await client.withConnection { connection in
+                    // Found down while it waited: it runs nothing.
+                    guard self?.connected(ticket) ?? true else { throw Unavailable() }
+                    return try await body(connection)
+                }
+                outcome.finish(.success(value))
+            } catch {
+                outcome.finish(.failure(error))
             }
         }
-        attach(ticket) { task.cancel() }
-        do {
-            let result = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        // The watchdog's way to give the call up: cancel its task, and answer now (a query stuck
+        // on a connection the crash left hanging may never return).
+        attach(ticket) {
+            task.cancel()
+            outcome.finish(.failure(Unavailable()))
+        }
+        let result = await withTaskCancellationHandler {
+            await outcome.value()
+        } onCancel: {
+            task.cancel()
+        }
+        switch result {
+        case .success(let value):
             finished(ticket, succeeded: true)
-            return result
-        } catch {
+            return value
+        case .failure(let error):
             if finished(ticket, succeeded: false) || error is Unavailable { throw Unavailable() }
             if isConnectionFailure(error) {
                 markDown(because: "\(type(of: error))")
                 throw Unavailable()
             }
             throw error
+        }
+    }
+
+    /// The first result a call gets (from its task, or from the watchdog), handed to its waiter.
+    private final class Outcome<T: Sendable>: Sendable {
+        private let state = Mutex<(result: Result<T, any Error>?, waiter: CheckedContinuation<Result<T, any Error>, Never>?)>((nil, nil))
+
+        func finish(_ result: Result<T, any Error>) {
+            let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
+                guard state.result == nil else { return nil }
+                state.result = result
+                defer { state.waiter = nil }
+                return state.waiter
+            }
+            waiter?.resume(returning: result)
+        }
+
+        func value() async -> Result<T, any Error> {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state -> Result<T, any Error>? in
+                    if let result = state.result { return result }
+                    state.waiter = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(returning: ready) }
+            }
         }
     }
 
@@ -128,6 +170,9 @@ public final class DatabaseHealth: Sendable {
             case .waiting(let since, _):
                 state.tickets[ticket] = .waiting(since: since, cancel: cancel)
                 return false
+            case .running(let since, _):
+                state.tickets[ticket] = .running(since: since, cancel: cancel)
+                return false
             case .stalled: return true
             default: return false
             }
@@ -138,9 +183,8 @@ public final class DatabaseHealth: Sendable {
     /// The call has its connection; false when the watchdog gave it up meanwhile (it must not run).
     private func connected(_ ticket: UInt64) -> Bool {
         state.withLock { state in
-            guard case .waiting = state.tickets[ticket] else { return false }
-            state.tickets[ticket] = .running
-            state.running += 1
+            guard case .waiting(_, let cancel) = state.tickets[ticket] else { return false }
+            state.tickets[ticket] = .running(since: .now, cancel: cancel)
             return true
         }
     }
@@ -150,7 +194,6 @@ public final class DatabaseHealth: Sendable {
     private func finished(_ ticket: UInt64, succeeded: Bool) -> Bool {
         state.withLock { state in
             let ticketState = state.tickets.removeValue(forKey: ticket)
-            if case .running = ticketState { state.running -= 1 }
             if succeeded { state.lastSuccess = .now }
             if case .stalled = ticketState { return true }
             return false
@@ -161,17 +204,27 @@ public final class DatabaseHealth: Sendable {
     private func look() {
         let now = ContinuousClock.now
         let cancels = state.withLock { state -> [@Sendable () -> Void]? in
-            guard state.running == 0, state.lastSuccess.duration(to: now) > stallAfter else { return nil }
-            let waitingTooLong = state.tickets.values.contains { ticket in
-                if case .waiting(let since, _) = ticket { return since.duration(to: now) > stallAfter }
-                return false
+            guard state.lastSuccess.duration(to: now) > stallAfter else { return nil }
+            // A call that got its connection lately shows the database alive (the pool is busy).
+            var stalled = false
+            for ticket in state.tickets.values {
+                switch ticket {
+                case .running(let since, _) where since.duration(to: now) <= stallAfter: return nil
+                case .waiting(let since, _) where since.duration(to: now) > stallAfter: stalled = true
+                default: break
+                }
             }
-            guard waitingTooLong else { return nil }
+            guard stalled else { return nil }
+            // Down: every call waiting, and every call stuck on its connection as long (a
+            // connection the crash left hanging), is given up.
             var cancels: [@Sendable () -> Void] = []
             for (id, ticket) in state.tickets {
-                guard case .waiting(_, let cancel) = ticket else { continue }
-                state.tickets[id] = .stalled
-                if let cancel { cancels.append(cancel) }
+                switch ticket {
+                case .waiting(_, let cancel), .running(_, let cancel):
+                    state.tickets[id] = .stalled
+                    if let cancel { cancels.append(cancel) }
+                case .stalled: break
+                }
             }
             return cancels
         }

@@ -20,7 +20,7 @@ struct SeveralInstancesEndToEndTests {
         let tokenEnvironment: [String: [String: String]]
         let gatewayEnvironment: [String: String]
 
-        init(databaseURL: String, rpcTimeoutMs: Int = 2000) throws {
+        init(databaseURL: String, rpcTimeoutMs: Int = 2000, extra: [String: String] = [:]) throws {
             let rpcA = "tcp://127.0.0.1:\(freeLoopbackPort())", rpcB = "tcp://127.0.0.1:\(freeLoopbackPort())"
             let eventsA = "tcp://127.0.0.1:\(freeLoopbackPort())", eventsB = "tcp://127.0.0.1:\(freeLoopbackPort())"
             tokenRPC = ["token-a": rpcA, "token-b": rpcB]
@@ -37,7 +37,7 @@ struct SeveralInstancesEndToEndTests {
                     "GATEHOUSE_TOKEN_DATABASE_URL": databaseURL, "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE": kek.path,
                     "GATEHOUSE_KEY_SYNC_INTERVAL": "1", "GATEHOUSE_DATABASE_POOL_SIZE": "4", "GATEHOUSE_REVOCATION_HEARTBEAT_MS": "200",
                     "GATEHOUSE_PUBLIC_URL": Self.publicURL, "GATEHOUSE_RPC_TIMEOUT_MS": "\(rpcTimeoutMs)",
-                ]
+                ].merging(extra) { $1 }
             }
             tokenEnvironment = tokens
             gatewayEnvironment = [
@@ -230,8 +230,12 @@ struct SeveralInstancesEndToEndTests {
     @Test("PostgreSQL restarted under load: calls fail fast with 503, recover on their own, and no acknowledged refresh is lost")
     func databaseRestart() async throws {
         let server = try await PostgresServer.start()
-        // A long RPC deadline: a refusal that came only from the deadline would take 10 s.
-        let topology = try Topology(databaseURL: server.url(database: try await server.createDatabase()), rpcTimeoutMs: 10_000)
+        // A long RPC deadline: a refusal that came only from the deadline would take 10 s. A refresh
+        // committed just before the crash may have lost its answer: the app's retry after the
+        // outage is a grace replay only within the grace window, so the window covers the outage
+        // (on a loaded machine a crash, restart and reconnection can take longer than the default 10 s).
+        let topology = try Topology(
+            databaseURL: server.url(database: try await server.createDatabase()), rpcTimeoutMs: 10_000, extra: ["GATEHOUSE_REFRESH_GRACE": "300"])
         defer { topology.stack.stopAll() }
         do {
             try await topology.start()
