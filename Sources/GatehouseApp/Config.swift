@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseRPC
 
 /// One configuration key: read from the environment variable `env`, overridden by the flag
 /// `--flag`. Every key is listed in `ConfigTable.all`, which the README's table is checked
@@ -315,8 +316,7 @@ public struct Config: Sendable {
         return value
     }
 
-    /// The endpoints of a list setting (commas between, blanks ignored).
-    public static func splitEndpoints(_ value: String) -> [String] {
-        value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-    }
+    /// The endpoints of a list setting (commas between, blanks ignored), as the balanced RPC
+    /// client reads them.
+    public static func splitEndpoints(_ value: String) -> [String] { BalancedRPCClient.split(value) }
 }

@@ -7,11 +7,6 @@ import TokenService
 /// sealed (the instances need the same key-encryption key), sessions keep their current tokens,
 /// so every user stays signed in, and the audit log keeps its positions.
 extension PostgresTokenStore {
-    /// The rows of each kind in this store.
-    public func copyCounts() async throws -> TokenStore.CopyCounts {
-        try await run { [self] connection in try await counts(on: connection) }
-    }
-
     /// Copies everything `source` holds into this store, which must be empty (migrated, no key,
     /// no session, no secret), then checks the copy before committing it: the counts of every kind
     /// of row, and `sample` refresh tokens picked at random finding the same session; and

@@ -81,10 +81,6 @@ public protocol TokenStorage: Sendable {
 }
 
 extension TokenStorage {
-    /// `revokeAll` of every active session, client details kept.
-    public func revokeAll(userID: String, reason: String, at now: Date) async throws -> [TokenStore.SessionRow] {
-        try await revokeAll(userID: userID, reason: reason, at: now, except: nil, scrubClient: false)
-    }
     /// `sweep` in batches of 1,000.
     public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval) async throws -> TokenStore.SweepCounts {
         try await sweep(now: now, retention: retention, idleTimeout: idleTimeout, batch: 1000)
