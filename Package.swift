@@ -208,7 +208,8 @@ let package = Package(
         .target(
             name: "PostgresStores",
             dependencies: [
-                "IdentityCore", "GatehouseSupport", "PostgresSupport", "TokenService", "TokenCore", "GatehouseContracts",
+                "IdentityCore", "IdentityService", "Mail", "GatehouseSupport", "PostgresSupport", "TokenService", "TokenCore",
+                "GatehouseContracts",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ],

@@ -17,6 +17,6 @@ extension MailMessage {
 }
 
 /// The mails of `kind` (every kind when nil) in `store`'s outbox, oldest first.
-public func queuedMails(in store: SQLiteUserStore, kind: String? = nil) async throws -> [MailMessage] {
+public func queuedMails(in store: any IdentityStorage, kind: String? = nil) async throws -> [MailMessage] {
     try await store.outboxEntries().map(\.message).filter { kind == nil || $0.kind == kind }
 }

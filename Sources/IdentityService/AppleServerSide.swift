@@ -47,7 +47,7 @@ public struct AppleServerSide: Sendable {
 /// injected clock), and dropped with an error in the log after `maxAttempts`. A deletion or an
 /// unlink never waits for Apple: it only queued the token, in its own transaction.
 public struct AppleRevocationWorker: Sendable {
-    let store: SQLiteUserStore
+    let store: any IdentityStorage
     let apple: AppleServerSide
     let clock: WallClock
     let logger: Logger
@@ -57,7 +57,7 @@ public struct AppleRevocationWorker: Sendable {
     public var maxAttempts = 40
 
     /// A worker of `store`'s queue.
-    public init(store: SQLiteUserStore, apple: AppleServerSide, clock: WallClock, logger: Logger) {
+    public init(store: any IdentityStorage, apple: AppleServerSide, clock: WallClock, logger: Logger) {
         self.store = store
         self.apple = apple
         self.clock = clock

@@ -33,7 +33,7 @@ public final class AuditRecorder: Sendable {
 
     /// The event for a write transaction that is about to commit, or nil when it was written (or
     /// is being written) already. `settle(committed:)` follows.
-    func take() -> AuditEvent? {
+    public func take() -> AuditEvent? {
         state.withLock { s -> AuditEvent? in
             guard s.phase == .pending else { return nil }
             s.phase = .inFlight
@@ -48,7 +48,7 @@ public final class AuditRecorder: Sendable {
     }
 
     /// Ends a `take()`: written when its transaction committed, pending again when it did not.
-    func settle(committed: Bool) {
+    public func settle(committed: Bool) {
         state.withLock { s in
             if s.phase == .inFlight { s.phase = committed ? .written : .pending }
         }
@@ -119,9 +119,9 @@ extension IdentityHandlers {
     /// Writes the recorder's event in a transaction of its own if no change wrote it. A failure
     /// to write is logged (the operation itself stands); a store without an audit log drops it.
     func appendAudit(_ recorder: AuditRecorder) async {
-        guard recorder.isPending, let sqlite = store as? SQLiteUserStore else { return }
+        guard recorder.isPending, let storage else { return }
         do {
-            try await AuditScope.$current.withValue(recorder) { try await sqlite.run { _ in } }
+            try await AuditScope.$current.withValue(recorder) { try await storage.recordPendingAudit() }
         } catch {
             logger.error("audit event \(recorder.event.kind) not written: \(error)")
         }
@@ -151,11 +151,11 @@ extension IdentityHandlers {
     public func listAudit(_ request: ListAuditRequest) async throws -> ListAuditResponse {
         let limit = try Self.auditPageLimit(request.limit)
         guard request.userID.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "userID", reason: "longer than 128 bytes") }
-        guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "this store keeps no audit log") }
+        guard let storage else { throw IdentityError.unavailable(cause: "this store keeps no audit log") }
         var page = request
         page.limit = Int32(limit)
         page.since = try Self.auditableDate(request.since, "since")
-        return try await sqlite.auditEvents(page)
+        return try await storage.auditEvents(page)
     }
 
     /// The page size a `ListAuditRequest.limit` asks for: 0 is the maximum.

@@ -16,7 +16,7 @@ import Synchronization
 public final class ChangeLogPublisher: Sendable {
     enum Signal: Sendable { case commit, beat }
 
-    private let store: SQLiteUserStore
+    private let store: any IdentityStorage
     private let events: any EventSink
     private let logger: Logger
     private let signals: AsyncStream<Signal>
@@ -27,14 +27,14 @@ public final class ChangeLogPublisher: Sendable {
     static let batch = 500
 
     /// A publisher of `store`'s change log to `events`, starting after the log's current head.
-    public static func start(store: SQLiteUserStore, events: any EventSink, logger: Logger) async throws -> ChangeLogPublisher {
+    public static func start(store: any IdentityStorage, events: any EventSink, logger: Logger) async throws -> ChangeLogPublisher {
         let publisher = ChangeLogPublisher(store: store, events: events, logger: logger)
         let head = try await store.changeLogHead()
         publisher.published.withLock { $0 = head }
         return publisher
     }
 
-    private init(store: SQLiteUserStore, events: any EventSink, logger: Logger) {
+    private init(store: any IdentityStorage, events: any EventSink, logger: Logger) {
         self.store = store
         self.events = events
         self.logger = logger
@@ -126,7 +126,7 @@ private final class AnyObjectBox: @unchecked Sendable {
 /// a role runs `prune()` at start and every minute.
 public struct ChangeLogPrune: Sendable {
     /// The store whose log is pruned.
-    public let store: SQLiteUserStore
+    public let store: any IdentityStorage
     /// The time (injected in tests).
     public let clock: WallClock
     /// Changes older than this many seconds go.
@@ -137,7 +137,7 @@ public struct ChangeLogPrune: Sendable {
     public let auditRetention: TimeInterval
 
     /// A prune of `store`'s change log and audit log by these limits, reading the time from `clock`.
-    public init(store: SQLiteUserStore, clock: WallClock, retention: TimeInterval, maxPerUser: Int, auditRetention: TimeInterval = 7_776_000) {
+    public init(store: any IdentityStorage, clock: WallClock, retention: TimeInterval, maxPerUser: Int, auditRetention: TimeInterval = 7_776_000) {
         self.store = store
         self.clock = clock
         self.retention = retention

@@ -57,13 +57,13 @@ extension IdentityHandlers {
         guard rest.first == ".", let hash = Self.resetCodeHash(ifWellFormed: String(rest.dropFirst())) else {
             throw IdentityError.invalidAdminKey
         }
-        let sqlite = try adminStore()
-        guard let (key, stored) = try await sqlite.activeAdminKey(id: id),
+        let storage = try adminStore()
+        guard let (key, stored) = try await storage.activeAdminKey(id: id),
             PasswordHashing.constantTimeEquals(Array(stored), Array(hash))
         else { throw IdentityError.invalidAdminKey }
         let now = clock.now
         if key.lastUsedAt.map({ now.timeIntervalSince($0) >= 60 }) ?? true {
-            try? await sqlite.touchAdminKey(id: id, at: now)
+            try? await storage.touchAdminKey(id: id, at: now)
         }
         return key
     }
@@ -84,9 +84,9 @@ extension IdentityHandlers {
     }
 
     /// The SQLite store, which keeps the admin tables.
-    func adminStore() throws -> SQLiteUserStore {
-        guard let sqlite = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "the admin API needs the SQLite user store") }
-        return sqlite
+    func adminStore() throws -> any IdentityStorage {
+        guard let storage else { throw IdentityError.unavailable(cause: "the admin API needs a store that keeps it") }
+        return storage
     }
 
     /// The audit actor a request names: `admin_key:<id>` (at most 128 bytes), or the operator.

@@ -21,7 +21,7 @@ extension IdentityHandlers {
         let prefix = (trimmed.utf8.allSatisfy { $0 < 0x80 } ? trimmed : trimmed.precomposedStringWithCompatibilityMapping).lowercased()
         guard prefix.utf8.count <= 254 else { throw IdentityError.invalidArgument(field: "emailPrefix", reason: "longer than 254 bytes") }
         guard request.provider.utf8.count <= 64 else { throw IdentityError.invalidArgument(field: "provider", reason: "longer than 64 bytes") }
-        var filter = SQLiteUserStore.UserFilter()
+        var filter = UserFilter()
         filter.emailPrefix = prefix
         filter.provider = request.provider
         filter.disabled = request.disabled
@@ -159,7 +159,7 @@ extension IdentityHandlers {
     public func generateActionLink(_ request: GenerateActionLinkRequest) async throws -> ActionLink {
         let actor = try Self.adminActor(request.actor)
         let id = try Self.validID(request.userID)
-        guard let kind = SQLiteUserStore.LinkCodeKind(rawValue: request.kind) else {
+        guard let kind = LinkCodeKind(rawValue: request.kind) else {
             throw IdentityError.invalidArgument(field: "kind", reason: "must be password_reset or verify_email")
         }
         guard let user = try await store.user(id: id) else { throw IdentityError.userNotFound }
@@ -171,10 +171,10 @@ extension IdentityHandlers {
         let ttl = kind == .passwordReset ? passwordReset.ttl : emailFlows.verificationTTL
         let code = Self.newResetCode()
         let now = clock.now
-        let sqlite = try adminStore()
+        let storage = try adminStore()
         try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: normalized, client: request.client) {
             AuditScope.current?.update { $0.detailJSON = #"{"kind":"\#(kind.rawValue)"}"# }
-            try await sqlite.storeLinkCode(
+            try await storage.storeLinkCode(
                 kind, userID: id, email: typed, emailNormalized: normalized, codeHash: Self.resetCodeHash(code),
                 expiresAt: now.addingTimeInterval(ttl), now: now)
         }

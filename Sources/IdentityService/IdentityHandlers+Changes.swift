@@ -37,8 +37,8 @@ extension IdentityHandlers {
     }
 
     /// The store's change log (only the SQLite store keeps one).
-    private func changeLog() throws -> SQLiteUserStore {
-        guard let log = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "this store keeps no change log") }
+    private func changeLog() throws -> any IdentityStorage {
+        guard let log = storage else { throw IdentityError.unavailable(cause: "this store keeps no change log") }
         return log
     }
 }

@@ -173,7 +173,7 @@ extension IdentityHandlers {
 
     /// Deletes the migrated anonymous user; the SQLite store marks its change-log entry `migrated`.
     private func deleteMigrated(_ id: UserID) async throws {
-        if let log = store as? SQLiteUserStore { try await log.deleteMigratedAnonymous(id: id) } else { try await store.deleteAnonymous(id: id) }
+        if let log = storage { try await log.deleteMigratedAnonymous(id: id) } else { try await store.deleteAnonymous(id: id) }
     }
 
     /// Records a sign-in of `target`, whose credentials were verified, and issues its session

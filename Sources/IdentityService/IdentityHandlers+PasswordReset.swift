@@ -64,9 +64,9 @@ extension IdentityHandlers {
     /// code, its mail in `locale`, the older codes voided, all in one transaction (unless the
     /// address is past its mail limits). nil when it failed (logged, without the code).
     @discardableResult
-    public func sendPasswordReset(normalizedEmail: String, locale: String) async -> SQLiteUserStore.PasswordResetOutcome? {
-        guard let store = store as? SQLiteUserStore else {
-            logger.error("password reset needs the SQLite user store; no mail sent")
+    public func sendPasswordReset(normalizedEmail: String, locale: String) async -> PasswordResetOutcome? {
+        guard let store = storage else {
+            logger.error("password reset needs a store that keeps it; no mail sent")
             return nil
         }
         do {
@@ -105,7 +105,7 @@ extension IdentityHandlers {
         _ request: ConfirmPasswordResetRequest, deadline: ContinuousClock.Instant? = nil
     ) async throws -> ConfirmPasswordResetResponse {
         try Self.checkClient(request.client)
-        guard let store = store as? SQLiteUserStore else { throw IdentityError.unavailable(cause: "password reset needs the SQLite user store") }
+        guard let store = storage else { throw IdentityError.unavailable(cause: "password reset needs a store that keeps it") }
         guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code),
             let found = try await store.passwordResetUser(codeHash: codeHash, now: clock.now),
             let user = try await store.user(id: found.0)

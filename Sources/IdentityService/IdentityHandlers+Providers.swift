@@ -39,7 +39,7 @@ extension IdentityHandlers {
     private func signInWithProviderAudited(_ request: ProviderSignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         try Self.checkClient(request.client)
         let displayName = try Self.validDisplayName(request.displayName)
-        let sqlite = try providerStore()
+        let storage = try providerStore()
         let caller = try request.caller.map { caller -> (AuthenticatedCaller, UserID) in (caller, try Self.validCaller(caller)) }
         if request.linkOnly, caller == nil {
             throw IdentityError.invalidArgument(field: "caller", reason: "linking a provider needs a signed-in user")
@@ -52,7 +52,7 @@ extension IdentityHandlers {
         // account ends the app's whole authorisation, the user's other links included); a
         // migration_required handle carries it to the resume.
         let reply = try await AppleTokenCarry.$current.withValue(appleToken.map(AppleTokenCarry.init)) {
-            try await providerOutcome(request, token: token, caller: caller, displayName: displayName, store: sqlite, deadline: deadline)
+            try await providerOutcome(request, token: token, caller: caller, displayName: displayName, store: storage, deadline: deadline)
         }
         if let appleToken { await keepAppleToken(appleToken, user: UserID(reply.user.id), subject: token.sub) }
         return reply
@@ -61,7 +61,7 @@ extension IdentityHandlers {
     /// The five cases, once the token is verified.
     private func providerOutcome(
         _ request: ProviderSignInRequest, token: VerifiedProviderToken, caller: (AuthenticatedCaller, UserID)?, displayName: String?,
-        store sqlite: SQLiteUserStore, deadline: ContinuousClock.Instant?
+        store storage: any IdentityStorage, deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse {
         let provider = request.credential.provider
         let linked = try await store.userID(provider: provider, subject: token.sub)
@@ -81,7 +81,7 @@ extension IdentityHandlers {
             // Case 1 (anonymous) and case 3 (recent login required): link to the caller.
             guard !current.disabled else { throw IdentityError.userDisabled }
             if !current.isAnonymous { try requireRecentLogin(session) }
-            let user = try await linkVerified(token, provider: provider, to: current, displayName: displayName, store: sqlite)
+            let user = try await linkVerified(token, provider: provider, to: current, displayName: displayName, store: storage)
             let tokens = try await issueProviderSession(user, provider: provider, subject: token.sub, client: request.client, deadline: deadline)
             return AuthResponse(user: User(user), tokens: tokens)
         }
@@ -92,7 +92,7 @@ extension IdentityHandlers {
             guard let user = try await store.user(id: owner) else { throw IdentityError.userNotFound }
             return try await signInLinked(user, provider: provider, subject: token.sub, displayName: displayName, client: request.client, deadline: deadline)
         }
-        return try await signUpWithProvider(token, provider: provider, displayName: displayName, client: request.client, store: sqlite, deadline: deadline)
+        return try await signUpWithProvider(token, provider: provider, displayName: displayName, client: request.client, store: storage, deadline: deadline)
     }
 
     /// Removes a provider from the caller (recent login required); never its last way to sign in.
@@ -105,9 +105,9 @@ extension IdentityHandlers {
             let id = try Self.validCaller(request.caller)
             try Self.checkClient(request.client)
             try Self.checkProviderID(request.provider)
-            let sqlite = try providerStore()
+            let storage = try providerStore()
             try requireRecentLogin(request.caller)
-            let user = try await sqlite.unlink(provider: request.provider, from: id, now: clock.now)
+            let user = try await storage.unlink(provider: request.provider, from: id, now: clock.now)
             await publish(IdentityAPI.Topic.userUpdated, user)
             return User(user)
         }
@@ -162,7 +162,7 @@ extension IdentityHandlers {
     /// Case 5, an identity linked to nobody: a new user with the token's email (verified as the
     /// provider says) and the app's name for it. `email_exists` when another user has the email.
     private func signUpWithProvider(
-        _ token: VerifiedProviderToken, provider: String, displayName: String?, client: ClientInfo, store sqlite: SQLiteUserStore,
+        _ token: VerifiedProviderToken, provider: String, displayName: String?, client: ClientInfo, store storage: any IdentityStorage,
         deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse {
         AuditScope.current?.update { $0.kind = AuditEvent.Kind.signUp }
@@ -190,7 +190,7 @@ extension IdentityHandlers {
         auditUser(record.id)
         let user: UserRecord
         do {
-            user = try await sqlite.insert(record, identity: provider, subject: token.sub)
+            user = try await storage.insert(record, identity: provider, subject: token.sub)
         } catch let error as IdentityError where error == .credentialAlreadyInUse || error == .emailExists {
             if let reply = try await signInToWinner() { return reply }
             throw error
@@ -204,13 +204,13 @@ extension IdentityHandlers {
     /// and takes the token's email (`email_exists` if another user has it); a user with an email
     /// keeps it, and a verified provider email equal to it marks it verified.
     private func linkVerified(
-        _ token: VerifiedProviderToken, provider: String, to current: UserRecord, displayName: String?, store sqlite: SQLiteUserStore
+        _ token: VerifiedProviderToken, provider: String, to current: UserRecord, displayName: String?, store storage: any IdentityStorage
     ) async throws -> UserRecord {
         let email = current.isAnonymous ? try Self.providerEmail(token) : nil
         if let email, try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let verifiedEmail = token.emailVerified ? token.email.flatMap { EmailAddress.normalize($0) } : nil
         let now = clock.now
-        let user = try await sqlite.link(provider: provider, subject: token.sub, to: current.id, now: now) { user in
+        let user = try await storage.link(provider: provider, subject: token.sub, to: current.id, now: now) { user in
             user.lastSignInAt = now.roundedToMilliseconds
             if user.isAnonymous {
                 user.isAnonymous = false
@@ -336,11 +336,11 @@ extension IdentityHandlers {
     }
 
     /// The store of provider identities (the SQLite one).
-    private func providerStore() throws -> SQLiteUserStore {
-        guard let sqlite = store as? SQLiteUserStore else {
-            throw IdentityError.unavailable(cause: "provider identities need the SQLite user store")
+    private func providerStore() throws -> any IdentityStorage {
+        guard let storage else {
+            throw IdentityError.unavailable(cause: "provider identities need a store that keeps it")
         }
-        return sqlite
+        return storage
     }
 
     /// The audit event's detail naming the provider (an id of the checked shape: no escaping needed).

@@ -15,6 +15,9 @@ import RPCRouting
 public struct IdentityHandlers: Sendable {
     /// Where users live (SQLite in production).
     public let store: any UserStore
+    /// The same store when it keeps the whole service (`IdentityStorage`): the flows beyond the
+    /// user contract (mail, codes, logs, admin, providers) need it.
+    let storage: (any IdentityStorage)?
     /// Hashes and verifies passwords on the hash pool.
     public let hasher: PasswordHasher
     /// What a new password must satisfy.
@@ -77,6 +80,7 @@ public struct IdentityHandlers: Sendable {
         self.throttle = throttle ?? PasswordAttemptThrottle(clock: clock)
         self.accountThrottle = PasswordAttemptThrottle(settings: self.throttle.settings.accountWide, clock: clock)
         self.store = store
+        self.storage = store as? any IdentityStorage
         self.hasher = hasher
         self.policy = policy
         self.tokens = tokens

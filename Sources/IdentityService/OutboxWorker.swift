@@ -127,7 +127,7 @@ public final class OutboxWorker: Sendable {
     }
 
     /// Where the rows are.
-    public let store: SQLiteUserStore
+    public let store: any IdentityStorage
     /// Where mail goes.
     public let transport: any MailTransport
     /// Where mail goes, in words for the log (`the local mailbox /data/mailbox`, `smtp.example.com:587`).
@@ -155,7 +155,7 @@ public final class OutboxWorker: Sendable {
 
     /// A worker delivering `store`'s outbox through `transport`.
     public init(
-        store: SQLiteUserStore, transport: any MailTransport, destination: String, clock: WallClock = .system,
+        store: any IdentityStorage, transport: any MailTransport, destination: String, clock: WallClock = .system,
         policy: Policy = Policy(), metrics: OutboxMetrics = OutboxMetrics(), logger: Logger = Logger(label: "gatehouse.identity"),
         random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {

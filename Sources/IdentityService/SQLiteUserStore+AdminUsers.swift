@@ -6,24 +6,6 @@ import IdentityCore
 // The admin API's reads and writes that no other path has (issue 22 §1): the filtered listing of
 // users, and action codes stored for a link the operator hands over instead of a mail.
 extension SQLiteUserStore {
-    /// The filters of `users(filter:)`.
-    public struct UserFilter: Sendable {
-        /// Normalized email starts with this; "" for any.
-        public var emailPrefix = ""
-        /// Linked to this provider; "" for any.
-        public var provider = ""
-        /// Disabled or not; nil for both.
-        public var disabled: Bool?
-        /// Anonymous or not; nil for both.
-        public var anonymous: Bool?
-        /// Created at or after.
-        public var createdAfter: Date?
-        /// Created before.
-        public var createdBefore: Date?
-        /// No filter.
-        public init() {}
-    }
-
     /// Up to `limit` users with an id after `afterID` ("" from the first) that pass `filter`, in
     /// id order, and whether more follow.
     public func users(filter: UserFilter, after afterID: String, limit: Int) async throws -> ([UserRecord], Bool) {
@@ -62,12 +44,6 @@ extension SQLiteUserStore {
             of: "WHERE id = ?", with: "WHERE \(clauses.joined(separator: " AND ")) ORDER BY id LIMIT ?")
         let rows = try await read { db in try Row.fetchAll(db.cachedStatement(sql: sql), arguments: bound).map(Self.record) }
         return (Array(rows.prefix(limit)), rows.count > limit)
-    }
-
-    /// The kinds of code an operator can make a link for.
-    public enum LinkCodeKind: String, Sendable {
-        case passwordReset = "password_reset"
-        case verifyEmail = "verify_email"
     }
 
     /// Stores a `kind` code (its SHA-256) for `userID`, voiding the user's older codes of that

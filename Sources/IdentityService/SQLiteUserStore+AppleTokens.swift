@@ -21,6 +21,15 @@ public struct PendingAppleRevocation: Sendable, Equatable {
     public var associatedData: String
     /// Attempts so far.
     public var attempts: Int
+
+    /// A value of these fields.
+    public init(id: Int64, clientID: String, sealedToken: Data, associatedData: String, attempts: Int) {
+        self.id = id
+        self.clientID = clientID
+        self.sealedToken = sealedToken
+        self.associatedData = associatedData
+        self.attempts = attempts
+    }
 }
 
 extension SQLiteUserStore {

@@ -25,7 +25,7 @@ extension SQLiteUserStore {
     /// Deletes the events that happened before `cutoff`, at most `batch` a transaction, with
     /// `secure_delete` on (they name addresses). How many went.
     @discardableResult
-    public func pruneAudit(before cutoff: Date, batch: Int = 5000) async throws -> Int {
+    public func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int {
         var deleted = 0
         while true {
             let count = try await run { db -> Int in

@@ -158,7 +158,7 @@ extension SQLiteUserStore {
     }
 
     /// The changes after `afterSeq` in order, at most `limit` (the publisher's tail).
-    func changes(after afterSeq: UInt64, limit: Int) async throws -> [UserChange] {
+    public func changes(after afterSeq: UInt64, limit: Int) async throws -> [UserChange] {
         try await read { db in try Self.changes(db, sql: "WHERE seq > ? ORDER BY seq LIMIT ?", [Int64(clamping: afterSeq), limit]) }
     }
 

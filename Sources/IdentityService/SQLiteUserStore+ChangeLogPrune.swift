@@ -29,7 +29,7 @@ extension SQLiteUserStore {
     /// freed bytes (emails, profiles in the `user` JSON) are overwritten, as for every deletion
     /// of a user.
     @discardableResult
-    public func pruneChanges(before cutoff: Date, maxPerUser: Int, batch: Int = 5000) async throws -> Int {
+    public func pruneChanges(before cutoff: Date, maxPerUser: Int, batch: Int) async throws -> Int {
         var deleted = 0
         let cutoffMs = cutoff.millisecondsSince1970
         while true {

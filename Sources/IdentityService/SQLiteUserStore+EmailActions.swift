@@ -6,17 +6,6 @@ import IdentityCore
 /// confirming a change to a new address, and reverting a confirmed change from the old one.
 /// As for reset codes, only each code's SHA-256 is stored.
 extension SQLiteUserStore {
-    /// What an `email_actions` row's code does.
-    public enum EmailActionPurpose: String, Sendable, CaseIterable {
-        /// Verifies `email` if it is still the user's address.
-        case verifyEmail = "verify_email"
-        /// Makes `email` the user's address (if the address is still `fromEmailNormalized`).
-        case changeEmail = "change_email"
-        /// Restores `email` (the old address; `previousVerified` its verified state) and revokes
-        /// every session of the user.
-        case revertEmail = "revert_email"
-    }
-
     /// Migration 0007: `email_actions`. `email`/`emailNormalized` is the address the code is
     /// about (verified, changed to, or restored); `fromEmailNormalized` the user's address when
     /// the code was made (a change or revert applies only while it is still current);

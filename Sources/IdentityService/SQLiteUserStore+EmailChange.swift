@@ -9,21 +9,6 @@ import Mail
 /// `revert_email` code and its notice to the old address), and the revert. Each is one
 /// transaction: the code, the user and the mail are written together or not at all.
 extension SQLiteUserStore {
-    /// An unused, unexpired `change_email` or `revert_email` code, as the handlers check it
-    /// before acting (the write checks it again).
-    public struct EmailChangeCode: Sendable, Equatable {
-        /// The user the code is for.
-        public var userID: UserID
-        /// The address the code makes the user's (change) or restores (revert), as typed.
-        public var email: String
-        /// `email` normalized.
-        public var emailNormalized: String
-        /// The user's address when the code was made.
-        public var fromEmailNormalized: String?
-        /// Revert: whether the restored address was verified before the change.
-        public var previousVerified: Bool
-    }
-
     /// The unused, unexpired code of `purpose` with this hash, or nil.
     public func emailChangeCode(codeHash: Data, purpose: EmailActionPurpose, now: Date) async throws -> EmailChangeCode? {
         try await read { db in
@@ -111,7 +96,7 @@ extension SQLiteUserStore {
     /// the password is cleared (whoever took the account usually set their own) and a password
     /// reset code with its mail to the restored address is stored in the same transaction.
     /// Returns the user's id.
-    public func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset? = nil) async throws -> UserID {
+    public func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset?) async throws -> UserID {
         try await run { db in
             let nowMs = now.millisecondsSince1970
             guard let code = try Self.emailChangeLiveCode(codeHash, .revertEmail, nowMs: nowMs, in: db) else {
@@ -135,24 +120,6 @@ extension SQLiteUserStore {
                 try Self.enqueue(reset.mail(code.email), in: db, at: now)
             }
             return code.userID
-        }
-    }
-
-    /// What a revert stores to end the password: a reset code (its hash and expiry) and its mail
-    /// to the restored address.
-    public struct RevertPasswordReset: Sendable {
-        /// The SHA-256 of the new reset code.
-        public var codeHash: Data
-        /// When the reset code stops working.
-        public var expiresAt: Date
-        /// The reset mail, given the restored address.
-        public var mail: @Sendable (String) -> MailMessage
-
-        /// A reset to store with a revert.
-        public init(codeHash: Data, expiresAt: Date, mail: @escaping @Sendable (String) -> MailMessage) {
-            self.codeHash = codeHash
-            self.expiresAt = expiresAt
-            self.mail = mail
         }
     }
 

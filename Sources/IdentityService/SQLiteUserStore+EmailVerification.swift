@@ -7,42 +7,6 @@ import Mail
 /// the voiding of the user's older ones and its mail (outbox) are written in one transaction, with
 /// the user's insert (sign-up) or upgrade when those cause it.
 extension SQLiteUserStore {
-    /// A verification code to store: its hash, the address it verifies, its expiry and its mail.
-    public struct PendingVerification: Sendable {
-        /// SHA-256 of the code (the code itself is never stored).
-        public var codeHash: Data
-        /// The address as typed (the mail's recipient).
-        public var email: String
-        /// The normalized address: the code works only while it is the user's.
-        public var emailNormalized: String
-        /// When the code stops working.
-        public var expiresAt: Date
-        /// The verification mail, queued in the same transaction.
-        public var mail: MailMessage
-
-        /// A code for `email` (`emailNormalized`), expiring at `expiresAt`, mailed with `mail`.
-        public init(codeHash: Data, email: String, emailNormalized: String, expiresAt: Date, mail: MailMessage) {
-            self.codeHash = codeHash
-            self.email = email
-            self.emailNormalized = emailNormalized
-            self.expiresAt = expiresAt
-            self.mail = mail
-        }
-    }
-
-    /// What `storeEmailVerification` did.
-    public enum EmailVerificationOutcome: Sendable, Equatable {
-        /// The code is stored (older ones voided) and the mail queued.
-        case queued
-        /// The user had verification mails too recently: nothing written; one more is allowed
-        /// after this many seconds.
-        case limited(retryAfterSeconds: Int)
-        /// The address is already verified: nothing written.
-        case alreadyVerified
-        /// The user is gone, disabled, or no longer has this address: nothing written.
-        case noAccount
-    }
-
     /// Inserts `user` and, in the same transaction, stores its verification code and queues its
     /// mail (sign-up with `GATEHOUSE_EMAIL_VERIFICATION` send or required). `emailExists` as `insert`.
     public func insert(_ user: UserRecord, verification: PendingVerification) async throws {

@@ -40,7 +40,7 @@ extension SQLiteUserStore {
     /// is skipped. One result per candidate, in order. `auditDetail` turns the results into the
     /// detail of the running call's audit event, which commits with the batch.
     public func importUsers(
-        _ candidates: [ImportCandidate], update: Bool, now: Date, auditDetail: (@Sendable ([ImportWrite]) -> String)? = nil
+        _ candidates: [ImportCandidate], update: Bool, now: Date, auditDetail: (@Sendable ([ImportWrite]) -> String)?
     ) async throws -> [ImportWrite] {
         let audit = AuditScope.current
         return try await run { db in

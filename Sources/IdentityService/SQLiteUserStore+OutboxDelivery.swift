@@ -23,6 +23,18 @@ public struct OutboxEntry: Sendable, Hashable {
     public var sentAt: Date?
     /// Why the last attempt failed, if it did.
     public var lastError: String?
+
+    /// A value of these fields.
+    public init(id: Int64, message: MailMessage, state: String, attempts: Int, nextAttemptAt: Date, createdAt: Date, sentAt: Date?, lastError: String?) {
+        self.id = id
+        self.message = message
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.createdAt = createdAt
+        self.sentAt = sentAt
+        self.lastError = lastError
+    }
 }
 
 /// An outbox row whose message JSON does not decode.

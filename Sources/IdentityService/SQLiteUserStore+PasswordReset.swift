@@ -24,16 +24,6 @@ extension SQLiteUserStore {
         }
     }
 
-    /// What `storePasswordReset` did.
-    public enum PasswordResetOutcome: Sendable, Equatable {
-        /// The code is stored (older ones voided) and the mail queued.
-        case queued
-        /// The address had a reset mail too recently (per-minute or per-hour limit): nothing written.
-        case limited
-        /// The user is gone, disabled, or no longer has this email: nothing written.
-        case noAccount
-    }
-
     /// In one transaction: checks that `userID` still exists, is enabled and has the normalized
     /// email `email`; checks the per-address limits (`perMinute`, `perHour` codes made in the
     /// last minute and hour); voids the user's unused codes; stores `codeHash` (expiring at

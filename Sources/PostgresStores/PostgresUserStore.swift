@@ -3,6 +3,7 @@ import GatehouseSupport
 import IdentityCore
 import Logging
 import PostgresNIO
+import IdentityService
 import PostgresSupport
 
 /// The identity service's user store on PostgreSQL (issue 24): the `UserStore` contract of the
@@ -17,15 +18,25 @@ import PostgresSupport
 public final class PostgresUserStore: UserStore {
     let client: PostgresClient
     let logger: Logger
+    /// postgres-nio's own query logging stays off: at trace level it prints rows and binds
+    /// (password hashes, code hashes); the store logs its failures itself.
+    let queryLogger = Logger(label: "gatehouse.identity.postgres.query", factory: { _ in SwiftLogNoOpLogHandler() })
+    /// Whether the database answers: calls fail at once while it does not.
+    let health: DatabaseHealth
 
-    /// A store over `client` (run by its owner); call `migrate()` before use.
+    /// A store over `client` (run by its owner, with at least two connections); call `migrate()`
+    /// before use.
     public init(client: PostgresClient, logger: Logger = Logger(label: "gatehouse.identity.postgres")) {
         self.client = client
         self.logger = logger
+        health = DatabaseHealth(client: client, name: "identity", logger: logger)
     }
 
     /// The numbered, forward-only migrations of the identity store.
-    public static let migrator = PostgresMigrator(store: "identity", migrations: [
+    public static let migrator = PostgresMigrator(store: "identity", migrations: baseMigrations + mailMigrations + logMigrations + adminMigrations)
+
+    /// Migration 0001: users and their provider identities.
+    static let baseMigrations: [PostgresMigrator.Migration] = [
         .init("0001-users-and-identities", [
             """
             CREATE TABLE users (
@@ -62,7 +73,7 @@ public final class PostgresUserStore: UserStore {
             """,
             "CREATE INDEX identities_user_id ON identities(user_id)",
         ]),
-    ])
+    ]
 
     /// Applies the migrations not applied yet (once, whatever other instances do meanwhile).
     public func migrate() async throws {
@@ -218,27 +229,53 @@ public final class PostgresUserStore: UserStore {
 
     // MARK: Access
 
-    /// Runs `body` on a pooled connection; errors translated.
-    func run<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        do {
-            return try await client.withConnection { connection in try await body(connection) }
-        } catch {
-            throw Self.translate(error)
+    /// Runs `body` on a pooled connection; errors translated. While the database does not answer
+    /// (`DatabaseHealth`), fails at once with `unavailable`; a deadlock the server broke is tried
+    /// again (up to three times).
+    func run<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await health.run(PostgresTokenStore.isConnectionFailure, body)
+            } catch let error as PSQLError where error.serverInfo?[.sqlState] == "40P01" && attempt < 3 {
+                attempt += 1
+                logger.notice("identity store: deadlock broken by the server; trying again")
+            } catch is DatabaseHealth.Unavailable {
+                throw IdentityError.unavailable(cause: "the identity database is unavailable")
+            } catch {
+                throw Self.translate(error)
+            }
         }
     }
 
-    /// Runs `body` in a transaction (rolled back when it throws); errors translated.
-    func transaction<T: Sendable>(_ body: (PostgresConnection) async throws -> T) async throws -> T {
-        try await run { connection in
-            try await connection.query("BEGIN", logger: self.logger)
-            do {
-                let result = try await body(connection)
-                try await connection.query("COMMIT", logger: self.logger)
-                return result
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: self.logger)
-                throw error
+    /// Runs `body` in a transaction (READ COMMITTED; rolled back when it throws); errors
+    /// translated. The running call's pending audit event (`AuditScope.current`) is appended in
+    /// the same transaction, so an event is recorded exactly when its change commits.
+    func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
+        let audit = AuditScope.current
+        do {
+            let result = try await run { [self] connection in
+                try await connection.query("BEGIN", logger: queryLogger)
+                do {
+                    let result = try await body(connection)
+                    if let audit, let event = audit.take() {
+                        do { try await Self.appendAudit(event, on: connection, logger: queryLogger) } catch {
+                            audit.settle(committed: false)
+                            throw error
+                        }
+                    }
+                    try await connection.query("COMMIT", logger: queryLogger)
+                    return result
+                } catch {
+                    _ = try? await connection.query("ROLLBACK", logger: queryLogger)
+                    throw error
+                }
             }
+            audit?.settle(committed: true)
+            return result
+        } catch {
+            audit?.settle(committed: false)
+            throw error
         }
     }
 
@@ -288,4 +325,9 @@ public final class PostgresUserStore: UserStore {
         user.linkedProviders = providers.isEmpty ? [] : providers.split(separator: ",").map(String.init)
         return user
     }
+}
+
+extension PostgresUserStore: IdentityStorage {
+    /// What a method not ported yet answers.
+    static var notPorted: IdentityError { IdentityError.unavailable(cause: "not on PostgreSQL yet") }
 }

@@ -20,7 +20,6 @@ extension TemporaryDirectory {
     }
 }
 
-/// The store implementations the contract suite runs against.
 /// The stores of the `UserStore` contract: the two of `StoreKind` and PostgreSQL (issue 24; a
 /// database of the test process's shared server).
 enum UserStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
@@ -31,24 +30,22 @@ enum UserStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
         switch self {
         case .memory: return try await StoreKind.memory.make()
         case .sqlite: return try await StoreKind.sqlite.make()
-        case .postgres:
-            let server = try await PostgresServer.shared()
-            let database = try await server.createDatabase()
-            let settings = try PostgresSettings(url: server.url(database: database))
-            var logger = Logger(label: "pg-contract")
-            logger.logLevel = .error  // not the pool's notice that a lease came before run() began
-            let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 4), backgroundLogger: logger)
-            let running = Task { await client.run() }
-            let store = PostgresUserStore(client: client)
-            try await store.migrate()
-            return (store, { running.cancel() })
+        case .postgres: return try await StoreKind.postgres.make()
         }
     }
 }
 
+/// The stores a handler suite runs against. `allCases` is the in-memory and SQLite stores;
+/// `.postgres` is a fresh database on the test process's PostgreSQL server
+/// (`PostgresServer.shared()`), migrated, on a client of its own. `kept` is the stores that keep
+/// the whole service (`IdentityStorage`): SQLite and PostgreSQL.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case memory, sqlite
+    case memory, sqlite, postgres
     var testDescription: String { rawValue }
+
+    static let allCases: [StoreKind] = [.memory, .sqlite]
+    /// The stores that keep everything: a suite of the flows beyond the user contract runs on these.
+    static let kept: [StoreKind] = [.sqlite, .postgres]
 
     func make() async throws -> (store: any UserStore, cleanup: @Sendable () -> Void) {
         switch self {
@@ -58,7 +55,25 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
             let dir = try TemporaryDirectory(prefix: "identity-tests")
             let store = try await dir.migratedStore()
             return (store, { dir.remove() })
+        case .postgres:
+            let (store, cleanup) = try await Self.postgresStore()
+            return (store, cleanup)
         }
+    }
+
+    /// A migrated `PostgresUserStore` on a fresh database, and what stops its client.
+    static func postgresStore(maximumConnections: Int = 4) async throws -> (store: PostgresUserStore, cleanup: @Sendable () -> Void) {
+        let server = try await PostgresServer.shared()
+        let database = try await server.createDatabase()
+        let settings = try PostgresSettings(url: server.url(database: database))
+        var logger = Logger(label: "identity-tests.postgres")
+        logger.logLevel = .error  // not the pool's notice that a lease came before run() began
+        let client = PostgresClient(
+            configuration: try settings.clientConfiguration(maximumConnections: maximumConnections), backgroundLogger: logger)
+        let running = Task { await client.run() }
+        let store = PostgresUserStore(client: client, logger: logger)
+        try await store.migrate()
+        return (store, { running.cancel() })
     }
 }
 

@@ -1,0 +1,208 @@
+import Foundation
+import GatehouseContracts
+import IdentityCore
+import Mail
+
+/// Everything the identity service keeps beyond the `UserStore` contract: the outbox, reset and
+/// email-action codes, the change log, the audit log, admin keys, Apple tokens, provider links,
+/// import and export (issue 24). `SQLiteUserStore` (the embedded default) and
+/// `PostgresUserStore` (several instances on one database) keep it, with the same outcomes and
+/// error codes; the handlers and workers see only this protocol.
+///
+/// Two rules hold for every store:
+/// - Each write method is one transaction: the change, the mail it queues, the codes it voids,
+///   the change-log entry its user change makes, and the running call's audit event
+///   (`AuditScope.current`, appended by the first write transaction on that task) commit
+///   together or not at all.
+/// - The change log's `seq` grows in commit order without gaps, so a reader that publishes the
+///   changes after the last one it saw never skips one.
+public protocol IdentityStorage: AnonymousSweepStore {
+    // MARK: Audit
+
+    /// Writes the running call's pending audit event (`AuditScope.current`) in a transaction of
+    /// its own: a call that changed nothing.
+    func recordPendingAudit() async throws
+    /// A page of the audit log (`identity.listAudit`).
+    func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse
+    /// Deletes audit events older than `cutoff`; how many went.
+    @discardableResult func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int
+
+    // MARK: Change log
+
+    /// The changes after `afterSeq`, the head and what was pruned (`identity.listChanges`).
+    func listChanges(afterSeq: UInt64, limit: Int) async throws -> ListChangesResponse
+    /// A snapshot of the user, or its changes after `afterSeq` (`identity.userChanges`).
+    func userChanges(id: UserID, resume: Bool, afterSeq: UInt64, limit: Int) async throws -> UserChangesResponse
+    /// The changes after `afterSeq` in order, at most `limit` (the publisher's tail).
+    func changes(after afterSeq: UInt64, limit: Int) async throws -> [UserChange]
+    /// The newest seq ever given (0: none).
+    func changeLogHead() async throws -> UInt64
+    /// Calls `onCommit` (it must return at once) after a commit that added a change, wherever it
+    /// was made, while the returned token lives. A store may call it more often than needed.
+    func observeChangeCommits(_ onCommit: @escaping @Sendable () -> Void) -> AnyObject
+    /// Deletes changes older than `cutoff`, and all but each user's newest `maxPerUser`.
+    @discardableResult func pruneChanges(before cutoff: Date, maxPerUser: Int, batch: Int) async throws -> Int
+    /// Deletes the anonymous user and marks its terminal change `migrated` in one transaction.
+    func deleteMigratedAnonymous(id: UserID) async throws
+
+    // MARK: Outbox
+
+    /// Queues a mail on its own.
+    func enqueueMail(_ message: MailMessage, at now: Date) async throws
+    /// The queued mails due at `now`, oldest first, at most `limit`.
+    func dueOutbox(at now: Date, limit: Int) async throws -> [OutboxEntry]
+    /// Every row of the outbox (tests and the admin).
+    func outboxEntries() async throws -> [OutboxEntry]
+    /// When the next queued mail is due, or nil.
+    func nextOutboxAttempt() async throws -> Date?
+    /// The number of rows in `state`.
+    func outboxCount(state: String) async throws -> Int
+    /// Marks a mail delivered (its body blanked).
+    func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws
+    /// Records a failed attempt: retried at `nextAttemptAt`, or dead when nil.
+    func markOutboxFailed(id: Int64, attempts: Int, error: String, nextAttemptAt: Date?) async throws
+    /// Deletes sent and dead rows older than `cutoff`; how many went.
+    func purgeOutbox(before cutoff: Date) async throws -> Int
+    /// Deletes used or expired codes older than `cutoff`; how many went.
+    func purgeCodes(before cutoff: Date) async throws -> Int
+
+    // MARK: Password reset
+
+    /// Stores a reset code and queues its mail, within the limits (see `SQLiteUserStore`).
+    func storePasswordReset(
+        userID: UserID, email: String, codeHash: Data, expiresAt: Date, mail: MailMessage, now: Date, perMinute: Int, perHour: Int
+    ) async throws -> PasswordResetOutcome
+    /// The user (and its normalized email) of an unused, unexpired reset code, or nil.
+    func passwordResetUser(codeHash: Data, now: Date) async throws -> (UserID, String?)?
+    /// Uses the code: sets the password, voids the user's codes, in one transaction.
+    func usePasswordReset(codeHash: Data, userID: UserID, passwordHash: String, now: Date) async throws
+    /// Deletes reset codes older than `cutoff`.
+    func purgePasswordResets(before cutoff: Date) async throws -> Int
+    /// Voids the user's unused reset codes.
+    func voidPasswordResets(userID: UserID, at now: Date) async throws
+    /// The user's unused reset codes (tests).
+    func passwordResetCount(userID: UserID) async throws -> Int
+
+    // MARK: Email verification and change
+
+    /// Inserts `user` with its verification code and mail.
+    func insert(_ user: UserRecord, verification: PendingVerification) async throws
+    /// Updates the user and stores a verification code with its mail.
+    func update(
+        id: UserID, now: Date, verification: PendingVerification, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord
+    /// Stores a verification code for the user's current address, within the limits.
+    func storeEmailVerification(
+        userID: UserID, verification: PendingVerification, now: Date, perMinute: Int, perHour: Int
+    ) async throws -> EmailVerificationOutcome
+    /// Uses a verification code; the user and whether it changed.
+    func useEmailVerification(codeHash: Data, now: Date) async throws -> (user: UserRecord, changed: Bool)
+    /// The user's unused verification codes (tests).
+    func activeEmailVerificationCount(userID: UserID, now: Date) async throws -> Int
+    /// An unused, unexpired change or revert code, or nil.
+    func emailChangeCode(codeHash: Data, purpose: EmailActionPurpose, now: Date) async throws -> EmailChangeCode?
+    /// Stores an email change code and queues its mail, within the limits.
+    func storeEmailChange(
+        userID: UserID, from fromNormalized: String, to email: EmailAddress, codeHash: Data, expiresAt: Date, now: Date,
+        perMinute: Int, perHour: Int, mail: @escaping @Sendable (_ currentEmail: String) -> MailMessage
+    ) async throws
+    /// Confirms a change: the new address, a revert code for the old one and its notice.
+    func confirmEmailChange(
+        codeHash: Data, revertCodeHash: Data, revertExpiresAt: Date, now: Date,
+        notice: @escaping @Sendable (_ oldEmail: String, _ newEmail: String) -> MailMessage
+    ) async throws -> UserID
+    /// Reverts a confirmed change, with an optional password reset.
+    func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset?) async throws -> UserID
+    /// The user's unused codes of `purpose` (tests).
+    func emailChangeCodeCount(userID: UserID, purpose: EmailActionPurpose, now: Date) async throws -> Int
+
+    // MARK: Admin
+
+    /// Creates an admin key; the secret is returned once.
+    func createAdminKey(name typed: String, scopes asked: [String], now: Date) async throws -> CreateAdminKeyResponse
+    /// Stores a key made elsewhere (its secret's hash).
+    func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws
+    /// Every admin key.
+    func adminKeys() async throws -> [AdminKey]
+    /// Revokes a key.
+    func revokeAdminKey(id: String, at now: Date) async throws -> AdminKey
+    /// An unrevoked key and its secret's hash, or nil.
+    func activeAdminKey(id: String) async throws -> (AdminKey, Data)?
+    /// Stamps a key's last use.
+    func touchAdminKey(id: String, at now: Date) async throws
+    /// Users after `afterID` that pass `filter`, in id order, and whether more follow.
+    func users(filter: UserFilter, after afterID: String, limit: Int) async throws -> ([UserRecord], Bool)
+    /// Stores a code for a link the operator hands over.
+    func storeLinkCode(
+        _ kind: LinkCodeKind, userID: UserID, email: String, emailNormalized: String, codeHash: Data, expiresAt: Date, now: Date
+    ) async throws
+    /// Updates a user, voiding its codes when `voidingCodes`.
+    func update(
+        id: UserID, now: Date, voidingCodes: Bool, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord
+    /// Writes a batch of imported users, each on its own.
+    func importUsers(
+        _ candidates: [ImportCandidate], update: Bool, now: Date, auditDetail: (@Sendable ([ImportWrite]) -> String)?
+    ) async throws -> [ImportWrite]
+    /// A page of users in id order (export).
+    func users(after afterID: String, limit: Int) async throws -> [UserRecord]
+
+    // MARK: Providers
+
+    /// Inserts a user with its first provider identity.
+    func insert(_ user: UserRecord, identity provider: String, subject: String) async throws -> UserRecord
+    /// Links an identity to a user and applies `change`, in one transaction.
+    func link(
+        provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord
+    /// Unlinks a provider from the user.
+    func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord
+    /// The user's subjects at `provider`.
+    func subjects(provider: String, of id: UserID) async throws -> [String]
+
+    // MARK: Apple tokens
+
+    /// Stores a sealed Apple refresh token for the user's Apple identity.
+    func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool
+    /// The number of stored Apple tokens.
+    func appleTokenCount() async throws -> Int
+    /// Revocations due at `now`.
+    func dueAppleRevocations(now: Date, limit: Int) async throws -> [PendingAppleRevocation]
+    /// Claims a revocation until `until`; false when another worker holds it.
+    func claimAppleRevocation(id: Int64, now: Date, until: Date) async throws -> Bool
+    /// Deletes a done revocation.
+    func finishAppleRevocation(id: Int64) async throws
+    /// Schedules another attempt.
+    func retryAppleRevocation(id: Int64, at next: Date) async throws
+    /// Revocations waiting.
+    func pendingAppleRevocationCount() async throws -> Int
+}
+
+extension IdentityStorage {
+    /// `pruneAudit(before:batch:)` in batches of 5,000.
+    @discardableResult public func pruneAudit(before cutoff: Date) async throws -> Int {
+        try await pruneAudit(before: cutoff, batch: 5000)
+    }
+
+    /// `pruneChanges(before:maxPerUser:batch:)` in batches of 5,000.
+    @discardableResult public func pruneChanges(before cutoff: Date, maxPerUser: Int) async throws -> Int {
+        try await pruneChanges(before: cutoff, maxPerUser: maxPerUser, batch: 5000)
+    }
+
+    /// A revert without a password reset.
+    public func revertEmailChange(codeHash: Data, now: Date) async throws -> UserID {
+        try await revertEmailChange(codeHash: codeHash, now: now, reset: nil)
+    }
+
+    /// An import without an audit detail.
+    public func importUsers(_ candidates: [ImportCandidate], update: Bool, now: Date) async throws -> [ImportWrite] {
+        try await importUsers(candidates, update: update, now: now, auditDetail: nil)
+    }
+}
+
+extension SQLiteUserStore: IdentityStorage {
+    /// An empty write transaction: `run` appends the running call's pending audit event.
+    public func recordPendingAudit() async throws {
+        try await run { _ in }
+    }
+}
