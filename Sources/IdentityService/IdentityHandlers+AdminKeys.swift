@@ -26,7 +26,7 @@ extension IdentityHandlers {
     }
 
     /// The prefix of every admin API key.
-    static let adminKeyPrefix = "gha_"
+    public static let adminKeyPrefix = "gha_"
 
     /// Makes a key (`SQLiteUserStore.createAdminKey`), audited as the operator's.
     public func createAdminKey(_ request: CreateAdminKeyRequest) async throws -> CreateAdminKeyResponse {
@@ -69,7 +69,7 @@ extension IdentityHandlers {
     }
 
     /// The scopes asked for, checked, without duplicates, sorted; `all` is every scope.
-    static func validScopes(_ asked: [String]) throws -> [String] {
+    public static func validScopes(_ asked: [String]) throws -> [String] {
         var scopes = Set<String>()
         for scope in asked {
             if scope == "all" { scopes.formUnion(AdminKey.Scope.all); continue }

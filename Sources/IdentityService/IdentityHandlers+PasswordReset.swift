@@ -128,14 +128,14 @@ extension IdentityHandlers {
     // MARK: Codes
 
     /// A new code: 32 random bytes, base64url without padding (43 characters).
-    static func newResetCode() -> String {
+    public static func newResetCode() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<4).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
         return Base64URL.encode(bytes)
     }
 
     /// The stored form of a code: its SHA-256.
-    static func resetCodeHash(_ code: String) -> Data {
+    public static func resetCodeHash(_ code: String) -> Data {
         Data(SHA256.hash(data: Data(code.utf8)))
     }
 
