@@ -10,6 +10,8 @@ import Testing
 /// `identity.updateProfile` (issue 18, part H4).
 @Suite struct AdminHandlersTests {
     let strong = "glacier lantern marmalade"
+    /// The in-memory store, SQLite and PostgreSQL (issue 24).
+    static let stores: [StoreKind] = StoreKind.allCases + [.postgres]
 
     /// The harness's handlers with `defaults` as the settings of new users.
     func caller(_ h: Harness, defaults: String) -> LocalCaller {
@@ -18,7 +20,7 @@ import Testing
         return LocalCaller(router: handlers.router())
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: Self.stores)
     func customClaimsAreStoredAndHandedToTheTokenService(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -41,8 +43,9 @@ import Testing
         }
     }
 
-    @Test func customClaimsRefusals() async throws {
-        let h = try await Harness()
+    @Test(arguments: Self.stores)
+    func customClaimsRefusals(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let created = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "dora@example.com", password: strong))
         let id = created.user.id
@@ -75,7 +78,7 @@ import Testing
         #expect(IdentityAPI.setDisabled.callers.isEmpty)
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: Self.stores)
     func newUsersGetTheDefaultSettings(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -90,7 +93,7 @@ import Testing
         #expect(try await h.caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.settingsJSON == "{}")
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: Self.stores)
     func settingsPatchMergesInsideTheUpdate(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -111,7 +114,7 @@ import Testing
         }
     }
 
-    @Test(arguments: StoreKind.allCases)
+    @Test(arguments: Self.stores)
     func aMergeOverTheLimitWritesNothing(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -138,7 +141,7 @@ import Testing
         String(repeating: #"{"a":"#, count: depth - 1) + "{}" + String(repeating: "}", count: depth - 1)
     }
 
-    @Test("the replace path reads settings by the merge's rules: 65 levels deep is refused, 64 accepted", arguments: StoreKind.allCases)
+    @Test("the replace path reads settings by the merge's rules: 65 levels deep is refused, 64 accepted", arguments: Self.stores)
     func replacedSettingsFollowTheMergeRules(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -159,7 +162,7 @@ import Testing
         #expect(merged.settingsJSON == String(Self.nested(JSONTree.maxDepth).dropLast()) + #","b":1}"#)
     }
 
-    @Test("stored settings a merge cannot read are refused, never replaced by {}", arguments: StoreKind.allCases)
+    @Test("stored settings a merge cannot read are refused, never replaced by {}", arguments: Self.stores)
     func unreadableStoredSettingsAreKept(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -181,7 +184,7 @@ import Testing
         #expect(after.settingsJSON == deep)
     }
 
-    @Test("claims full of \\b fit the store: the stored compact form is what is measured", arguments: StoreKind.allCases)
+    @Test("claims full of \\b fit the store: the stored compact form is what is measured", arguments: Self.stores)
     func claimsWithShortEscapesFitTheStore(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }

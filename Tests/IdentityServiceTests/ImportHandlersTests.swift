@@ -7,7 +7,7 @@ import RPCRouting
 import Testing
 
 /// Bulk import and export (`identity.importUsers`, `identity.exportUsers`; issue 22 §5) against
-/// the real SQLite store.
+/// the stores that keep everything: SQLite and PostgreSQL (issue 24).
 @Suite struct ImportHandlersTests {
     /// Made by Python's `bcrypt.hashpw(b"old bcrypt passphrase", bcrypt.gensalt(4))`.
     static let bcryptHash = "$2b$04$AzTUpxHc9OS8jAz0KJzAG.AzmYKsCUwxwhKMEi5lnAojb4YNiEirK"
@@ -17,8 +17,9 @@ import Testing
         try await h.caller.call(IdentityAPI.importUsers, ImportUsersRequest(users: users, mode: mode)).results
     }
 
-    @Test func importCreatesThenSkipsOrUpdatesMatches() async throws {
-        let h = try await Harness()
+    @Test(arguments: StoreKind.kept)
+    func importCreatesThenSkipsOrUpdatesMatches(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let argon = try PasswordHashing.argon2idHash(Array("old argon passphrase".utf8), parameters: .testing)
         let users = [
@@ -68,8 +69,9 @@ import Testing
         #expect(try await h.store.user(id: ada.id)?.disabled == true)
     }
 
-    @Test func badItemsAreReportedAndTheOthersWritten() async throws {
-        let h = try await Harness()
+    @Test(arguments: StoreKind.kept)
+    func badItemsAreReportedAndTheOthersWritten(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await importing(h, [ImportedUser(id: "taken-address-user-00001", email: "taken@example.com")])
         let results = try await importing(
@@ -94,11 +96,14 @@ import Testing
         #expect(results[5].errorMessage.contains("without an email address cannot sign in"))
         #expect(results.allSatisfy { !$0.errorMessage.contains("AzTUpxHc9OS8") })
         // Each batch is one audit event by the operator, its counts committed with it (issue 22 §3).
-        let imported = try await h.caller.call(IdentityAPI.listAudit, ListAuditRequest()).events.filter { $0.kind == "users.imported" }
-        #expect(imported.map(\.detailJSON) == [
-            #"{"mode":"skip","created":1,"updated":0,"skipped":0,"failed":0}"#, #"{"mode":"skip","created":1,"updated":0,"skipped":0,"failed":8}"#,
-        ])
-        #expect(imported.allSatisfy { $0.actor == "operator" && !$0.detailJSON.contains("AzTUpxHc9OS8") })
+        // (PostgreSQL keeps no audit log before the logs part of issue 24 is merged: then on both.)
+        if kind == .sqlite {
+            let imported = try await h.caller.call(IdentityAPI.listAudit, ListAuditRequest()).events.filter { $0.kind == "users.imported" }
+            #expect(imported.map(\.detailJSON) == [
+                #"{"mode":"skip","created":1,"updated":0,"skipped":0,"failed":0}"#, #"{"mode":"skip","created":1,"updated":0,"skipped":0,"failed":8}"#,
+            ])
+            #expect(imported.allSatisfy { $0.actor == "operator" && !$0.detailJSON.contains("AzTUpxHc9OS8") })
+        }
         // A user without an email at all (a phone-only or anonymous user elsewhere) is refused too.
         let emailless = try await importing(h, [ImportedUser(id: "phone-only-user-0000001")])
         #expect(emailless.map(\.outcome) == ["failed"] && emailless[0].errorMessage.contains("without an email address"))
@@ -120,8 +125,9 @@ import Testing
         #expect(try await h.store.user(id: UserID("moving-user-0000000000001"))?.email == "first@example.com")
     }
 
-    @Test func anImportedBcryptUserSignsInWithItsOldPasswordAndGetsArgon2id() async throws {
-        let h = try await Harness()
+    @Test(arguments: StoreKind.kept)
+    func anImportedBcryptUserSignsInWithItsOldPasswordAndGetsArgon2id(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let results = try await importing(h, [ImportedUser(email: "carol@example.com", passwordHash: Self.bcryptHash)])
         let id = UserID(results[0].userID)
@@ -135,8 +141,9 @@ import Testing
         #expect(PasswordHashing.verify(Array(Self.bcryptPassword.utf8), against: stored))
     }
 
-    @Test func exportPagesInIDOrderAndRoundTrips() async throws {
-        let h = try await Harness()
+    @Test(arguments: StoreKind.kept)
+    func exportPagesInIDOrderAndRoundTrips(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         var users: [ImportedUser] = []
         for n in 0..<5 {
@@ -166,8 +173,9 @@ import Testing
         await expectCode(.invalidArgument) { try await h.caller.call(IdentityAPI.exportUsers, ExportUsersRequest(pageSize: 1001)) }
     }
 
-    @Test func wholeCallRefusalsAndCallers() async throws {
-        let h = try await Harness()
+    @Test(arguments: StoreKind.kept)
+    func wholeCallRefusalsAndCallers(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let many = (0...1000).map { ImportedUser(email: "m\($0)@example.com") }
         await expectCode(.invalidArgument) { try await importing(h, many) }

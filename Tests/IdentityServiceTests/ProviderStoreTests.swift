@@ -5,9 +5,16 @@ import IdentityCore
 import Testing
 @testable import IdentityService
 
-/// The provider identities in the SQLite store (issue 20): migrations 0013 and 0014, a user
-/// created with its identity, link and unlink, and Apple tokens queued for revocation.
+/// The provider identities in the stores that keep everything (issue 20; PostgreSQL: issue 24):
+/// SQLite's migrations 0013 and 0014, a user created with its identity, link and unlink, and
+/// Apple tokens queued for revocation, on SQLite and PostgreSQL.
 @Suite struct ProviderStoreTests {
+    /// A migrated store of `kind` (one that keeps everything) and what removes it.
+    func keptStore(_ kind: StoreKind) async throws -> (any IdentityStorage, @Sendable () -> Void) {
+        let (store, cleanup) = try await kind.make()
+        return (try #require(store as? any IdentityStorage), cleanup)
+    }
+
     @Test("migration 0013 rebuilds users keeping every row, its identities (nothing cascades), indexes and triggers")
     func migrationKeepsData() async throws {
         let dir = try TemporaryDirectory(prefix: "identity-tests")
@@ -40,11 +47,10 @@ import Testing
         #expect(try await store.read { db in try SQLiteUserStore.changeLogHead(db) } == head + 1)
     }
 
-    @Test("a user without email needs a linked provider; insert with an identity, link and unlink keep providers and refuse what they must")
-    func linkAndUnlink() async throws {
-        let dir = try TemporaryDirectory(prefix: "identity-tests")
-        defer { dir.remove() }
-        let store = try await dir.migratedStore()
+    @Test("a user without email needs a linked provider; insert with an identity, link and unlink keep providers and refuse what they must", arguments: StoreKind.kept)
+    func linkAndUnlink(_ kind: StoreKind) async throws {
+        let (store, cleanup) = try await keptStore(kind)
+        defer { cleanup() }
         let bare = UserRecord(id: .random(), email: nil, createdAt: t0)
         await #expect(throws: IdentityError.self) { try await store.insert(bare) }
         let provider = try await store.insert(bare, identity: "oidc.corp", subject: "c-1")
@@ -69,11 +75,10 @@ import Testing
         #expect(try await store.userID(provider: "google.com", subject: "g-9") == nil)
     }
 
-    @Test("an Apple token is queued for revocation when its user is deleted and when the identity is unlinked; a newer one replaces it unrevoked and drops a revocation queued for the identity; never kept for an identity that is not the user's")
-    func appleTokensAreQueued() async throws {
-        let dir = try TemporaryDirectory(prefix: "identity-tests")
-        defer { dir.remove() }
-        let store = try await dir.migratedStore()
+    @Test("an Apple token is queued for revocation when its user is deleted and when the identity is unlinked; a newer one replaces it unrevoked and drops a revocation queued for the identity; never kept for an identity that is not the user's", arguments: StoreKind.kept)
+    func appleTokensAreQueued(_ kind: StoreKind) async throws {
+        let (store, cleanup) = try await keptStore(kind)
+        defer { cleanup() }
         let a = try await store.insert(UserRecord(id: .random(), email: nil, createdAt: t0), identity: "apple.com", subject: "a-1")
         #expect(try await store.storeAppleToken(user: a.id, subject: "a-1", clientID: "app", sealed: Data([1]), at: t0))
         #expect(try await !store.storeAppleToken(user: a.id, subject: "a-other", clientID: "app", sealed: Data([2]), at: t0))
