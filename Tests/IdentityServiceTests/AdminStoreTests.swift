@@ -222,6 +222,29 @@ import Testing
         }
     }
 
+    @Test("an Apple token stored while another instance unlinks the identity is never kept: it is refused, or queued for revocation by the unlink")
+    func appleTokenStoredDuringUnlink() async throws {
+        let (a, b, cleanup) = try await Self.twoInstances()
+        defer { cleanup() }
+        for round in 0..<12 {
+            let user = try makeUser("apple\(round)@example.com")
+            try await a.insert(user)
+            _ = try await a.link(provider: "apple.com", subject: "apple-\(round)", to: user.id, now: t0) { _ in }
+            let results = await Self.together(
+                { try await a.storeAppleToken(user: user.id, subject: "apple-\(round)", clientID: "app", sealed: Data([1]), at: t0) },
+                {
+                    _ = try await b.unlink(provider: "apple.com", from: user.id, now: t0)
+                    return true
+                })
+            let stored = try results[0].get()
+            _ = try results[1].get()
+            #expect(try await a.appleTokenCount() == 0, "round \(round): no token kept for an unlinked identity")
+            let queued = try await b.dueAppleRevocations(now: Date(), limit: 10)
+            #expect(queued.count == (stored ? 1 : 0), "round \(round): stored \(stored), queued \(queued.count)")
+            for item in queued { try await b.finishAppleRevocation(id: item.id) }
+        }
+    }
+
     @Test("two instances claiming one Apple revocation at once: exactly one gets it")
     func concurrentClaimsOfOneRevocation() async throws {
         let (a, b, cleanup) = try await Self.twoInstances()
