@@ -33,7 +33,7 @@ public final class PostgresUserStore: UserStore {
     }
 
     /// The numbered, forward-only migrations of the identity store.
-    public static let migrator = PostgresMigrator(store: "identity", migrations: baseMigrations + mailMigrations + logMigrations + adminMigrations)
+    public static let migrator = PostgresMigrator(store: "identity", migrations: baseMigrations + mailMigrations + logMigrations + adminMigrations + handleMigrations)
 
     /// Migration 0001: users and their provider identities.
     static let baseMigrations: [PostgresMigrator.Migration] = [
@@ -324,6 +324,16 @@ public final class PostgresUserStore: UserStore {
         user.version = version
         user.linkedProviders = providers.isEmpty ? [] : providers.split(separator: ",").map(String.init)
         return user
+    }
+}
+
+extension PostgresUserStore: LeaderElection {
+    /// Runs `body` if this instance takes the session advisory lock of `job` (a key derived from
+    /// "gatehouse.identity." + job; `AdvisoryLead`); whether it ran. Errors of `body` pass through
+    /// unchanged. Needs a pool of at least two connections: the lock holds one while `body` runs.
+    public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        try await AdvisoryLead(client: client, logger: logger, label: "identity store")
+            .runIfLeader("gatehouse.identity." + job, translate: Self.translate, body)
     }
 }
 
