@@ -289,6 +289,10 @@ public final class PostgresUserStore: UserStore {
         switch state {
         case "23505" where constraint.contains("email_normalized"):
             return IdentityError.emailExists
+        // The email reservation's trigger (migration 0005): an address an unused revert code keeps
+        // for its user, as SQLite's `email_reserved`.
+        case "23505" where constraint == "users_email_reserved":
+            return IdentityError.emailExists
         case "23505" where constraint.hasPrefix("identities"):
             return IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
         case "23503":
