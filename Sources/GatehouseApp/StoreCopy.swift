@@ -64,6 +64,9 @@ public enum StoreCopy {
         public var target: String
     }
 
+    /// Whether a running process has the SQLite file at `path` open.
+    public static func isInUse(_ path: String) -> Bool { DatabaseBackup.isInUse(path) }
+
     /// Which stores the folder holds: `token.sqlite`, `identity.sqlite` (or both, for `gatehouse serve`).
     public static func stores(in folder: URL) -> (token: Bool, identity: Bool) {
         let manager = FileManager.default

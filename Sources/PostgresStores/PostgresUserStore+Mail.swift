@@ -117,10 +117,12 @@ extension PostgresUserStore {
     static let reservationLockClass: Int32 = 0x6D61_696C  // "mail"
 
     /// How long a worker's claim on the outbox rows it read keeps other instances' workers off
-    /// them: a batch of deliveries is expected to end within it. Its own worker (this store
-    /// instance) reads them again at once; another takes them after it (at least once, same
-    /// Message-ID, as after a crash).
-    static let outboxClaim: Int64 = 15 * 60_000
+    /// them. Its own worker (this store instance) reads them again at once; another takes them
+    /// after it (at least once, same Message-ID, as after a crash). Short, because the role runs
+    /// one delivery pass at a time across instances anyway (`runIfLeader("outbox")`: the lead is
+    /// held for the whole pass), so the claim only matters when an instance dies mid-pass: its
+    /// mail waits this long, not longer, for the next leader.
+    static let outboxClaim: Int64 = 2 * 60_000
 
     // MARK: Access
 
