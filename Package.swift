@@ -208,9 +208,10 @@ let package = Package(
         .target(
             name: "PostgresStores",
             dependencies: [
-                "IdentityCore", "IdentityService", "Mail", "GatehouseSupport", "PostgresSupport", "TokenService", "TokenCore",
-                "GatehouseContracts",
+                "IdentityCore", "IdentityService", "Mail", "ProviderTokens", "GatehouseSupport", "PostgresSupport", "TokenService",
+                "TokenCore", "GatehouseContracts",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import IdentityService
 import Logging
 import ServiceLifecycle
@@ -26,7 +27,7 @@ public struct AnonymousSweeper: Service {
             while true {
                 try await sleep(delay)
                 delay = interval
-                do { try await sweep.sweep() } catch is CancellationError { return } catch {
+                do { try await runAsLeader(of: sweep.store, "anonymous-sweep") { try await sweep.sweep() } } catch is CancellationError { return } catch {
                     logger.warning("anonymous sweep failed; trying again in \(interval): \(error)")
                 }
             }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import IdentityService
 import Logging
 import ServiceLifecycle
@@ -20,7 +21,7 @@ public struct ChangeLogService: Service {
                 group.addTask { await publisher.run(heartbeat: heartbeat) }
                 group.addTask {
                     while !Task.isCancelled {
-                        do { try await prune.prune() } catch is CancellationError { return } catch {
+                        do { try await runAsLeader(of: prune.store, "change-log-prune") { try await prune.prune() } } catch is CancellationError { return } catch {
                             logger.warning("change log prune failed; trying again in \(pruneInterval): \(error)")
                         }
                         try? await Task.sleep(for: pruneInterval)

@@ -6,15 +6,17 @@ import PostgresSupport
 extension ConfigTable {
     /// The token service's PostgreSQL database.
     public static let tokenDatabaseURL = ConfigKey(env: "GATEHOUSE_TOKEN_DATABASE_URL", defaultValue: nil, secret: true, roles: "token", help: "`postgres://user@host:5432/db?sslmode=verify-full`: keep the token service's keys, sessions and refresh tokens in PostgreSQL instead of token.sqlite, so several token instances can share them. Empty: SQLite. `sslmode` is disable, prefer, require or verify-full (the default off loopback); `sslrootcert=/path` names the CA. Put the password in GATEHOUSE_DATABASE_PASSWORD_FILE, not here.")
+    /// The identity service's PostgreSQL database (several identity instances); empty for SQLite.
+    public static let identityDatabaseURL = ConfigKey(env: "GATEHOUSE_IDENTITY_DATABASE_URL", defaultValue: nil, secret: true, roles: "identity", help: "`postgres://user@host:5432/db?sslmode=verify-full`: keep the identity service's users, codes, outbox, change log and audit log in PostgreSQL instead of identity.sqlite, so several identity instances can share them. Empty: SQLite. Options as for GATEHOUSE_TOKEN_DATABASE_URL; it may name the same database (the stores' tables do not overlap).")
     /// A file holding the database password.
-    public static let databasePasswordFile = ConfigKey(env: "GATEHOUSE_DATABASE_PASSWORD_FILE", defaultValue: nil, secret: false, roles: "token", help: "A file whose first line is the PostgreSQL password: a Docker or Kubernetes secret. Takes the place of a password in the URL.")
+    public static let databasePasswordFile = ConfigKey(env: "GATEHOUSE_DATABASE_PASSWORD_FILE", defaultValue: nil, secret: false, roles: "token, identity", help: "A file whose first line is the PostgreSQL password: a Docker or Kubernetes secret. Takes the place of a password in the URL.")
     /// Connections each instance keeps to the database.
-    public static let databasePoolSize = ConfigKey(env: "GATEHOUSE_DATABASE_POOL_SIZE", defaultValue: "16", secret: false, roles: "token", help: "Most connections one instance opens to PostgreSQL (2–200). The server's max_connections must cover every instance's pool (deploy/README.md, sizing).")
+    public static let databasePoolSize = ConfigKey(env: "GATEHOUSE_DATABASE_POOL_SIZE", defaultValue: "16", secret: false, roles: "token, identity", help: "Most connections one instance opens to PostgreSQL (2–200). The server's max_connections must cover every instance's pool (deploy/README.md, sizing).")
     /// How often an instance reloads the signing keys.
     public static let keySyncInterval = ConfigKey(env: "GATEHOUSE_KEY_SYNC_INTERVAL", defaultValue: "10", secret: false, roles: "token", help: "With PostgreSQL: seconds (1–60) between each token instance's reloads of the signing keys. A rotated key is published at once and signs only after two intervals and a second, so every instance publishes it before any signs with it.")
 
     /// The keys above, in `ConfigTable.all`.
-    static let databaseKeys = [tokenDatabaseURL, databasePasswordFile, databasePoolSize, keySyncInterval]
+    static let databaseKeys = [tokenDatabaseURL, identityDatabaseURL, databasePasswordFile, databasePoolSize, keySyncInterval]
 }
 
 /// The shared database settings of a role.
@@ -28,11 +30,20 @@ public struct DatabaseSettings: Sendable {
 
     /// The token role's database, or nil for SQLite (`GATEHOUSE_TOKEN_DATABASE_URL` empty).
     public static func token(_ config: Config) throws -> DatabaseSettings? {
-        guard let url = config.string(ConfigTable.tokenDatabaseURL), !url.isEmpty else { return nil }
+        try settings(config, ConfigTable.tokenDatabaseURL)
+    }
+
+    /// The identity service's PostgreSQL settings (`GATEHOUSE_IDENTITY_DATABASE_URL`), or nil for SQLite.
+    public static func identity(_ config: Config) throws -> DatabaseSettings? {
+        try settings(config, ConfigTable.identityDatabaseURL)
+    }
+
+    static func settings(_ config: Config, _ key: ConfigKey) throws -> DatabaseSettings? {
+        guard let url = config.string(key), !url.isEmpty else { return nil }
         let passwordFile = config.string(ConfigTable.databasePasswordFile).flatMap { $0.isEmpty ? nil : $0 }
         let postgres: PostgresSettings
         do { postgres = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
-            throw ConfigError(message: "\(ConfigTable.tokenDatabaseURL.env) (\(ConfigTable.tokenDatabaseURL.flag)): \(error)")
+            throw ConfigError(message: "\(key.env) (\(key.flag)): \(error)")
         }
         return DatabaseSettings(
             postgres: postgres, poolSize: try config.int(ConfigTable.databasePoolSize, in: 2...200),

@@ -7,6 +7,8 @@ import IdentityCore
 import IdentityService
 import Logging
 import Mail
+import PostgresNIO
+import PostgresStores
 import RPCRouting
 import ServiceLifecycle
 
@@ -45,6 +47,8 @@ public struct IdentityRoleSettings: Sendable {
     public var changeFeedHeartbeat: Duration = .seconds(1)
     /// The admin listener (`GATEHOUSE_ADMIN_HOST`, `GATEHOUSE_ADMIN_PORT`); nil when the port is 0.
     public var admin: AdminAPIConfiguration?
+    /// The shared store (`GATEHOUSE_IDENTITY_DATABASE_URL`), or nil for `identity.sqlite`.
+    public var database: DatabaseSettings?
 
     /// Reads and checks the identity role's keys of `config`;
     /// the endpoints given override the configured ones.
@@ -84,6 +88,7 @@ public struct IdentityRoleSettings: Sendable {
         (service.providers, service.providerOptions) = try Self.providers(config)
         service.appleServer = try Self.appleServer(config, dataDir: dataDir)
         let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
+        database = try DatabaseSettings.identity(config)
         admin = adminPort == 0 ? nil : AdminAPIConfiguration(
             host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,
             requestTimeout: .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)) * 2)
@@ -148,15 +153,25 @@ public struct IdentityRole: Sendable {
     public let changeLog: ChangeLogService
     /// The admin listener (nil when turned off); run it in the role's service group.
     public let adminAPI: (any Service)?
+    /// The PostgreSQL pool's run loop, when the store is PostgreSQL: ended by `close()`.
+    let database: Task<Void, Never>?
     /// Revokes queued Apple tokens (nil without Sign in with Apple's server side); run it in the
     /// role's service group.
     public var appleRevocations: (any Service)? {
         service.appleRevocations.map { worker in AppleRevocationService(worker: worker) }
     }
 
-    /// Creates the data folder, opens and migrates the database, binds the sockets. The service
-    /// reads the time from `clock`.
-    /// `smtp` makes the transport of a configured relay (the SMTP client's seam).
+    /// Closes the sockets, the token client and the database pool (after the services stopped).
+    public func close() async {
+        await publisher.close()
+        await tokenClient.close()
+        database?.cancel()
+        await database?.value
+    }
+
+    /// Creates the data folder, opens and migrates the database (SQLite, or PostgreSQL with
+    /// `GATEHOUSE_IDENTITY_DATABASE_URL`), binds the sockets. The service reads the time from
+    /// `clock`. `smtp` makes the transport of a configured relay (the SMTP client's seam).
     public static func start(
         _ settings: IdentityRoleSettings, clock: WallClock = .system, logger: Logger,
         smtp: (SMTPSettings) throws -> any MailTransport = MailSettings.smtpClient
@@ -165,10 +180,36 @@ public struct IdentityRole: Sendable {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
         let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
-        let service = try await IdentityService.start(
-            configuration: settings.service, tokens: tokenClient.caller, events: PublisherEventSink(publisher: publisher), clock: clock,
-            logger: logger)
-        let (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
+        var store: (any IdentityStorage)?
+        var database: Task<Void, Never>?
+        if let shared = settings.database {
+            let client = PostgresClient(
+                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: logger)
+            database = Task { await client.run() }
+            let postgres = PostgresUserStore(client: client, logger: logger)
+            do { try await postgres.migrate() } catch {
+                database?.cancel()
+                throw error
+            }
+            store = postgres
+            logger.info("identity store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
+        }
+        let service: IdentityService
+        do {
+            service = try await IdentityService.start(
+                configuration: settings.service, store: store, tokens: tokenClient.caller, events: PublisherEventSink(publisher: publisher),
+                clock: clock, logger: logger)
+        } catch {
+            database?.cancel()
+            throw error
+        }
+        let server: RPCServer, bound: String
+        do {
+            (server, bound) = try start.serve("identity service", router: service.router, rpcBind: settings.rpcBind, publisher: publisher)
+        } catch {
+            database?.cancel()
+            throw error
+        }
         if settings.mailTemplateFiles > 0 {
             logger.info(
                 "mail templates: \(settings.mailTemplateFiles) operator files over the built-in ones; locales \(settings.service.mailTemplates.locales.joined(separator: ", "))")
@@ -187,7 +228,7 @@ public struct IdentityRole: Sendable {
             adminAPI: settings.admin.map { admin in
                 // The identity service in process (its own key's rights), the token service through the role's client.
                 buildAdminAPI(configuration: admin, identity: LocalCaller(router: service.router), tokens: tokenClient.caller, logger: logger)
-            })
+            }, database: database)
     }
 }
 

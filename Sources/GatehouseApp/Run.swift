@@ -44,9 +44,9 @@ public enum GatehouseRoles {
     public static func runIdentity(config: Config, logger: Logger) async throws {
         let role = try await IdentityRole.start(IdentityRoleSettings(config: config), clock: clock(config, logger: logger), logger: logger)
         // The group shuts down in reverse: the hook, first in the list, runs last, once the
-        // server has drained (its handlers still use the token client and the publisher).
+        // server has drained (its handlers still use the token client, the publisher and the database).
         try await runGroup(
-            [ShutdownHook { await role.publisher.close(); await role.tokenClient.close() }, role.server, role.anonymousSweeper,
+            [ShutdownHook { await role.close() }, role.server, role.anonymousSweeper,
              role.outboxDelivery, role.changeLog] + [role.adminAPI, role.appleRevocations].compactMap { $0 }, logger: logger)
     }
 
@@ -79,8 +79,7 @@ public enum GatehouseRoles {
         let hook = ShutdownHook {
             await gateway.identity.close()
             await gateway.tokens.close()
-            await identity.publisher.close()
-            await identity.tokenClient.close()
+            await identity.close()
             await token.close()
         }
         // Shutdown runs in reverse: the gateway stops taking requests first, then the services

@@ -3,6 +3,7 @@ import Logging
 import PostgresNIO
 import PostgresStores
 import PostgresSupport
+import IdentityService
 import TokenService
 
 /// `gatehouse store copy`: an existing deployment's token store moved from SQLite into PostgreSQL
@@ -23,7 +24,7 @@ public enum StoreCopy {
     /// Parses `sqlite:DIR` (the data folder holding `token.sqlite`).
     public static func sqliteFolder(_ from: String) throws -> URL {
         guard from.hasPrefix("sqlite:"), from.count > "sqlite:".count else {
-            throw TokenStore.CopyError("--from must be sqlite:DIR, the data folder that holds token.sqlite (e.g. sqlite:/data), not '\(from)'")
+            throw TokenStore.CopyError("--from must be sqlite:DIR, the data folder that holds token.sqlite or identity.sqlite (e.g. sqlite:/data), not '\(from)'")
         }
         return URL(fileURLWithPath: String(from.dropFirst("sqlite:".count)))
     }
@@ -51,5 +52,50 @@ public enum StoreCopy {
         try await store.migrate()
         let checked = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
         return Report(counts: checked.counts, sampled: checked.sampled, source: path, target: "\(target)")
+    }
+
+    /// What an identity copy wrote.
+    public struct IdentityReport: Sendable {
+        /// Rows per table, and the sign-ins checked.
+        public var copy: PostgresUserStore.CopyReport
+        /// The file copied.
+        public var source: String
+        /// The database copied into (without its password).
+        public var target: String
+    }
+
+    /// Whether a running process has the SQLite file at `path` open.
+    public static func isInUse(_ path: String) -> Bool { DatabaseBackup.isInUse(path) }
+
+    /// Which stores the folder holds: `token.sqlite`, `identity.sqlite` (or both, for `gatehouse serve`).
+    public static func stores(in folder: URL) -> (token: Bool, identity: Bool) {
+        let manager = FileManager.default
+        return (
+            manager.fileExists(atPath: folder.appendingPathComponent("token.sqlite").path),
+            manager.fileExists(atPath: folder.appendingPathComponent("identity.sqlite").path)
+        )
+    }
+
+    /// Copies the stopped identity service's `identity.sqlite` in `folder` into the empty
+    /// PostgreSQL database at `url` (migrated first), checked before the commit.
+    public static func copyIdentity(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> IdentityReport {
+        let target: PostgresSettings
+        do { target = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
+            throw SQLiteUserStore.CopyError("--to: \(error)")
+        }
+        let path = folder.appendingPathComponent("identity.sqlite").path
+        guard !DatabaseBackup.isInUse(path) else {
+            throw SQLiteUserStore.CopyError("\(path) is open in a running process; stop the identity service before copying")
+        }
+        let source = try SQLiteUserStore.CopySource(path: path)
+        var quiet = logger
+        quiet.logLevel = .error
+        let client = PostgresClient(configuration: try target.clientConfiguration(maximumConnections: 2), backgroundLogger: quiet)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let store = PostgresUserStore(client: client, logger: logger)
+        try await store.migrate()
+        let report = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
+        return IdentityReport(copy: report, source: path, target: "\(target)")
     }
 }

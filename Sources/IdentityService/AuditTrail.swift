@@ -42,8 +42,8 @@ public final class AuditRecorder: Sendable {
     }
 
     /// Drops the event: the write that would have carried it changed nothing (a delete that found
-    /// no row), so nothing happened to record.
-    func discard() {
+    /// no row), so nothing happened to record. Public for the PostgreSQL store (issue 24).
+    public func discard() {
         state.withLock { $0.phase = .written }
     }
 

@@ -79,8 +79,9 @@ extension IdentityHandlers {
         guard !target.disabled else { throw IdentityError.userDisabled }
         try requireVerifiedEmail(target)
         guard let allowMigration = request.allowMigration else {
-            let handle = resumeHandles.issue(
-                anonymousUserID: anonymous.id, sessionID: request.caller?.sessionID ?? "", target: target, now: clock.now)
+            let handle = try await resumeHandles.issue(
+                anonymousUserID: anonymous.id, sessionID: request.caller?.sessionID ?? "", target: target, now: clock.now,
+                shared: store as? any SharedResumeHandles)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
@@ -107,8 +108,9 @@ extension IdentityHandlers {
     private func resumeSignInAudited(_ request: ResumeSignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         try Self.checkClient(request.client)
         guard UserID.isWellFormed(request.caller.userID),
-            let entry = resumeHandles.take(
-                request.resumeHandle, userID: UserID(request.caller.userID), sessionID: request.caller.sessionID, now: clock.now)
+            let entry = try await resumeHandles.take(
+                request.resumeHandle, userID: UserID(request.caller.userID), sessionID: request.caller.sessionID, now: clock.now,
+                shared: store as? any SharedResumeHandles)
         else { throw IdentityError.invalidResumeHandle }
         auditUser(entry.targetUserID)
         guard let anonymous = try await store.user(id: entry.anonymousUserID), anonymous.isAnonymous,

@@ -243,8 +243,9 @@ extension IdentityHandlers {
             var carried = identity
             carried.appleRefreshToken = AppleTokenCarry.current?.refreshToken
             carried.appleClientID = AppleTokenCarry.current?.clientID
-            let handle = resumeHandles.issue(
-                anonymousUserID: anonymous.id, sessionID: session.sessionID, target: target, providerIdentity: carried, now: clock.now)
+            let handle = try await resumeHandles.issue(
+                anonymousUserID: anonymous.id, sessionID: session.sessionID, target: target, providerIdentity: carried, now: clock.now,
+                shared: store as? any SharedResumeHandles)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
@@ -308,6 +309,13 @@ extension IdentityHandlers {
         }
         guard token.sub.utf8.count <= 255 else {
             throw IdentityError.invalidProviderToken(reason: "malformed", message: "the ID token's sub is longer than 255 bytes")
+        }
+        // Several instances: a token accepted by another instance is a replay here too.
+        if let shared = store as? any SharedReplayGuard,
+            try await !shared.acceptProviderToken(token.replayID, until: token.replayUntil, now: clock.now)
+        {
+            let reason = InvalidProviderTokenReason.replayed
+            throw IdentityError.invalidProviderToken(reason: reason.rawValue, message: reason.message)
         }
         return token
     }

@@ -12,7 +12,7 @@ public struct IdentityService: Sendable {
     /// The settings it was started with.
     public let configuration: IdentityConfiguration
     /// The opened and migrated user database.
-    public let store: SQLiteUserStore
+    public let store: any IdentityStorage
     /// The password-hashing threads.
     public let hashPool: HashPool
     /// The RPC methods.
@@ -27,14 +27,21 @@ public struct IdentityService: Sendable {
     /// Revokes queued Apple tokens (Sign in with Apple's server side configured); a role runs it.
     public var appleRevocations: AppleRevocationWorker? = nil
 
-    /// Opens the database, applies migrations (the explicit start-up step) and builds the handlers,
+    /// Opens the SQLite database and applies its migrations (the explicit start-up step), or uses
+    /// `store` (a shared store, migrated by its owner), and builds the handlers,
     /// which read the time from `clock`.
     public static func start(
-        configuration: IdentityConfiguration, tokens: any RPCCaller, events: any EventSink, clock: WallClock = .system,
-        logger: Logger = Logger(label: "gatehouse.identity")
+        configuration: IdentityConfiguration, store shared: (any IdentityStorage)? = nil, tokens: any RPCCaller, events: any EventSink,
+        clock: WallClock = .system, logger: Logger = Logger(label: "gatehouse.identity")
     ) async throws -> IdentityService {
-        let store = try await SQLiteUserStore.open(path: configuration.databasePath, durability: configuration.durability)
-        try await store.migrate()
+        let store: any IdentityStorage
+        if let shared {
+            store = shared
+        } else {
+            let sqlite = try await SQLiteUserStore.open(path: configuration.databasePath, durability: configuration.durability)
+            try await sqlite.migrate()
+            store = sqlite
+        }
         let pool = HashPool(workers: configuration.hashWorkers, queueLimit: configuration.hashQueueLimit)
         let hasher = PasswordHasher(parameters: configuration.argon2, limits: configuration.verifyLimits, pool: pool)
         let policy = PasswordPolicy(minLength: configuration.minPasswordLength, maxLength: configuration.maxPasswordLength)

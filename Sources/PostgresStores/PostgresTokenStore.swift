@@ -53,56 +53,15 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
     // MARK: Leader election
 
     /// Runs `body` if this instance takes the session advisory lock of `job` (a key derived from
-    /// "gatehouse.token." + job) on a connection of its own, held while `body` runs and released
-    /// after it, whatever `body` does; whether it ran. Errors of `body` pass through unchanged.
+    /// "gatehouse.token." + job; `AdvisoryLead`); whether it ran. Errors of `body` pass through
+    /// unchanged.
     public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
-        let key = Self.lockKey("gatehouse.token." + job)
-        do {
-            return try await client.withConnection { connection in
-                let taken = try await rows("SELECT pg_try_advisory_lock(\(key))", on: connection).first?.decode(Bool.self) ?? false
-                guard taken else { return false }
-                do {
-                    try await body()
-                } catch {
-                    await release(key, on: connection)
-                    throw BodyError(error: error)
-                }
-                await release(key, on: connection)
-                return true
-            }
-        } catch let error as BodyError {
-            throw error.error
-        } catch {
-            throw translate(error)
-        }
+        try await AdvisoryLead(client: client, logger: logger, label: "token store")
+            .runIfLeader("gatehouse.token." + job, translate: translate, body)
     }
 
-    /// An error of `runIfLeader`'s body, carried past the translation of the store's own errors.
-    private struct BodyError: Error {
-        let error: any Error
-    }
-
-    /// Releases the lead; if that fails, closes the connection, which ends the lock with it
-    /// (never back in the pool still holding it).
-    private func release(_ key: Int64, on connection: PostgresConnection) async {
-        do {
-            if try await rows("SELECT pg_advisory_unlock(\(key))", on: connection).first?.decode(Bool.self) == true { return }
-            logger.error("token store: the lead of a job was not held at its release")
-        } catch {
-            logger.warning("token store: cannot release the lead of a job (\(Self.describe(error))); closing its connection")
-        }
-        try? await connection.close()
-    }
-
-    /// A stable 63-bit key for an advisory lock named `name` (FNV-1a, as `PostgresMigrator`'s).
-    static func lockKey(_ name: String) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in name.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
-    }
+    /// A stable 63-bit key for an advisory lock named `name` (`AdvisoryLead.lockKey`).
+    static func lockKey(_ name: String) -> Int64 { AdvisoryLead.lockKey(name) }
 
     // MARK: Access
 

@@ -33,7 +33,7 @@ public final class PostgresUserStore: UserStore {
     }
 
     /// The numbered, forward-only migrations of the identity store.
-    public static let migrator = PostgresMigrator(store: "identity", migrations: baseMigrations + mailMigrations + logMigrations + adminMigrations)
+    public static let migrator = PostgresMigrator(store: "identity", migrations: baseMigrations + mailMigrations + logMigrations + adminMigrations + handleMigrations)
 
     /// Migration 0001: users and their provider identities.
     static let baseMigrations: [PostgresMigrator.Migration] = [
@@ -289,6 +289,10 @@ public final class PostgresUserStore: UserStore {
         switch state {
         case "23505" where constraint.contains("email_normalized"):
             return IdentityError.emailExists
+        // The email reservation's trigger (migration 0005): an address an unused revert code keeps
+        // for its user, as SQLite's `email_reserved`.
+        case "23505" where constraint == "users_email_reserved":
+            return IdentityError.emailExists
         case "23505" where constraint.hasPrefix("identities"):
             return IdentityError.invalidArgument(field: "identity", reason: "already linked to a user")
         case "23503":
@@ -324,6 +328,16 @@ public final class PostgresUserStore: UserStore {
         user.version = version
         user.linkedProviders = providers.isEmpty ? [] : providers.split(separator: ",").map(String.init)
         return user
+    }
+}
+
+extension PostgresUserStore: LeaderElection {
+    /// Runs `body` if this instance takes the session advisory lock of `job` (a key derived from
+    /// "gatehouse.identity." + job; `AdvisoryLead`); whether it ran. Errors of `body` pass through
+    /// unchanged. Needs a pool of at least two connections: the lock holds one while `body` runs.
+    public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        try await AdvisoryLead(client: client, logger: logger, label: "identity store")
+            .runIfLeader("gatehouse.identity." + job, translate: Self.translate, body)
     }
 }
 

@@ -128,10 +128,13 @@ public final class IDTokenVerifier: Sendable {
         guard replayGuard.accept(replayID, until: exp.addingTimeInterval(options.clockSkew), now: now) else {
             throw .invalidToken(.replayed)
         }
-        return VerifiedProviderToken(
+        var verified = VerifiedProviderToken(
             provider: provider.name, sub: sub, email: claims.email, emailVerified: claims.emailVerified ?? false,
             isPrivateEmail: claims.isPrivateEmail ?? false, iss: iss, aud: aud, exp: exp, iat: iat, nonce: claims.nonce,
             jti: claims.jti)
+        verified.replayID = replayID
+        verified.replayUntil = exp.addingTimeInterval(options.clockSkew)
+        return verified
     }
 
     /// The nonce rule: sent ⇒ carried and equal (Apple: the SHA-256 hex of the sent one);

@@ -26,6 +26,12 @@ public struct VerifiedProviderToken: Sendable, Equatable {
     public let nonce: String?
     /// `jti`, when the token has one.
     public let jti: String?
+    /// The key the verifier's replay guard remembers the token by (provider, issuer, and `jti` or
+    /// the token's SHA-256), for a guard shared by several instances (`SharedReplayGuard`).
+    public var replayID = ""
+    /// Until when the token is accepted (its `exp` plus the allowed skew): how long a shared
+    /// replay guard must remember it.
+    public var replayUntil = Date.distantPast
 }
 
 /// The JOSE header fields the verifier reads.
@@ -103,4 +109,12 @@ enum ClaimReading {
         default: return nil
         }
     }
+}
+
+/// A replay guard shared by several instances (issue 24): the verifier's own guard remembers the
+/// tokens this process accepted; this one, the tokens any instance accepted.
+public protocol SharedReplayGuard: Sendable {
+    /// Records `replayID` until `until`; false when it was recorded already and is still kept at
+    /// `now` (a replay). Exactly one of several callers with the same id gets true.
+    func acceptProviderToken(_ replayID: String, until: Date, now: Date) async throws -> Bool
 }

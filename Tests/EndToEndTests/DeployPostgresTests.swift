@@ -2,7 +2,7 @@ import Foundation
 import GatehouseTestSupport
 import Testing
 
-/// `deploy/docker-compose.postgres.yml`: PostgreSQL, one identity service, two token instances
+/// `deploy/docker-compose.postgres.yml`: PostgreSQL, two identity instances, two token instances
 /// and two gateways (issue 24 §4), checked with `docker-compose config` and run as processes
 /// against the test PostgreSQL server.
 @Suite("deploy/ with PostgreSQL", .serialized)
@@ -10,12 +10,12 @@ struct DeployPostgresTests {
     static let file = "docker-compose.postgres.yml"
     static let secretFiles = ["secrets/postgres-password": "compose-test-password\n"]
 
-    @Test("docker-compose accepts the PostgreSQL variant: two token instances on one database, two gateways that know both, only the gateways publish ports")
+    @Test("docker-compose accepts the PostgreSQL variant: two identity and two token instances on one database, two gateways that know every instance, only the gateways publish ports")
     func composeConfig() async throws {
         let project = try await ComposeProject.load(file: Self.file, files: Self.secretFiles)
         defer { project.remove() }
         let services = project.services
-        #expect(Set(services.keys) == ["postgres", "identity", "token-1", "token-2", "gateway-1", "gateway-2"])
+        #expect(Set(services.keys) == ["postgres", "identity-1", "identity-2", "token-1", "token-2", "gateway-1", "gateway-2"])
         func environment(_ name: String) -> [String: String] {
             (services[name]?["environment"] as? [String: Any] ?? [:]).mapValues { "\($0)" }
         }
@@ -34,6 +34,17 @@ struct DeployPostgresTests {
         }
         #expect(a["GATEHOUSE_TOKEN_DATABASE_URL"] == "postgres://gatehouse@postgres:5432/gatehouse?sslmode=disable")
         #expect(a["GATEHOUSE_TOKEN_BIND"] != b["GATEHOUSE_TOKEN_BIND"])
+        // The identity instances too: one database (the same as the token instances'), one key pair.
+        let i1 = environment("identity-1"), i2 = environment("identity-2")
+        for key in ["GATEHOUSE_IDENTITY_DATABASE_URL", "GATEHOUSE_DATABASE_PASSWORD_FILE", "GATEHOUSE_CURVE_SECRET_KEY_FILE"] {
+            #expect(i1[key] != nil && i1[key] == i2[key], "\(key)")
+        }
+        #expect(i1["GATEHOUSE_IDENTITY_DATABASE_URL"] == a["GATEHOUSE_TOKEN_DATABASE_URL"])
+        #expect(i1["GATEHOUSE_IDENTITY_BIND"] != i2["GATEHOUSE_IDENTITY_BIND"])
+        #expect(i1["GATEHOUSE_ADMIN_PORT"] != i2["GATEHOUSE_ADMIN_PORT"])
+        for name in ["token-1", "token-2", "gateway-1", "gateway-2"] {
+            #expect(environment(name)["GATEHOUSE_IDENTITY_URL"] == "tcp://identity-1:7001,tcp://identity-2:7041", "\(name)")
+        }
         #expect(environment("postgres")["POSTGRES_PASSWORD_FILE"] == "/run/secrets/postgres_password")
         // Every tcp:// URL names, for each instance it lists, the service that binds that port.
         var binder: [Int: String] = [:]
@@ -55,7 +66,13 @@ struct DeployPostgresTests {
             #expect(environment(gateway)["GATEHOUSE_TOKEN_URL"] == "tcp://token-1:7011,tcp://token-2:7021")
             #expect(environment(gateway)["GATEHOUSE_TOKEN_EVENTS_URL"] == "tcp://token-1:7012,tcp://token-2:7022")
         }
-        #expect(environment("identity")["GATEHOUSE_TOKEN_URL"] == "tcp://token-1:7011,tcp://token-2:7021")
+        for identity in ["identity-1", "identity-2"] {
+            #expect(environment(identity)["GATEHOUSE_TOKEN_URL"] == "tcp://token-1:7011,tcp://token-2:7021")
+            #expect(services[identity]?["volumes"] != nil, "\(identity) has its own volume")
+        }
+        for gateway in ["gateway-1", "gateway-2"] {
+            #expect(environment(gateway)["GATEHOUSE_IDENTITY_EVENTS_URL"] == "tcp://identity-1:7002,tcp://identity-2:7042")
+        }
         let readme = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("deploy/README.md"), encoding: .utf8)
         for name in services.keys {
             for key in environment(name).keys where key.hasPrefix("GATEHOUSE_") {
@@ -64,7 +81,7 @@ struct DeployPostgresTests {
         }
     }
 
-    @Test("the PostgreSQL variant's environment, run as processes against a test PostgreSQL server, serves a session through both gateways")
+    @Test("the PostgreSQL variant's environment, run as processes against a test PostgreSQL server, serves a session through both gateways and both identity instances")
     func composeEnvironment() async throws {
         let project = try await ComposeProject.load(file: Self.file, files: Self.secretFiles)
         defer { project.remove() }
@@ -72,7 +89,7 @@ struct DeployPostgresTests {
         let database = server.url(database: try await server.createDatabase())
         // The documented substitution: the database URL names the test server (trust auth, so the
         // password file is read but not needed).
-        let running = try await DeployTests.start(project, external: ["postgres"], overrides: ["GATEHOUSE_TOKEN_DATABASE_URL": database])
+        let running = try await DeployTests.start(project, external: ["postgres"], overrides: ["GATEHOUSE_TOKEN_DATABASE_URL": database, "GATEHOUSE_IDENTITY_DATABASE_URL": database])
         defer { running.stop() }
         let first = try #require(running.substitution.ports[8080]), second = try #require(running.substitution.ports[8090])
         let stack = Stack()

@@ -8,22 +8,28 @@ import Testing
 import Glibc
 #endif
 
-/// Issue 24 §2–§3 over real processes: one identity service, two token instances on one
-/// PostgreSQL database, two gateways that each know both instances.
-@Suite("Several token instances on PostgreSQL")
+/// Issue 24 §2–§3 over real processes: two identity instances and two token instances on one
+/// PostgreSQL database, two gateways that each know every instance.
+@Suite("Several identity and token instances on PostgreSQL")
 struct SeveralInstancesEndToEndTests {
-    /// The processes of one topology: `identity`, `token-a`, `token-b`, `gateway-a`, `gateway-b`.
+    /// The processes of one topology: `identity-a`, `identity-b`, `token-a`, `token-b`,
+    /// `gateway-a`, `gateway-b`.
     final class Topology: @unchecked Sendable {
         let stack = Stack()
         let tokenRPC: [String: String]
+        let identityRPC: [String: String]
         let gatewayPorts: [String: Int]
         let tokenEnvironment: [String: [String: String]]
+        let identityEnvironment: [String: [String: String]]
         let gatewayEnvironment: [String: String]
 
-        init(databaseURL: String, rpcTimeoutMs: Int = 2000, extra: [String: String] = [:]) throws {
+        init(databaseURL: String, rpcTimeoutMs: Int = 2000, extra: [String: String] = [:], identityExtra: [String: String] = [:]) throws {
             let rpcA = "tcp://127.0.0.1:\(freeLoopbackPort())", rpcB = "tcp://127.0.0.1:\(freeLoopbackPort())"
             let eventsA = "tcp://127.0.0.1:\(freeLoopbackPort())", eventsB = "tcp://127.0.0.1:\(freeLoopbackPort())"
+            let idA = "tcp://127.0.0.1:\(freeLoopbackPort())", idB = "tcp://127.0.0.1:\(freeLoopbackPort())"
+            let idEventsA = "tcp://127.0.0.1:\(freeLoopbackPort())", idEventsB = "tcp://127.0.0.1:\(freeLoopbackPort())"
             tokenRPC = ["token-a": rpcA, "token-b": rpcB]
+            identityRPC = ["identity-a": idA, "identity-b": idB]
             gatewayPorts = ["gateway-a": freeLoopbackPort(), "gateway-b": freeLoopbackPort()]
             try FileManager.default.createDirectory(at: stack.dataDir, withIntermediateDirectories: true)
             let kek = stack.dataDir.appendingPathComponent("shared-kek")
@@ -37,10 +43,23 @@ struct SeveralInstancesEndToEndTests {
                     "GATEHOUSE_TOKEN_DATABASE_URL": databaseURL, "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE": kek.path,
                     "GATEHOUSE_KEY_SYNC_INTERVAL": "1", "GATEHOUSE_DATABASE_POOL_SIZE": "4", "GATEHOUSE_REVOCATION_HEARTBEAT_MS": "200",
                     "GATEHOUSE_PUBLIC_URL": Self.publicURL, "GATEHOUSE_RPC_TIMEOUT_MS": "\(rpcTimeoutMs)",
+                    "GATEHOUSE_IDENTITY_URL": "\(idA),\(idB)",
                 ].merging(extra) { $1 }
             }
             tokenEnvironment = tokens
+            var identities: [String: [String: String]] = [:]
+            for (name, rpc, events) in [("identity-a", idA, idEventsA), ("identity-b", idB, idEventsB)] {
+                identities[name] = [
+                    "GATEHOUSE_DATA_DIR": stack.dataDir.appendingPathComponent(name).path,
+                    "GATEHOUSE_IDENTITY_BIND": rpc, "GATEHOUSE_IDENTITY_EVENTS_BIND": events,
+                    "GATEHOUSE_IDENTITY_DATABASE_URL": databaseURL, "GATEHOUSE_DATABASE_POOL_SIZE": "6",
+                    "GATEHOUSE_TOKEN_URL": "\(rpcA),\(rpcB)", "GATEHOUSE_PUBLIC_URL": Self.publicURL,
+                    "GATEHOUSE_RPC_TIMEOUT_MS": "\(rpcTimeoutMs)", "GATEHOUSE_CHANGE_FEED_HEARTBEAT_MS": "200",
+                ].merging(identityExtra) { $1 }
+            }
+            identityEnvironment = identities
             gatewayEnvironment = [
+                "GATEHOUSE_IDENTITY_URL": "\(idA),\(idB)", "GATEHOUSE_IDENTITY_EVENTS_URL": "\(idEventsA),\(idEventsB)",
                 "GATEHOUSE_TOKEN_URL": "\(rpcA),\(rpcB)", "GATEHOUSE_TOKEN_EVENTS_URL": "\(eventsA),\(eventsB)",
                 "GATEHOUSE_REVOCATION_HEARTBEAT_MS": "200", "GATEHOUSE_PUBLIC_URL": Self.publicURL,
                 "GATEHOUSE_RPC_TIMEOUT_MS": "\(rpcTimeoutMs)",
@@ -51,8 +70,7 @@ struct SeveralInstancesEndToEndTests {
         static let publicURL = "https://auth.several.test"
 
         func start() async throws {
-            try stack.start(
-                "identity", environment: ["GATEHOUSE_TOKEN_URL": gatewayEnvironment["GATEHOUSE_TOKEN_URL"]!, "GATEHOUSE_PUBLIC_URL": Self.publicURL])
+            for name in ["identity-a", "identity-b"] { try startIdentity(name) }
             for name in ["token-a", "token-b"] { try startToken(name) }
             for (name, port) in gatewayPorts {
                 try stack.start("gateway", name: name, environment: gatewayEnvironment.merging(["GATEHOUSE_HTTP_PORT": "\(port)"]) { $1 })
@@ -62,6 +80,15 @@ struct SeveralInstancesEndToEndTests {
 
         func startToken(_ name: String) throws {
             try stack.start("token", name: name, environment: tokenEnvironment[name]!, captureLog: true)
+        }
+
+        func startIdentity(_ name: String) throws {
+            try stack.start("identity", name: name, environment: identityEnvironment[name]!, captureLog: true)
+        }
+
+        /// A client of one identity instance alone.
+        func identityClient(_ name: String) throws -> RPCClient {
+            try RPCClient(configuration: .init(endpoint: identityRPC[name]!, defaultTimeout: .seconds(5)))
         }
 
         var a: Int { gatewayPorts["gateway-a"]! }

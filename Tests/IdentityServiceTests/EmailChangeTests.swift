@@ -8,16 +8,16 @@ import Mail
 import RPCRouting
 import Testing
 
-/// The confirmed email change (issue 19 §4) through the handlers, on a real SQLite file and a
+/// The confirmed email change (issue 19 §4) through the handlers, on SQLite and PostgreSQL and a
 /// manual clock: the request mails the new address, the confirmation applies it and mails the
 /// old address a revert code, the revert restores the old address and revokes every session.
 @Suite("Identity: confirmed email change")
 struct EmailChangeTests {
     let strong = "glacier lantern marmalade"
 
-    func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { try identityStorage(h.store) }
 
-    func outbox(_ h: Harness, _ kind: String) async throws -> [MailMessage] { try await queuedMails(in: sqlite(h), kind: kind) }
+    func outbox(_ h: Harness, _ kind: String) async throws -> [MailMessage] { try await queuedMails(in: storage(h), kind: kind) }
 
     /// The code of the last mail of `kind`.
     func lastCode(_ h: Harness, _ kind: String) async throws -> String {
@@ -46,9 +46,9 @@ struct EmailChangeTests {
         try #require(try await h.store.user(id: UserID(me.userID)))
     }
 
-    @Test("the request changes nothing but mails a code to the new address (only its hash stored, no event); confirming makes the address the user's, verified, publishes user.email_changed and mails the old address a revert code; each code works once")
-    func requestAndConfirm() async throws {
-        let h = try await Harness()
+    @Test("the request changes nothing but mails a code to the new address (only its hash stored, no event); confirming makes the address the user's, verified, publishes user.email_changed and mails the old address a revert code; each code works once", arguments: StoreKind.kept)
+    func requestAndConfirm(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "Old@Example.com")
         let before = try await user(h, me)
@@ -63,12 +63,11 @@ struct EmailChangeTests {
         #expect(mail.to == "New@Example.com" && mail.subject == "Confirm your new email address for Gatehouse")
         #expect(mail.text.contains("New@Example.com") && mail.text.contains("60 minutes"))
         let code = try #require(mail.code)
-        let stored = try await sqlite(h).read { db in
-            try Row.fetchAll(db, sql: "SELECT codeHash, email, fromEmailNormalized, purpose FROM email_actions").map { row in
-                [row["codeHash"] as Data == IdentityHandlers.resetCodeHash(code) ? "hash" : "other", row["email"], row["fromEmailNormalized"], row["purpose"]] as [String]
-            }
-        }
-        #expect(stored == [["hash", "New@Example.com", "old@example.com", "change_email"]])
+        #expect(try await rawCodeHashes(h.store, table: "email_actions") == [IdentityHandlers.resetCodeHash(code)])
+        let stored = try await rawStrings(
+            h.store, sqlite: "SELECT email || ' ' || fromEmailNormalized || ' ' || purpose FROM email_actions",
+            postgres: "SELECT email || ' ' || from_email_normalized || ' ' || purpose FROM email_actions")
+        #expect(stored == ["New@Example.com old@example.com change_email"])
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "old@example.com", password: strong))
 
         h.clock.advance(by: 60)
@@ -84,7 +83,7 @@ struct EmailChangeTests {
         #expect(notice.text.contains("from Old@Example.com to New@Example.com"))
         let revertCode = try #require(notice.code)
         #expect(revertCode != code)
-        #expect(try await sqlite(h).emailChangeCodeCount(userID: after.id, purpose: .revertEmail, now: h.clock.now) == 1)
+        #expect(try await storage(h).emailChangeCodeCount(userID: after.id, purpose: .revertEmail, now: h.clock.now) == 1)
         await expectCode(.invalidEmailChangeCode) { try await confirm(h, code) }
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "new@example.com", password: strong))
         await expectCode(.invalidCredentials) { try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "old@example.com", password: strong)) }
@@ -94,9 +93,9 @@ struct EmailChangeTests {
         await expectCode(.invalidEmailChangeCode) { try await revert(h, revertCode) }
     }
 
-    @Test("the revert restores the old address (verified), revokes every session around the write (email_reverted), voids pending change and reset codes; a wrong code revokes nothing")
-    func revert() async throws {
-        let h = try await Harness()
+    @Test("the revert restores the old address (verified), revokes every session around the write (email_reverted), voids pending change and reset codes; a wrong code revokes nothing", arguments: StoreKind.kept)
+    func revert(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "ann@example.com")
         _ = try await change(h, me, "ann.new@example.com")
@@ -134,9 +133,9 @@ struct EmailChangeTests {
         _ = try await signUp(h, "ann.new@example.com")
     }
 
-    @Test("a confirmation voids the user's other change codes, verify codes and password reset codes; a newer request supersedes the older code")
-    func confirmVoidsOtherCodes() async throws {
-        let h = try await Harness()
+    @Test("a confirmation voids the user's other change codes, verify codes and password reset codes; a newer request supersedes the older code", arguments: StoreKind.kept)
+    func confirmVoidsOtherCodes(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "bo@example.com")
         _ = try await change(h, me, "bo1@example.com")
@@ -149,25 +148,23 @@ struct EmailChangeTests {
         let resetCode = try await lastCode(h, "password_reset")
         let id = UserID(me.userID)
         let verifyHash = IdentityHandlers.resetCodeHash(IdentityHandlers.newResetCode())
-        try await sqlite(h).run { db in
-            try SQLiteUserStore.emailChangeInsertCode(
-                .verifyEmail, userID: id, codeHash: verifyHash, email: "bo@example.com", emailNormalized: "bo@example.com", from: nil,
-                previousVerified: false, expiresAt: Date(timeIntervalSince1970: 4_000_000_000), nowMs: 1, in: db)
-        }
-        #expect(try await sqlite(h).emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 1)
+        try await storage(h).storeLinkCode(
+            .verifyEmail, userID: id, email: "bo@example.com", emailNormalized: "bo@example.com", codeHash: verifyHash,
+            expiresAt: Date(timeIntervalSince1970: 4_000_000_000), now: h.clock.now)
+        #expect(try await storage(h).emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 1)
 
         #expect(try await confirm(h, current).user.email == "bo2@example.com")
-        #expect(try await sqlite(h).emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 0)
-        #expect(try await sqlite(h).emailChangeCodeCount(userID: id, purpose: .changeEmail, now: h.clock.now) == 0)
+        #expect(try await storage(h).emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 0)
+        #expect(try await storage(h).emailChangeCodeCount(userID: id, purpose: .changeEmail, now: h.clock.now) == 0)
         await expectCode(.invalidResetCode) {
             try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: resetCode, password: "saffron kettle obelisk"))
         }
         await expectCode(.invalidEmailChangeCode) { try await confirm(h, superseded) }
     }
 
-    @Test("refused codes: malformed, unknown, expired, a revert code, or one for an address the user no longer has; a disabled user: user_disabled")
-    func refusedCodes() async throws {
-        let h = try await Harness()
+    @Test("refused codes: malformed, unknown, expired, a revert code, or one for an address the user no longer has; a disabled user: user_disabled", arguments: StoreKind.kept)
+    func refusedCodes(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "cy@example.com")
         _ = try await change(h, me, "cy2@example.com")
@@ -196,9 +193,9 @@ struct EmailChangeTests {
         #expect(try await user(h, dee).email == "dee@example.com")
     }
 
-    @Test("taken meanwhile: confirming when the new address got an account is email_exists and the code stays usable; the old address is reserved for its owner until the revert code is used: sign-up and changes to it are email_exists, the revert works")
-    func takenMeanwhile() async throws {
-        let h = try await Harness()
+    @Test("taken meanwhile: confirming when the new address got an account is email_exists and the code stays usable; the old address is reserved for its owner until the revert code is used: sign-up and changes to it are email_exists, the revert works", arguments: StoreKind.kept)
+    func takenMeanwhile(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "eve@example.com")
         _ = try await change(h, me, "eve2@example.com")
@@ -220,9 +217,9 @@ struct EmailChangeTests {
         await expectCode(.emailExists) { _ = try await signUp(h, "eve@example.com") }
     }
 
-    @Test("a password change or reset voids a pending email change: a change asked from a session the new password ends cannot complete after it")
-    func passwordEndsPendingChange() async throws {
-        let h = try await Harness()
+    @Test("a password change or reset voids a pending email change: a change asked from a session the new password ends cannot complete after it", arguments: StoreKind.kept)
+    func passwordEndsPendingChange(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "fay@example.com")
         _ = try await change(h, me, "fay.attacker@example.com")
@@ -240,9 +237,9 @@ struct EmailChangeTests {
         #expect(try await user(h, me).email == "fay@example.com")
     }
 
-    @Test("chained changes A→B→C: the revert to B does not disarm A's; A's revert voids B's")
-    func chainedReverts() async throws {
-        let h = try await Harness()
+    @Test("chained changes A→B→C: the revert to B does not disarm A's; A's revert voids B's", arguments: StoreKind.kept)
+    func chainedReverts(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "a@example.com")
         _ = try await change(h, me, "b@example.com")
@@ -270,9 +267,9 @@ struct EmailChangeTests {
         await expectCode(.invalidEmailChangeCode) { try await revert(h, toB2) }
     }
 
-    @Test("the same address: nothing happens; only its case: applied at once, no mail; per user one change mail a minute and five an hour, then rate_limited with retryAfter")
-    func noOpsAndLimits() async throws {
-        let h = try await Harness()
+    @Test("the same address: nothing happens; only its case: applied at once, no mail; per user one change mail a minute and five an hour, then rate_limited with retryAfter", arguments: StoreKind.kept)
+    func noOpsAndLimits(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "fay@example.com")
         let version = try await user(h, me).version
@@ -309,9 +306,9 @@ struct EmailChangeTests {
         _ = try await change(h, me, "fay6@example.com")
     }
 
-    @Test("bad input: invalid_email, email_exists, an anonymous caller, a stale login; the mails follow the locale")
-    func badInputAndLocale() async throws {
-        let h = try await Harness()
+    @Test("bad input: invalid_email, email_exists, an anonymous caller, a stale login; the mails follow the locale", arguments: StoreKind.kept)
+    func badInputAndLocale(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "gus@example.com")
         _ = try await signUp(h, "taken@example.com")

@@ -8,7 +8,7 @@ import Mail
 import RPCRouting
 import Testing
 
-/// Email verification (issue 19 §3) through the handlers, on a real SQLite file and a manual clock.
+/// Email verification (issue 19 §3) through the handlers, on SQLite and PostgreSQL and a manual clock.
 @Suite("Identity: email verification")
 struct EmailVerificationTests {
     let strong = "glacier lantern marmalade"
@@ -20,9 +20,9 @@ struct EmailVerificationTests {
         return (handlers, LocalCaller(router: handlers.router()))
     }
 
-    func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { try identityStorage(h.store) }
 
-    func mails(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: sqlite(h), kind: "verify_email") }
+    func mails(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: storage(h), kind: "verify_email") }
 
     func me(_ h: Harness, _ id: String) -> AuthenticatedCaller { AuthenticatedCaller(userID: id, sessionID: "sid-1", authTime: h.clock.now) }
 
@@ -30,9 +30,9 @@ struct EmailVerificationTests {
         try await caller.call(IdentityAPI.confirmEmailVerification, EmailCodeRequest(code: code))
     }
 
-    @Test("off: sign-up mails nothing; the signed-in user asks for a mail (202 email, expiresIn); the code verifies once, stored only as its SHA-256; user.updated is published and the claims say email_verified")
-    func sendAndConfirm() async throws {
-        let h = try await Harness()
+    @Test("off: sign-up mails nothing; the signed-in user asks for a mail (202 email, expiresIn); the code verifies once, stored only as its SHA-256; user.updated is published and the claims say email_verified", arguments: StoreKind.kept)
+    func sendAndConfirm(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (_, caller) = handlers(h, .off)
         let signedUp = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "Ada@Example.com", password: strong))
@@ -43,7 +43,7 @@ struct EmailVerificationTests {
         let mail = try #require(try await mails(h).first)
         #expect(mail.to == "Ada@Example.com" && mail.kind == "verify_email")
         let code = try #require(mail.code)
-        let stored = try await sqlite(h).read { db in try Data.fetchAll(db, sql: "SELECT codeHash FROM email_actions") }
+        let stored = try await rawCodeHashes(h.store, table: "email_actions")
         #expect(stored == [IdentityHandlers.resetCodeHash(code)])
 
         let confirmed = try await confirm(caller, code)
@@ -58,9 +58,9 @@ struct EmailVerificationTests {
         }
     }
 
-    @Test("per-user limits: a second mail within a minute is rate_limited with the seconds to wait; a new code voids the older; five an hour")
-    func limits() async throws {
-        let h = try await Harness()
+    @Test("per-user limits: a second mail within a minute is rate_limited with the seconds to wait; a new code voids the older; five an hour", arguments: StoreKind.kept)
+    func limits(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (_, caller) = handlers(h, .off)
         let id = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "bo@example.com", password: strong)).user.id
@@ -86,13 +86,13 @@ struct EmailVerificationTests {
         h.clock.advance(by: 61)
         await expectCode(.rateLimited) { try await caller.call(IdentityAPI.sendEmailVerification, send) }
         #expect(try await mails(h).count == 5)
-        #expect(try await sqlite(h).activeEmailVerificationCount(userID: UserID(id), now: h.clock.now) == 1)
+        #expect(try await storage(h).activeEmailVerificationCount(userID: UserID(id), now: h.clock.now) == 1)
         _ = second
     }
 
-    @Test("a code for an address the user no longer has does nothing; expired, malformed and unknown codes are invalid_verification_code; a disabled user's code is user_disabled")
-    func invalidCodes() async throws {
-        let h = try await Harness()
+    @Test("a code for an address the user no longer has does nothing; expired, malformed and unknown codes are invalid_verification_code; a disabled user's code is user_disabled", arguments: StoreKind.kept)
+    func invalidCodes(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (handlers, caller) = handlers(h, .send)
         let id = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "cy@example.com", password: strong)).user.id
@@ -120,9 +120,9 @@ struct EmailVerificationTests {
         #expect(try await h.store.user(id: UserID(id))?.emailVerified == false)
     }
 
-    @Test("an anonymous caller is invalid_argument; a request by address answers the same for known, unknown and verified addresses and mails only the unverified account")
-    func anonymousAndByAddress() async throws {
-        let h = try await Harness()
+    @Test("an anonymous caller is invalid_argument; a request by address answers the same for known, unknown and verified addresses and mails only the unverified account", arguments: StoreKind.kept)
+    func anonymousAndByAddress(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (handlers, caller) = handlers(h, .off)
         let anon = try await caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id
@@ -146,9 +146,9 @@ struct EmailVerificationTests {
         #expect(try await mails(h).count == 1)
     }
 
-    @Test("send: sign-up and an anonymous user's upgrade mail a verification in the same transaction (a refused sign-up mails nothing) in the request's language; sessions as before")
-    func sendMode() async throws {
-        let h = try await Harness()
+    @Test("send: sign-up and an anonymous user's upgrade mail a verification in the same transaction (a refused sign-up mails nothing) in the request's language; sessions as before", arguments: StoreKind.kept)
+    func sendMode(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (_, caller) = handlers(h, .send)
         let signedUp = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "ed@example.com", password: strong, locale: "ja,en"))
@@ -178,31 +178,31 @@ struct EmailVerificationTests {
         #expect(try await caller.call(IdentityAPI.signIn, SignInRequest(email: "ed@example.com", password: strong)).hasSession)
     }
 
-    @Test("the store writes the user and its code and mail in one transaction: a refused insert or upgrade leaves neither")
-    func oneTransaction() async throws {
-        let h = try await Harness()
+    @Test("the store writes the user and its code and mail in one transaction: a refused insert or upgrade leaves neither", arguments: StoreKind.kept)
+    func oneTransaction(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (handlers, caller) = handlers(h, .off)
         let taken = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "jo@example.com", password: strong)).user.id
         let pending = handlers.pendingVerification(to: "jo@example.com", normalized: "jo@example.com", locale: "en", now: h.clock.now)
         let twin = UserRecord(id: .random(), email: try EmailAddress("JO@example.com"), createdAt: h.clock.now)
-        await expectCode(.emailExists) { try await sqlite(h).insert(twin, verification: pending) }
+        await expectCode(.emailExists) { try await storage(h).insert(twin, verification: pending) }
         let anon = try await caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id
         await expectCode(.emailExists) {
-            try await sqlite(h).update(id: UserID(anon), now: h.clock.now, verification: pending) { user in
+            try await storage(h).update(id: UserID(anon), now: h.clock.now, verification: pending) { user in
                 user.email = "jo@example.com"
                 user.emailNormalized = "jo@example.com"
                 user.isAnonymous = false
             }
         }
         #expect(try await mails(h).isEmpty)
-        #expect(try await sqlite(h).activeEmailVerificationCount(userID: UserID(taken), now: h.clock.now) == 0)
-        #expect(try await sqlite(h).read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM email_actions") } == 0)
+        #expect(try await storage(h).activeEmailVerificationCount(userID: UserID(taken), now: h.clock.now) == 0)
+        #expect(try await rawStrings(h.store, sqlite: "SELECT CAST(COUNT(*) AS TEXT) FROM email_actions", postgres: "SELECT count(*)::text FROM email_actions") == ["0"])
     }
 
-    @Test("required: sign-up answers verificationRequired with no session; password sign-in is email_not_verified only with the right password; after verifying, sign-in works; re-authentication is not gated")
-    func requiredMode() async throws {
-        let h = try await Harness()
+    @Test("required: sign-up answers verificationRequired with no session; password sign-in is email_not_verified only with the right password; after verifying, sign-in works; re-authentication is not gated", arguments: StoreKind.kept)
+    func requiredMode(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (_, caller) = handlers(h, .required)
         let issuedBefore = h.tokens.requests.count
@@ -230,9 +230,9 @@ struct EmailVerificationTests {
         #expect(try await caller.call(IdentityAPI.reauthenticate, reauth).hasSession)
     }
 
-    @Test("required: an anonymous caller signing in to an unverified account is email_not_verified before any migration")
-    func requiredMigratingSignIn() async throws {
-        let h = try await Harness()
+    @Test("required: an anonymous caller signing in to an unverified account is email_not_verified before any migration", arguments: StoreKind.kept)
+    func requiredMigratingSignIn(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let (_, caller) = handlers(h, .required)
         let (_, offCaller) = handlers(h, .off)

@@ -31,16 +31,20 @@ struct LateTransport: MailTransport {
 }
 
 /// Delivery robustness (issue 19 part 2, F4): the per-delivery deadline, mail whose code
-/// expired, and the local mailbox's purge.
+/// expired (over SQLite and PostgreSQL), and the local mailbox's purge.
 @Suite("Outbox delivery robustness", .timeLimit(.minutes(1)))
 struct OutboxRobustnessTests {
     let directory: TemporaryDirectory
-    let store: SQLiteUserStore
     let clock = ManualClock()
 
     init() async throws {
         directory = try TemporaryDirectory(prefix: "outbox-robust")
-        store = try await directory.migratedStore()
+    }
+
+    /// A migrated store of `kind` (SQLite or PostgreSQL), and what removes it.
+    func makeStore(_ kind: StoreKind) async throws -> (any IdentityStorage, @Sendable () -> Void) {
+        let (store, cleanup) = try await kind.make()
+        return (try identityStorage(store), cleanup)
     }
 
     func mail(expiresAt: Date? = nil) -> MailMessage {
@@ -49,19 +53,23 @@ struct OutboxRobustnessTests {
             text: "code-1", date: clock.now, expiresAt: expiresAt)
     }
 
-    func worker(_ transport: any MailTransport, deliveryTimeout: Duration = .seconds(60), retention: TimeInterval = 7 * 86_400) -> OutboxWorker {
+    func worker(
+        _ store: any IdentityStorage, _ transport: any MailTransport, deliveryTimeout: Duration = .seconds(60), retention: TimeInterval = 7 * 86_400
+    ) -> OutboxWorker {
         OutboxWorker(
             store: store, transport: transport, destination: "a test transport", clock: clock.wallClock,
             policy: .init(retention: retention, deliveryTimeout: deliveryTimeout), random: { 0 })
     }
 
-    @Test("a delivery that does not finish within the delivery timeout is cancelled and retried later; the pass goes on")
-    func deliveryTimeout() async throws {
+    @Test("a delivery that does not finish within the delivery timeout is cancelled and retried later; the pass goes on", arguments: StoreKind.kept)
+    func deliveryTimeout(_ kind: StoreKind) async throws {
         defer { directory.remove() }
+        let (store, cleanup) = try await makeStore(kind)
+        defer { cleanup() }
         try await store.enqueueMail(mail(), at: clock.now)
         let transport = HangingTransport()
         let started = ContinuousClock.now
-        let counts = try await worker(transport, deliveryTimeout: .milliseconds(300)).deliverDue()
+        let counts = try await worker(store, transport, deliveryTimeout: .milliseconds(300)).deliverDue()
         #expect(ContinuousClock.now - started < .seconds(10))
         #expect(counts == .init(retried: 1))
         #expect(transport.attempts == 1)
@@ -72,20 +80,24 @@ struct OutboxRobustnessTests {
         #expect(row.nextAttemptAt == clock.now.addingTimeInterval(30))
     }
 
-    @Test("a delivery that finishes after the deadline passed (the transport ignored the cancellation) counts as delivered")
-    func lateDeliveryCounts() async throws {
+    @Test("a delivery that finishes after the deadline passed (the transport ignored the cancellation) counts as delivered", arguments: StoreKind.kept)
+    func lateDeliveryCounts(_ kind: StoreKind) async throws {
         defer { directory.remove() }
+        let (store, cleanup) = try await makeStore(kind)
+        defer { cleanup() }
         try await store.enqueueMail(mail(), at: clock.now)
-        #expect(try await worker(LateTransport(delay: 0.5), deliveryTimeout: .milliseconds(50)).deliverDue() == .init(sent: 1))
+        #expect(try await worker(store, LateTransport(delay: 0.5), deliveryTimeout: .milliseconds(50)).deliverDue() == .init(sent: 1))
         #expect(try await store.outboxEntries().first?.state == "sent")
     }
 
-    @Test("the worker's own cancellation during a hung delivery leaves the mail queued as it was")
-    func cancelledDuringHungDelivery() async throws {
+    @Test("the worker's own cancellation during a hung delivery leaves the mail queued as it was", arguments: StoreKind.kept)
+    func cancelledDuringHungDelivery(_ kind: StoreKind) async throws {
         defer { directory.remove() }
+        let (store, cleanup) = try await makeStore(kind)
+        defer { cleanup() }
         try await store.enqueueMail(mail(), at: clock.now)
         let transport = HangingTransport()
-        let outbox = worker(transport)
+        let outbox = worker(store, transport)
         let pass = Task { try await outbox.deliverDue() }
         try await waitUntil("the delivery to start") { transport.attempts == 1 }
         pass.cancel()
@@ -94,13 +106,15 @@ struct OutboxRobustnessTests {
         #expect(row.state == "queued" && row.attempts == 0 && row.lastError == nil)
     }
 
-    @Test("a mail whose code expired before it could be delivered is marked dead (expired), never sent; one not yet expired is sent")
-    func expiredMailIsNotSent() async throws {
+    @Test("a mail whose code expired before it could be delivered is marked dead (expired), never sent; one not yet expired is sent", arguments: StoreKind.kept)
+    func expiredMailIsNotSent(_ kind: StoreKind) async throws {
         defer { directory.remove() }
+        let (store, cleanup) = try await makeStore(kind)
+        defer { cleanup() }
         let stale = mail(expiresAt: clock.now.addingTimeInterval(3600))
         try await store.enqueueMail(stale, at: clock.now)
         let transport = ScriptedTransport([.transient("relay down")])
-        let outbox = worker(transport)
+        let outbox = worker(store, transport)
         #expect(try await outbox.deliverDue() == .init(retried: 1))
         clock.advance(by: 3600)
         let fresh = mail(expiresAt: clock.now.addingTimeInterval(60))
@@ -137,7 +151,9 @@ struct OutboxRobustnessTests {
         try await mailbox.deliver(mail())
         try Data("notes".utf8).write(to: folder.appendingPathComponent("README"))
         clock.advance(by: 86_400 + 1)
-        let outbox = worker(mailbox, retention: 3 * 86_400)
+        let (store, cleanup) = try await makeStore(.sqlite)
+        defer { cleanup() }
+        let outbox = worker(store, mailbox, retention: 3 * 86_400)
         try await outbox.deliverDue()
         let left = try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
         #expect(left.count == 2)

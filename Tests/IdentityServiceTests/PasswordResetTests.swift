@@ -8,15 +8,15 @@ import Mail
 import RPCRouting
 import Testing
 
-/// Password reset (scenario A30) through the handlers, on a real SQLite file and a manual clock.
+/// Password reset (scenario A30) through the handlers, on SQLite and PostgreSQL and a manual clock.
 @Suite("Identity: password reset")
 struct PasswordResetTests {
     let strong = "glacier lantern marmalade"
     let fresh = "saffron kettle obelisk"
 
-    func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { try identityStorage(h.store) }
 
-    func outbox(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: sqlite(h)) }
+    func outbox(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: storage(h)) }
 
     func signUp(_ h: Harness, _ email: String) async throws -> String {
         try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: email, password: strong)).user.id
@@ -30,23 +30,23 @@ struct PasswordResetTests {
         try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: code, password: password))
     }
 
-    @Test("reset rows expired or used a day ago are purged; a live code's row stays")
-    func purgeOldCodes() async throws {
-        let h = try await Harness()
+    @Test("reset rows expired or used a day ago are purged; a live code's row stays", arguments: StoreKind.kept)
+    func purgeOldCodes(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let old = UserID(try await signUp(h, "old@example.com"))
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "old@example.com", locale: "en") == .queued)
         h.clock.advance(by: 2 * 86_400)
         let live = UserID(try await signUp(h, "live@example.com"))
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "live@example.com", locale: "en") == .queued)
-        #expect(try await sqlite(h).purgePasswordResets(before: h.clock.now.addingTimeInterval(-86_400)) == 1)
-        #expect(try await sqlite(h).passwordResetCount(userID: old) == 0)
-        #expect(try await sqlite(h).passwordResetCount(userID: live) == 1)
+        #expect(try await storage(h).purgePasswordResets(before: h.clock.now.addingTimeInterval(-86_400)) == 1)
+        #expect(try await storage(h).passwordResetCount(userID: old) == 0)
+        #expect(try await storage(h).passwordResetCount(userID: live) == 1)
     }
 
-    @Test("a code mailed before the email or the password changed no longer works")
-    func codesEndWithTheirCredentials() async throws {
-        let h = try await Harness()
+    @Test("a code mailed before the email or the password changed no longer works", arguments: StoreKind.kept)
+    func codesEndWithTheirCredentials(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let id = try await signUp(h, "eve@example.com")
         let me = AuthenticatedCaller(userID: id, sessionID: "sid-1", authTime: h.clock.now)
@@ -64,9 +64,9 @@ struct PasswordResetTests {
         #expect(try await signIn(h, "eve2@example.com", "another fine passphrase").user.id == id)
     }
 
-    @Test("a known email gets one mail whose code is stored only as its SHA-256; confirming sets the password, revokes every session, and the code works once")
-    func requestAndConfirm() async throws {
-        let h = try await Harness()
+    @Test("a known email gets one mail whose code is stored only as its SHA-256; confirming sets the password, revokes every session, and the code works once", arguments: StoreKind.kept)
+    func requestAndConfirm(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let id = try await signUp(h, "Ada@Example.com")
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "ada@example.com", locale: "en") == .queued)
@@ -79,9 +79,11 @@ struct PasswordResetTests {
         let code = try #require(mail.code)
         #expect(try #require(mail.html).contains(code))
         // Only the hash is stored.
-        let stored = try await sqlite(h).read { db in try Data.fetchAll(db, sql: "SELECT codeHash FROM password_resets") }
+        let stored = try await rawCodeHashes(h.store, table: "password_resets")
         #expect(stored == [IdentityHandlers.resetCodeHash(code)])
-        let dump = try await sqlite(h).read { db in try String.fetchAll(db, sql: "SELECT quote(codeHash) || userId FROM password_resets") }
+        let dump = try await rawStrings(
+            h.store, sqlite: "SELECT quote(codeHash) || userId FROM password_resets",
+            postgres: "SELECT encode(code_hash, 'hex') || user_id FROM password_resets")
         #expect(!dump.joined().contains(code))
 
         h.clock.advance(by: 60)
@@ -94,9 +96,9 @@ struct PasswordResetTests {
         await expectCode(.invalidResetCode) { try await confirm(h, code, "another fine passphrase") }
     }
 
-    @Test("a newer request voids the older code; an expired code is refused; unknown and malformed codes answer invalid_reset_code")
-    func newerVoidsOlderAndExpiry() async throws {
-        let h = try await Harness()
+    @Test("a newer request voids the older code; an expired code is refused; unknown and malformed codes answer invalid_reset_code", arguments: StoreKind.kept)
+    func newerVoidsOlderAndExpiry(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "bo@example.com")
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
@@ -112,16 +114,16 @@ struct PasswordResetTests {
         _ = try await signIn(h, "bo@example.com", strong)
     }
 
-    @Test("an unknown email, a disabled or an anonymous user: no code, no mail; a malformed email: invalid_email")
-    func noMailWithoutAnAccount() async throws {
-        let h = try await Harness()
+    @Test("an unknown email, a disabled or an anonymous user: no code, no mail; a malformed email: invalid_email", arguments: StoreKind.kept)
+    func noMailWithoutAnAccount(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "nobody@example.com", locale: "en") == .noAccount)
         let id = try await signUp(h, "off@example.com")
         _ = try await h.handlers.setDisabled(SetDisabledRequest(userID: id, disabled: true))
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "off@example.com", locale: "en") == .noAccount)
         #expect(try await outbox(h).isEmpty)
-        #expect(try await sqlite(h).passwordResetCount(userID: UserID(id)) == 0)
+        #expect(try await storage(h).passwordResetCount(userID: UserID(id)) == 0)
         await expectCode(.invalidEmail) {
             try await h.caller.call(IdentityAPI.requestPasswordReset, PasswordResetRequest(email: "not an email"))
         }
@@ -129,9 +131,9 @@ struct PasswordResetTests {
         _ = try await h.caller.call(IdentityAPI.requestPasswordReset, PasswordResetRequest(email: "nobody@example.com"))
     }
 
-    @Test("per address: one mail a minute, five an hour; extra requests write nothing")
-    func perAddressLimit() async throws {
-        let h = try await Harness()
+    @Test("per address: one mail a minute, five an hour; extra requests write nothing", arguments: StoreKind.kept)
+    func perAddressLimit(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "lim@example.com")
         let send = { await h.handlers.sendPasswordReset(normalizedEmail: "lim@example.com", locale: "en") }
@@ -149,9 +151,9 @@ struct PasswordResetTests {
         #expect(await send() == .queued)
     }
 
-    @Test("the RPC answers before the work; the mail follows, in Japanese for ja, with the link when a base is set")
-    func requestThroughRPC() async throws {
-        let h = try await Harness()
+    @Test("the RPC answers before the work; the mail follows, in Japanese for ja, with the link when a base is set", arguments: StoreKind.kept)
+    func requestThroughRPC(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "ja@example.com")
         var handlers = h.handlers
@@ -169,9 +171,9 @@ struct PasswordResetTests {
         #expect(try #require(mail.html).contains("https://app.example.com/auth?mode=resetPassword&amp;code=\(code)"))
     }
 
-    @Test("a password the policy refuses: weak_password, and the code stays usable")
-    func weakPasswordKeepsTheCode() async throws {
-        let h = try await Harness()
+    @Test("a password the policy refuses: weak_password, and the code stays usable", arguments: StoreKind.kept)
+    func weakPasswordKeepsTheCode(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "weak@example.com")
         _ = await h.handlers.sendPasswordReset(normalizedEmail: "weak@example.com", locale: "en")

@@ -1,0 +1,210 @@
+import Foundation
+import IdentityCore
+import IdentityService
+import PostgresNIO
+
+// `gatehouse store copy` (issue 24 §1), the identity side: a stopped identity service's
+// identity.sqlite copied into an empty PostgreSQL database in one transaction, every table as it
+// is stored (users with their password hashes, provider links, pending codes and mail, the change
+// log with its positions, the audit log, admin keys, Apple tokens), then checked by the counts of
+// every table and a sample of sign-ins before the commit.
+extension PostgresUserStore {
+    /// What a copy wrote: rows per table, and how many sign-ins were checked.
+    public struct CopyReport: Sendable, CustomStringConvertible {
+        /// Rows copied, by PostgreSQL table.
+        public var rows: [String: Int] = [:]
+        /// Users whose sign-in (by email: the id and password hash found) was checked.
+        public var sampled = 0
+        /// "users 12, identities 3, …"
+        public var description: String {
+            rows.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
+        }
+    }
+
+    /// The SQLite tables not copied, each for a reason.
+    static let copySkippedTables: Set<String> = []
+
+    /// SQLite's table names that PostgreSQL spells otherwise.
+    static let copyTableNames: [String: String] = [:]
+
+    /// The order tables are copied in: users first (the others refer to them), then the rest by name.
+    static func copyOrder(_ tables: [String]) -> [String] {
+        let first = ["users", "identities"]
+        return first.filter(tables.contains) + tables.filter { !first.contains($0) }.sorted()
+    }
+
+    /// `emailNormalized` → `email_normalized`.
+    static func snakeCase(_ name: String) -> String {
+        var out = ""
+        for character in name {
+            if character.isUppercase {
+                if !out.isEmpty { out.append("_") }
+                out.append(contentsOf: character.lowercased())
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// Copies `source` into this (migrated, empty) database in one transaction; checks the counts
+    /// of every table and `sample` sign-ins before committing (rolled back on any mismatch).
+    /// `sourceUnchanged` is asked last: false rolls back (another process opened the source).
+    public func copy(
+        from source: SQLiteUserStore.CopySource, batch: Int = 500, sample: Int = 100, sourceUnchanged: @escaping @Sendable () -> Bool
+    ) async throws -> CopyReport {
+        let tables = Self.copyOrder(try source.tables().filter { !Self.copySkippedTables.contains($0) })
+        return try await transaction { [self] connection in
+            try await connection.query("SET LOCAL statement_timeout = 0", logger: queryLogger)
+            try await connection.query("SET LOCAL idle_in_transaction_session_timeout = 0", logger: queryLogger)
+            try await connection.query("LOCK TABLE users IN EXCLUSIVE MODE", logger: queryLogger)
+            var present: Int64 = 0
+            for try await n in try await connection.query("SELECT count(*) FROM users", logger: queryLogger).decode(Int64.self) { present = n }
+            guard present == 0 else {
+                throw SQLiteUserStore.CopyError("the target database already holds users: copy into an empty database")
+            }
+            var report = CopyReport()
+            for table in tables {
+                let target = Self.copyTableNames[table] ?? table
+                let types = try await Self.columnTypes(target, on: connection, logger: queryLogger)
+                guard !types.isEmpty else {
+                    throw SQLiteUserStore.CopyError("the PostgreSQL identity store has no table \(target) for SQLite's \(table): is this Gatehouse older than the file?")
+                }
+                let sourceColumns = try source.columns(table)
+                let targetColumns = sourceColumns.map(Self.snakeCase)
+                for (column, name) in zip(sourceColumns, targetColumns) where types[name] == nil {
+                    throw SQLiteUserStore.CopyError("the PostgreSQL table \(target) has no column \(name) for SQLite's \(table).\(column)")
+                }
+                // Rows the migrations made (a one-row state table) are replaced by the copied ones.
+                try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(target)"), logger: queryLogger)
+                var after: Int64 = 0
+                var copied = 0
+                while true {
+                    let (rows, last) = try source.rows(table, after: after, limit: batch)
+                    if rows.isEmpty { break }
+                    try await Self.insert(target, targetColumns, types, rows, on: connection, logger: queryLogger)
+                    copied += rows.count
+                    after = last
+                }
+                report.rows[target] = copied
+                try await Self.advanceSequences(target, on: connection, logger: queryLogger)
+            }
+            try await copyPositions(source, on: connection)
+
+            // Checked before the commit: a copy that does not match is rolled back.
+            for table in tables {
+                let target = Self.copyTableNames[table] ?? table
+                var count: Int64 = 0
+                for try await n in try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(target)"), logger: queryLogger)
+                    .decode(Int64.self)
+                { count = n }
+                let expected = try source.count(table)
+                guard count == expected else {
+                    throw SQLiteUserStore.CopyError("the copy does not match (nothing was kept): \(table) has \(expected) rows in SQLite, \(count) in PostgreSQL")
+                }
+            }
+            report.sampled = try await checkSignIns(source, sample: sample, on: connection)
+            guard sourceUnchanged() else {
+                throw SQLiteUserStore.CopyError("the source was opened by another process during the copy (nothing was kept): stop the identity service and copy again")
+            }
+            return report
+        }
+    }
+
+    /// The change log's and the audit log's positions: the next number follows every one the
+    /// source ever gave (pruned ones too), so a stream resumed after the move misses nothing.
+    func copyPositions(_ source: SQLiteUserStore.CopySource, on connection: PostgresConnection) async throws {
+        for (table, counter) in Self.copyCounters {
+            let head = try source.sequence(table)
+            try await connection.query(PostgresQuery(unsafeSQL: counter.replacingOccurrences(of: "$HEAD", with: "\(head)")), logger: queryLogger)
+        }
+    }
+
+    /// Per AUTOINCREMENT table of SQLite, the statement that moves PostgreSQL's counter to at
+    /// least `$HEAD` (a number, never input).
+    static let copyCounters: [(table: String, statement: String)] = []
+
+    /// Checks `sample` users picked at random: found by their normalized email, with the same id
+    /// and password hash (what a sign-in reads), and the same record by id. The number checked.
+    func checkSignIns(_ source: SQLiteUserStore.CopySource, sample: Int, on connection: PostgresConnection) async throws -> Int {
+        let picked = try source.sampleUsers(sample)
+        for user in picked {
+            let byEmail: UserRecord?
+            if let normalized = user.emailNormalized {
+                byEmail = try await Self.user(where: "email_normalized", normalized, on: connection, logger: queryLogger)
+            } else {
+                byEmail = try await Self.user(where: "id", user.id.rawValue, on: connection, logger: queryLogger)
+            }
+            guard let found = byEmail, found.id == user.id, found.passwordHash == user.passwordHash, found == user else {
+                throw SQLiteUserStore.CopyError("the copy does not match (nothing was kept): user \(user.id) does not read back as stored")
+            }
+        }
+        return picked.count
+    }
+
+    /// The columns of `table` and their PostgreSQL types (`information_schema.columns.data_type`).
+    static func columnTypes(_ table: String, on connection: PostgresConnection, logger: Logger) async throws -> [String: String] {
+        var types: [String: String] = [:]
+        let rows = try await connection.query(
+            "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = \(table)",
+            logger: logger)
+        for try await (name, type) in rows.decode((String, String).self) { types[name] = type }
+        return types
+    }
+
+    /// Inserts `rows` (SQLite's values) into `table`, each value converted to its column's type.
+    static func insert(
+        _ table: String, _ columns: [String], _ types: [String: String], _ rows: [[SQLiteUserStore.CopyValue]],
+        on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        var bindings = PostgresBindings(capacity: rows.count * columns.count)
+        var tuples: [String] = []
+        var n = 0
+        for row in rows {
+            var placeholders: [String] = []
+            for (value, column) in zip(row, columns) {
+                n += 1
+                placeholders.append("$\(n)")
+                try bind(value, as: types[column] ?? "text", column: "\(table).\(column)", into: &bindings)
+            }
+            tuples.append("(" + placeholders.joined(separator: ", ") + ")")
+        }
+        // Table and column names come from the two schemas; every value is a bind.
+        let sql = "INSERT INTO \(table) (\(columns.joined(separator: ", "))) VALUES " + tuples.joined(separator: ", ")
+        try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
+    }
+
+    static func bind(_ value: SQLiteUserStore.CopyValue, as type: String, column: String, into bindings: inout PostgresBindings) throws {
+        switch (value, type) {
+        case (.null, _): bindings.appendNull()
+        case (.int(let int), "boolean"): bindings.append(int != 0)
+        case (.int(let int), "bigint"), (.int(let int), "integer"), (.int(let int), "smallint"): bindings.append(int)
+        case (.real(let real), "double precision"), (.real(let real), "real"): bindings.append(real)
+        case (.int(let int), "double precision"): bindings.append(Double(int))
+        // NUL (refused by PostgreSQL's text) may be in rows written before it was stripped.
+        case (.text(let text), "text"), (.text(let text), "json"), (.text(let text), "jsonb"):
+            bindings.append(text.contains("\u{0}") ? text.replacingOccurrences(of: "\u{0}", with: "") : text)
+        case (.blob(let data), "bytea"): try bindings.append(data)
+        case (.text(let text), "bytea"): try bindings.append(Data(text.utf8))
+        case (.int(let int), "text"): bindings.append(String(int))
+        default:
+            throw SQLiteUserStore.CopyError("cannot copy SQLite's \(value) into \(column), a PostgreSQL \(type)")
+        }
+    }
+
+    /// Moves every serial or identity column's sequence of `table` past the copied rows.
+    static func advanceSequences(_ table: String, on connection: PostgresConnection, logger: Logger) async throws {
+        let rows = try await connection.query(
+            """
+            SELECT column_name, pg_get_serial_sequence(\(table), column_name) FROM information_schema.columns
+            WHERE table_schema = current_schema() AND table_name = \(table) AND pg_get_serial_sequence(\(table), column_name) IS NOT NULL
+            """, logger: logger)
+        var serials: [(String, String)] = []
+        for try await (column, sequence) in rows.decode((String, String).self) { serials.append((column, sequence)) }
+        for (column, sequence) in serials {
+            try await connection.query(
+                "SELECT setval(\(sequence)::regclass, greatest((SELECT max(\(unescaped: column)) FROM \(unescaped: table)), 1))",
+                logger: logger)
+        }
+    }
+}
