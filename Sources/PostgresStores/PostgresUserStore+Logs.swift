@@ -49,7 +49,9 @@ extension PostgresUserStore {
     /// and a rollback returns its number (no gaps, where a SEQUENCE would commit out of order).
     /// `change_log_state` holds the watermarks of the prune (through which retention pruned, the
     /// greatest seq the per-user cap pruned, the newest seq the cap looked at) and
-    /// `user_changes_pruned` the cap's per-user watermark. The UPDATE trigger runs only for
+    /// `user_changes_pruned` the cap's per-user watermark. The tables have SQLite's columns in
+    /// snake case (what `gatehouse store copy` maps), but for `user_changes.user`, which is
+    /// `user_json` here (`user` is reserved in PostgreSQL). The UPDATE trigger runs only for
     /// statements that set a compared column (`UPDATE OF`: a sign-in stamp or the sweep's
     /// `session_activity_at` never runs it) and only when a kind applies (`WHEN`). A deletion
     /// removes the user's earlier changes and records `deleted`. Both notify `changeChannel`
@@ -83,13 +85,13 @@ extension PostgresUserStore {
             "INSERT INTO change_log_counter (one, head) VALUES (true, 0)",
             """
             CREATE TABLE change_log_state (
-                one BOOLEAN NOT NULL PRIMARY KEY DEFAULT true CHECK (one),
+                id INTEGER NOT NULL PRIMARY KEY DEFAULT 1 CHECK (id = 1),
                 pruned_through BIGINT NOT NULL DEFAULT 0,
                 cap_pruned_through BIGINT NOT NULL DEFAULT 0,
                 cap_checked_through BIGINT NOT NULL DEFAULT 0
             )
             """,
-            "INSERT INTO change_log_state (one) VALUES (true)",
+            "INSERT INTO change_log_state (id) VALUES (1)",
             """
             CREATE TABLE user_changes_pruned (
                 user_id TEXT NOT NULL PRIMARY KEY,
