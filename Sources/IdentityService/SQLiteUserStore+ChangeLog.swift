@@ -242,8 +242,9 @@ private final class ChangeCommitObserver: TransactionObserver, @unchecked Sendab
     func databaseDidRollback(_ db: Database) { added = false }
 }
 
-/// The log's `user` JSON (`SQLiteUserStore.changeLogUserJSON`).
-struct LoggedUser: Decodable {
+/// The log's `user` JSON (`SQLiteUserStore.changeLogUserJSON`; public for `PostgresUserStore`,
+/// whose triggers write the same shape).
+public struct LoggedUser: Decodable {
     var id: String
     var email: String?
     var emailNormalized: String?
@@ -262,7 +263,8 @@ struct LoggedUser: Decodable {
     var version: Int64
     var providers: String
 
-    static func decode(_ json: String) throws -> UserRecord {
+    /// The user a `user` JSON of the change log holds (its password hash only as "has one").
+    public static func decode(_ json: String) throws -> UserRecord {
         let logged = try JSONDecoder().decode(LoggedUser.self, from: Data(json.utf8))
         var user = UserRecord(id: UserID(rawValue: logged.id), email: nil, createdAt: Date(millisecondsSince1970: logged.createdAt))
         user.email = logged.email

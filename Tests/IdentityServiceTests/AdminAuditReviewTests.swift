@@ -33,9 +33,9 @@ struct AdminAuditReviewTests {
         await expectCode(.invalidArgument) { try await h.caller.call(IdentityAPI.adminUpdateUser, AdminUpdateUserRequest(userID: up.user.id)) }
     }
 
-    @Test("a malformed address is no event and is never stored; a well-formed one is stored normalized")
-    func typedEmailIsNotStored() async throws {
-        let h = try await Harness()
+    @Test("a malformed address is no event and is never stored; a well-formed one is stored normalized", arguments: StoreKind.kept)
+    func typedEmailIsNotStored(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         await expectCode(.invalidEmail) {
             try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "my secret passphrase", password: "whatever it is"))
@@ -47,9 +47,9 @@ struct AdminAuditReviewTests {
         #expect(try await events(h).map(\.email) == ["someone@example.com"])
     }
 
-    @Test("throttled refusals are sampled: the first is recorded, the next within a minute not, one again after it")
-    func throttledRefusalsAreSampled() async throws {
-        let h = try await Harness(throttle: PasswordAttemptThrottle.Settings(threshold: 1, baseDelay: 600, maxDelay: 600))
+    @Test("throttled refusals are sampled: the first is recorded, the next within a minute not, one again after it", arguments: StoreKind.kept)
+    func throttledRefusalsAreSampled(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind, throttle: PasswordAttemptThrottle.Settings(threshold: 1, baseDelay: 600, maxDelay: 600))
         defer { h.cleanup() }
         _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "t@example.com", password: strong))
         for _ in 0..<6 {

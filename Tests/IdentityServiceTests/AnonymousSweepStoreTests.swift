@@ -6,14 +6,14 @@ import IdentityCore
 @testable import IdentityService
 import Testing
 
-/// The store's part of the anonymous sweep (`AnonymousSweepStore`), the same for both stores.
+/// The store's part of the anonymous sweep (`AnonymousSweepStore`), the same for every store.
 @Suite("Anonymous sweep: store")
 struct AnonymousSweepStoreTests {
     static func anonymous(at date: Date) -> UserRecord {
         UserRecord(id: .random(), email: nil, isAnonymous: true, createdAt: date, lastSignInAt: date)
     }
 
-    @Test("candidates: anonymous users inactive before the cutoff, least recently active first, at most the limit", arguments: StoreKind.allCases)
+    @Test("candidates: anonymous users inactive before the cutoff, least recently active first, at most the limit", arguments: StoreKind.allCases + [.postgres])
     func candidates(kind: StoreKind) async throws {
         let (base, cleanup) = try await kind.make()
         defer { cleanup() }
@@ -33,7 +33,7 @@ struct AnonymousSweepStoreTests {
         #expect(try await store.anonymousCandidates(inactiveBefore: t0, limit: 10).map(\.id) == [older.id])
     }
 
-    @Test("recorded session activity takes a candidate out until the cutoff passes it; it never moves back", arguments: StoreKind.allCases)
+    @Test("recorded session activity takes a candidate out until the cutoff passes it; it never moves back", arguments: StoreKind.allCases + [.postgres])
     func sessionActivity(kind: StoreKind) async throws {
         let (base, cleanup) = try await kind.make()
         defer { cleanup() }
@@ -53,7 +53,7 @@ struct AnonymousSweepStoreTests {
         #expect(stored.version == user.version && stored.updatedAt == user.updatedAt)
     }
 
-    @Test("deleteAnonymous deletes only a user still anonymous and still inactive", arguments: StoreKind.allCases)
+    @Test("deleteAnonymous deletes only a user still anonymous and still inactive", arguments: StoreKind.allCases + [.postgres])
     func conditionalDelete(kind: StoreKind) async throws {
         let (base, cleanup) = try await kind.make()
         defer { cleanup() }

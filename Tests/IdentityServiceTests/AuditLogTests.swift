@@ -6,7 +6,7 @@ import IdentityCore
 import RPCRouting
 import Testing
 
-/// The identity service's audit log (issue 22 §3) on a real SQLite store: what each operation
+/// The identity service's audit log (issue 22 §3) on a real SQLite store and PostgreSQL database: what each operation
 /// records, that an event rides in its change's transaction (never without it, never twice), the
 /// listing, and the prune.
 @Suite("Identity: audit log")
@@ -19,9 +19,9 @@ struct AuditLogTests {
         try await h.caller.call(IdentityAPI.listAudit, ListAuditRequest(userID: user)).events
     }
 
-    @Test("sign-up, failed sign-ins (wrong password, unknown address), a sign-in, a password change, claims, disable, enable and delete: one event each, in order, never a password")
-    func operationsAreRecorded() async throws {
-        let h = try await Harness()
+    @Test("sign-up, failed sign-ins (wrong password, unknown address), a sign-in, a password change, claims, disable, enable and delete: one event each, in order, never a password", arguments: StoreKind.kept)
+    func operationsAreRecorded(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let up = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "Audit@Example.com", password: strong, client: client))
         let id = up.user.id
@@ -62,11 +62,11 @@ struct AuditLogTests {
         #expect(try await events(h, user: id).count == 9)
     }
 
-    @Test("the event is written in the change's transaction: not when the change fails, once when several writes follow, alone when nothing is written")
-    func sameTransaction() async throws {
-        let h = try await Harness()
+    @Test("the event is written in the change's transaction: not when the change fails, once when several writes follow, alone when nothing is written", arguments: StoreKind.kept)
+    func sameTransaction(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        let store = try #require(h.store as? SQLiteUserStore)
+        let store = try h.logStorage
         let up = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "tx@example.com", password: strong))
         let id = UserID(up.user.id)
         let before = try await events(h).count
@@ -102,9 +102,9 @@ struct AuditLogTests {
         #expect(try await events(h).count == count)
     }
 
-    @Test("listAudit: by user, after a position, since a time, a page; bad limits and user ids are invalid_argument")
-    func listing() async throws {
-        let h = try await Harness()
+    @Test("listAudit: by user, after a position, since a time, a page; bad limits and user ids are invalid_argument", arguments: StoreKind.kept)
+    func listing(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         var ids: [String] = []
         for n in 0..<3 {
@@ -123,11 +123,11 @@ struct AuditLogTests {
         await expectCode(.invalidArgument) { try await h.caller.call(IdentityAPI.listAudit, ListAuditRequest(userID: String(repeating: "x", count: 129))) }
     }
 
-    @Test("the prune deletes events older than the retention and keeps the rest")
-    func retention() async throws {
-        let h = try await Harness()
+    @Test("the prune deletes events older than the retention and keeps the rest", arguments: StoreKind.kept)
+    func retention(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        let store = try #require(h.store as? SQLiteUserStore)
+        let store = try h.logStorage
         _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "old@example.com", password: strong))
         h.clock.advance(by: 3600)
         let kept = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "new@example.com", password: strong)).user.id
@@ -137,9 +137,9 @@ struct AuditLogTests {
         #expect(try await events(h).map(\.userID) == [kept])
     }
 
-    @Test("re-authentication, an email change and its confirmation, a migration and a self-deletion are recorded")
-    func accountFlows() async throws {
-        let h = try await Harness()
+    @Test("re-authentication, an email change and its confirmation, a migration and a self-deletion are recorded", arguments: StoreKind.kept)
+    func accountFlows(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let up = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "flow@example.com", password: strong, client: client))
         let me = AuthenticatedCaller(userID: up.user.id, sessionID: up.tokens.sessionID, authTime: h.clock.now)

@@ -10,10 +10,10 @@ import Testing
 
 /// Reading, publishing and pruning the change log (issue 21): `identity.userChanges` and
 /// `identity.listChanges`, the serial publisher of `user.changed` and `identity.heartbeat`, the
-/// prune by retention and per-user cap with its watermarks.
+/// prune by retention and per-user cap with its watermarks; on SQLite and PostgreSQL.
 @Suite("Identity: change feed (publisher, userChanges, listChanges, prune)")
 struct ChangeFeedTests {
-    func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { try h.logStorage }
 
     func anonymous(_ h: Harness) async throws -> String {
         try await h.caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id
@@ -27,14 +27,14 @@ struct ChangeFeedTests {
         try await h.caller.call(IdentityAPI.userChanges, request)
     }
 
-    @Test("the publisher starts at the head (no history again), then publishes every change once, in seq order without gaps, under concurrent writes; its heartbeat carries the newest published seq")
-    func publishesInOrder() async throws {
-        let h = try await Harness()
+    @Test("the publisher starts at the head (no history again), then publishes every change once, in seq order without gaps, under concurrent writes; its heartbeat carries the newest published seq", arguments: StoreKind.kept)
+    func publishesInOrder(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let users = try await [anonymous(h), anonymous(h), anonymous(h), anonymous(h)]
         try await rename(h, users[0], "history")
         let sink = RecordingEventSink()
-        let publisher = try await ChangeLogPublisher.start(store: sqlite(h), events: sink, logger: Logger(label: "test"))
+        let publisher = try await ChangeLogPublisher.start(store: storage(h), events: sink, logger: Logger(label: "test"))
         #expect(publisher.position == 1)
         let run = Task { await publisher.run(heartbeat: .seconds(3600)) }
         defer { run.cancel() }
@@ -57,13 +57,13 @@ struct ChangeFeedTests {
         #expect(sink.topics.filter { $0 == IdentityAPI.Topic.userChanged }.count == 100)
     }
 
-    @Test("heartbeats come every interval at the newest published seq; a change is published before the heartbeat that counts it")
-    func heartbeat() async throws {
-        let h = try await Harness()
+    @Test("heartbeats come every interval at the newest published seq; a change is published before the heartbeat that counts it", arguments: StoreKind.kept)
+    func heartbeat(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let id = try await anonymous(h)
         let sink = RecordingEventSink()
-        let publisher = try await ChangeLogPublisher.start(store: sqlite(h), events: sink, logger: Logger(label: "test"))
+        let publisher = try await ChangeLogPublisher.start(store: storage(h), events: sink, logger: Logger(label: "test"))
         let run = Task { await publisher.run(heartbeat: .milliseconds(20)) }
         defer { run.cancel() }
         func beats() throws -> [UInt64] {
@@ -79,9 +79,9 @@ struct ChangeFeedTests {
         #expect(topics[..<change].allSatisfy { $0 == IdentityAPI.Topic.changeFeedHeartbeat })
     }
 
-    @Test("userChanges: a snapshot at the head; a resume gets the user's changes after its position; in the future, pruned, or more than the limit → a resync snapshot; bad input invalid_argument; unknown user user_not_found")
-    func userChangesCases() async throws {
-        let h = try await Harness()
+    @Test("userChanges: a snapshot at the head; a resume gets the user's changes after its position; in the future, pruned, or more than the limit → a resync snapshot; bad input invalid_argument; unknown user user_not_found", arguments: StoreKind.kept)
+    func userChangesCases(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let a = try await anonymous(h)
         let b = try await anonymous(h)
@@ -112,24 +112,24 @@ struct ChangeFeedTests {
 
         // The per-user cap prunes a's oldest: a resume before it resyncs; b is untouched.
         for n in 0..<12 { try await rename(h, a, "a-\(n)") }  // 4...15
-        #expect(try await sqlite(h).pruneChanges(before: .distantPast, maxPerUser: 10) == 4)  // 1, 3, 4, 5
+        #expect(try await storage(h).pruneChanges(before: .distantPast, maxPerUser: 10) == 4)  // 1, 3, 4, 5
         let pruned = try await changes(h, UserChangesRequest(userID: a, resume: true, afterSeq: 3))
         #expect(pruned.resync && pruned.user?.displayName == "a-11" && pruned.head == 15)
         let kept = try await changes(h, UserChangesRequest(userID: a, resume: true, afterSeq: 5))
         #expect(!kept.resync && kept.changes.map(\.seq) == Array(6...15))
         // A gateway catching up from before the cap's prune learns that only a must start again;
         // from after it, nobody.
-        let listed = try await sqlite(h).listChanges(afterSeq: 1, limit: 100)
+        let listed = try await storage(h).listChanges(afterSeq: 1, limit: 100)
         #expect(!listed.truncated && listed.resyncUserIDs == [a] && listed.changes.first?.seq == 2)
-        let later = try await sqlite(h).listChanges(afterSeq: 5, limit: 100)
+        let later = try await storage(h).listChanges(afterSeq: 5, limit: 100)
         #expect(!later.truncated && later.resyncUserIDs.isEmpty)
         let other = try await changes(h, UserChangesRequest(userID: b, resume: true, afterSeq: 1))
         #expect(!other.resync && other.changes.map(\.seq) == [2])
     }
 
-    @Test("userChanges of a deleted user: a resume before its terminal change gets that change (deleted or migrated); from it or after, user_not_found; a snapshot user_not_found; the head stays when the newest changes are pruned")
-    func terminal() async throws {
-        let h = try await Harness()
+    @Test("userChanges of a deleted user: a resume before its terminal change gets that change (deleted or migrated); from it or after, user_not_found; a snapshot user_not_found; the head stays when the newest changes are pruned", arguments: StoreKind.kept)
+    func terminal(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let a = try await anonymous(h)
         try await rename(h, a, "a1")  // 1
@@ -141,15 +141,15 @@ struct ChangeFeedTests {
         // Pruned empty: the head is still 2, so a fresh snapshot's position stays after every id given.
         let b = try await anonymous(h)
         h.clock.advance(by: 86_400 * 365 * 30)
-        try await ChangeLogPrune(store: sqlite(h), clock: h.clock.wallClock, retention: 60, maxPerUser: 1000).prune()
-        let empty = try await sqlite(h).listChanges(afterSeq: 0, limit: 10)
+        try await ChangeLogPrune(store: storage(h), clock: h.clock.wallClock, retention: 60, maxPerUser: 1000).prune()
+        let empty = try await storage(h).listChanges(afterSeq: 0, limit: 10)
         #expect(empty.changes.isEmpty && empty.head == 2 && empty.truncated)
         #expect(try await changes(h, UserChangesRequest(userID: b)).head == 2)
     }
 
-    @Test("listChanges: pages in seq order with the head; truncated once retention pruned changes after the position; limits checked")
-    func listAndRetention() async throws {
-        let h = try await Harness()
+    @Test("listChanges: pages in seq order with the head; truncated once retention pruned changes after the position; limits checked", arguments: StoreKind.kept)
+    func listAndRetention(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let a = try await anonymous(h)
         for n in 0..<5 { try await rename(h, a, "old-\(n)") }  // 1...5 at t
@@ -160,9 +160,9 @@ struct ChangeFeedTests {
         #expect(try await h.caller.call(IdentityAPI.listChanges, ListChangesRequest(afterSeq: 8)).changes.isEmpty)
         await expectCode(.invalidArgument) { try await h.caller.call(IdentityAPI.listChanges, ListChangesRequest(afterSeq: 0, limit: 1001)) }
 
-        let prune = ChangeLogPrune(store: try sqlite(h), clock: h.clock.wallClock, retention: 60, maxPerUser: 1000)
+        let prune = ChangeLogPrune(store: try storage(h), clock: h.clock.wallClock, retention: 60, maxPerUser: 1000)
         // In batches of two changes per transaction: all five go, the watermark at the last.
-        #expect(try await sqlite(h).pruneChanges(before: h.clock.now.addingTimeInterval(-60), maxPerUser: 1000, batch: 2) == 5)
+        #expect(try await storage(h).pruneChanges(before: h.clock.now.addingTimeInterval(-60), maxPerUser: 1000, batch: 2) == 5)
         #expect(try await prune.prune() == 0)
         let after = try await h.caller.call(IdentityAPI.listChanges, ListChangesRequest(afterSeq: 2))
         #expect(after.truncated && after.changes.map(\.seq) == [6, 7, 8])

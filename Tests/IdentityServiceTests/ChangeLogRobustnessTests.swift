@@ -22,18 +22,18 @@ struct ChangeLogRobustnessTests {
         _ = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: id, displayName: name))
     }
 
-    @Test("a change whose user JSON does not decode is sent without its user (kinds kept): the publisher, its heartbeat, listChanges and userChanges move past it")
-    func undecodableRow() async throws {
-        let h = try await Harness()
+    @Test("a change whose user JSON does not decode is sent without its user (kinds kept): the publisher, its heartbeat, listChanges and userChanges move past it", arguments: StoreKind.kept)
+    func undecodableRow(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let a = try await anonymous(h)
-        let store = try sqlite(h)
+        let store = try h.logStorage
         let sink = RecordingEventSink()
         let publisher = try await ChangeLogPublisher.start(store: store, events: sink, logger: Logger(label: "test"))
         for n in 1...3 { try await rename(h, a, "a\(n)") }  // 1...3
-        try await store.files.pool.write { db in
-            try db.execute(sql: #"UPDATE user_changes SET user = '{"id": 7, "email": ' WHERE seq = 2"#)
-        }
+        try await h.executeRaw(
+            sqlite: #"UPDATE user_changes SET user = '{"id": 7, "email": ' WHERE seq = 2"#,
+            postgres: #"UPDATE user_changes SET user_json = '{"id": 7, "email": ' WHERE seq = 2"#)
         let run = Task { await publisher.run(heartbeat: .milliseconds(20)) }
         defer { run.cancel() }
         func beats() throws -> [UInt64] {
@@ -55,11 +55,11 @@ struct ChangeLogRobustnessTests {
         #expect(resumed.changes[1].kinds == ["profile"])
     }
 
-    @Test("the cap prune checks only users changed since its last run: a user over a (lowered) cap whose changes all predate it is not rescanned; a user who crosses the cap after a run is pruned; the look-ups search the primary key and the (userId, seq) index")
-    func boundedCapPrune() async throws {
-        let h = try await Harness()
+    @Test("the cap prune checks only users changed since its last run: a user over a (lowered) cap whose changes all predate it is not rescanned; a user who crosses the cap after a run is pruned; on SQLite the look-ups search the primary key and the (userId, seq) index", arguments: StoreKind.kept)
+    func boundedCapPrune(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        let store = try sqlite(h)
+        let store = try h.logStorage
         let a = try await anonymous(h)
         let b = try await anonymous(h)
         for n in 0..<12 { try await rename(h, a, "a-\(n)") }  // 1...12
@@ -80,6 +80,7 @@ struct ChangeLogRobustnessTests {
         #expect(!resumedB.resync && resumedB.changes.map(\.seq) == Array(15...24))
         #expect(try await store.pruneChanges(before: .distantPast, maxPerUser: 10) == 0)
 
+        guard let store = store as? SQLiteUserStore else { return }
         let plans = try await store.files.pool.read { db -> [[String]] in
             try [SQLiteUserStore.changedUsersSQL, SQLiteUserStore.capThroughSQL].map { sql in
                 try Row.fetchAll(db, sql: "EXPLAIN QUERY PLAN " + sql, arguments: [0, 10]).map { $0["detail"] as String }

@@ -9,7 +9,8 @@ import Testing
 
 /// The change log (issue 21, migration 0009): every write path of a user records exactly its
 /// kinds of change and the user after it (no password hash), in the write's transaction; a
-/// sign-in records nothing. Real SQLite files, the handlers, a manual clock.
+/// sign-in records nothing. Real SQLite files and PostgreSQL databases (the same triggers,
+/// in plpgsql), the handlers, a manual clock.
 @Suite("Identity: change log written by the users triggers")
 struct ChangeLogTests {
     let strong = "glacier lantern marmalade"
@@ -17,7 +18,7 @@ struct ChangeLogTests {
     func sqlite(_ h: Harness) throws -> SQLiteUserStore { try #require(h.store as? SQLiteUserStore) }
 
     /// Every change in the log, in order.
-    func log(_ h: Harness) async throws -> [UserChange] { try await sqlite(h).listChanges(afterSeq: 0, limit: 1000).changes }
+    func log(_ h: Harness) async throws -> [UserChange] { try await h.logStorage.listChanges(afterSeq: 0, limit: 1000).changes }
 
     /// The kinds of the changes after `count` earlier ones.
     func kinds(_ h: Harness, after count: Int) async throws -> [[String]] { try await log(h).dropFirst(count).map(\.kinds) }
@@ -74,9 +75,47 @@ struct ChangeLogTests {
         #expect(try await runsTrigger("UPDATE users SET displayName = 'a' WHERE id = 'x'"))
     }
 
-    @Test("profile: name and photo → profile, settings → settings, both at once sorted; writing the same values again records nothing; sign-in, a rehash and a password change record nothing")
-    func profileAndSignIn() async throws {
-        let h = try await Harness()
+    @Test("PostgreSQL: every column of users is in the log's user JSON (in camelCase) or in the excluded list; the JSON never has the password hash")
+    func everyColumnCoveredPostgres() async throws {
+        let h = try await Harness(kind: .postgres)
+        defer { h.cleanup() }
+        let me = try await signUp(h, "ada@example.com")
+        _ = try await h.caller.call(IdentityAPI.updateProfile, UpdateProfileRequest(userID: me.userID, displayName: "Ada"))
+        let columns = try await h.stringsRaw(
+            sqlite: "", postgres: "SELECT column_name::text FROM information_schema.columns WHERE table_name = 'users' AND table_schema = current_schema()")
+        let text = try #require(try await h.stringsRaw(sqlite: "", postgres: "SELECT user_json FROM user_changes").first)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        let keys = Set(object.keys)
+        func camel(_ column: String) -> String {
+            let parts = column.split(separator: "_").map(String.init)
+            return parts[0] + parts.dropFirst().map { $0 == "url" ? "URL" : $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+        }
+        #expect(columns.count >= 18)
+        for column in columns.map(camel) {
+            #expect(keys.contains(column) != SQLiteUserStore.changeLogExcludedColumns.contains(column), "column \(column)")
+        }
+        #expect(keys.subtracting(columns.map(camel)) == ["hasPassword"])
+        let hash = try #require(try await user(h, me.userID).passwordHash)
+        #expect(!text.contains(hash) && (object["hasPassword"] as? Int) == 1 && (object["isAnonymous"] as? Int) == 0)
+    }
+
+    @Test("PostgreSQL: the update trigger is only of statements that set a compared column (UPDATE OF): never of a sign-in stamp or the sweep's activity")
+    func triggerColumnsPostgres() async throws {
+        let h = try await Harness(kind: .postgres)
+        defer { h.cleanup() }
+        let columns = try await h.stringsRaw(sqlite: "", postgres: """
+            SELECT a.attname::text FROM pg_trigger t JOIN pg_attribute a ON a.attrelid = t.tgrelid AND a.attnum = ANY (t.tgattr)
+            WHERE t.tgname = 'users_change_log_update'
+            """)
+        #expect(Set(columns) == [
+            "display_name", "photo_url", "settings", "email", "email_verified", "providers", "password_hash", "is_anonymous",
+            "custom_claims", "disabled",
+        ])
+    }
+
+    @Test("profile: name and photo → profile, settings → settings, both at once sorted; writing the same values again records nothing; sign-in, a rehash and a password change record nothing", arguments: StoreKind.kept)
+    func profileAndSignIn(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "ada@example.com")
         #expect(try await log(h).isEmpty)  // creating a user is not a change
@@ -101,9 +140,9 @@ struct ChangeLogTests {
         #expect(try await log(h).count == 4)
     }
 
-    @Test("admin: claims → claims, disable → disabled, enable → enabled; link identity → providers (password and the provider)")
-    func adminAndProviders() async throws {
-        let h = try await Harness()
+    @Test("admin: claims → claims, disable → disabled, enable → enabled; link identity → providers (password and the provider)", arguments: StoreKind.kept)
+    func adminAndProviders(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "bob@example.com")
         _ = try await h.caller.call(IdentityAPI.setCustomClaims, SetCustomClaimsRequest(userID: me.userID, claimsJSON: #"{"role":"admin"}"#))
@@ -118,9 +157,9 @@ struct ChangeLogTests {
         try await expectLastUserIsStored(h, me.userID)
     }
 
-    @Test("upgrading an anonymous user → email, profile, providers, upgraded (the user as stored, not anonymous, password provider)")
-    func upgrade() async throws {
-        let h = try await Harness()
+    @Test("upgrading an anonymous user → email, profile, providers, upgraded (the user as stored, not anonymous, password provider)", arguments: StoreKind.kept)
+    func upgrade(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let anonymous = try await h.caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user
         let caller = AuthenticatedCaller(userID: anonymous.id, sessionID: "sid-anon", authTime: h.clock.now)
@@ -132,25 +171,25 @@ struct ChangeLogTests {
         try await expectLastUserIsStored(h, anonymous.id)
     }
 
-    @Test("email: verification → email_verified; a pending change nothing; the confirmed change of a verified address → email; its revert → email")
-    func emailFlows() async throws {
-        let h = try await Harness()
+    @Test("email: verification → email_verified; a pending change nothing; the confirmed change of a verified address → email; its revert → email", arguments: StoreKind.kept)
+    func emailFlows(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "dan@example.com")
         _ = try await h.caller.call(IdentityAPI.sendEmailVerification, SendEmailVerificationRequest(caller: me))
-        let verify = try #require(try await queuedMails(in: sqlite(h), kind: "verify_email").last?.code)
+        let verify = try #require(try await queuedMails(in: h.logStorage, kind: "verify_email").last?.code)
         _ = try await h.caller.call(IdentityAPI.confirmEmailVerification, EmailCodeRequest(code: verify))
         #expect(try await kinds(h, after: 0) == [["email_verified"]])
 
         let fresh = AuthenticatedCaller(userID: me.userID, sessionID: me.sessionID, authTime: h.clock.now)
         _ = try await h.caller.call(IdentityAPI.changeEmail, ChangeEmailRequest(caller: fresh, email: "dan2@example.com"))
         #expect(try await log(h).count == 1)  // a pending change is not a change
-        let change = try #require(try await queuedMails(in: sqlite(h), kind: "change_email").last?.code)
+        let change = try #require(try await queuedMails(in: h.logStorage, kind: "change_email").last?.code)
         _ = try await h.caller.call(IdentityAPI.confirmEmailChange, EmailCodeRequest(code: change))
         // The address was verified before and is verified after: only the address changed.
         #expect(try await kinds(h, after: 1) == [["email"]])
         try await expectLastUserIsStored(h, me.userID)
-        let revert = try #require(try await queuedMails(in: sqlite(h), kind: "email_changed").last?.code)
+        let revert = try #require(try await queuedMails(in: h.logStorage, kind: "email_changed").last?.code)
         _ = try await h.caller.call(IdentityAPI.revertEmailChange, EmailCodeRequest(code: revert))
         // The old address comes back verified as it was; a revert that also clears the password
         // (its own statement) would add a `providers` change.
@@ -160,21 +199,21 @@ struct ChangeLogTests {
         #expect(last.user?.email == "dan@example.com")
     }
 
-    @Test("password reset confirm → email_verified when the address was unverified (the new hash alone is not a change)")
-    func passwordReset() async throws {
-        let h = try await Harness()
+    @Test("password reset confirm → email_verified when the address was unverified (the new hash alone is not a change)", arguments: StoreKind.kept)
+    func passwordReset(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "eve@example.com")
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "eve@example.com", locale: "en") == .queued)
-        let code = try #require(try await queuedMails(in: sqlite(h), kind: "password_reset").last?.code)
+        let code = try #require(try await queuedMails(in: h.logStorage, kind: "password_reset").last?.code)
         _ = try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: code, password: "another fine passphrase"))
         #expect(try await kinds(h, after: 0) == [["email_verified"]])
         try await expectLastUserIsStored(h, me.userID)
     }
 
-    @Test("import in update mode → profile; creating by import records nothing")
-    func importUpdate() async throws {
-        let h = try await Harness()
+    @Test("import in update mode → profile; creating by import records nothing", arguments: StoreKind.kept)
+    func importUpdate(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         var imported = ImportedUser(id: "firebase-local-id-0000000009", email: "fay@example.com", displayName: "Fay")
         imported.passwordHash = try PasswordHashing.argon2idHash(Array("old argon passphrase".utf8), parameters: .testing)
@@ -186,9 +225,9 @@ struct ChangeLogTests {
         try await expectLastUserIsStored(h, "firebase-local-id-0000000009")
     }
 
-    @Test("delete: the user's earlier changes leave the log and one `deleted` without a user stays; others' changes stay")
-    func delete() async throws {
-        let h = try await Harness()
+    @Test("delete: the user's earlier changes leave the log and one `deleted` without a user stays; others' changes stay", arguments: StoreKind.kept)
+    func delete(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "gus@example.com")
         let other = try await signUp(h, "hal@example.com")
@@ -200,13 +239,14 @@ struct ChangeLogTests {
         #expect(changes.map(\.seq) == [2, 4])
         #expect(changes.map(\.userID) == [other.userID, me.userID])
         #expect(changes.last?.kinds == ["deleted"] && changes.last?.user == nil)
-        let raw = try await sqlite(h).read { db in try String.fetchAll(db, sql: "SELECT coalesce(user, '') FROM user_changes") }
+        let raw = try await h.stringsRaw(
+            sqlite: "SELECT coalesce(user, '') FROM user_changes", postgres: "SELECT coalesce(user_json, '') FROM user_changes")
         #expect(!raw.joined().contains("gus@example.com"))
     }
 
-    @Test("migration to an existing account: the anonymous user's change is `migrated` (alone, no user) and its sessions are revoked with reason migrated")
-    func migration() async throws {
-        let h = try await Harness()
+    @Test("migration to an existing account: the anonymous user's change is `migrated` (alone, no user) and its sessions are revoked with reason migrated", arguments: StoreKind.kept)
+    func migration(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "ivy@example.com", password: strong))
         let anonymous = try await h.caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user

@@ -146,9 +146,9 @@ import Testing
         #expect(h.handlers.resumeHandles.count == 1)
     }
 
-    @Test("A18: allowMigration true deletes A through the delete path, then signs in to B and reports the migration")
-    func migrateUpFront() async throws {
-        let h = try await Harness()
+    @Test("A18: allowMigration true deletes A through the delete path, then signs in to B and reports the migration", arguments: StoreKind.kept)
+    func migrateUpFront(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let b = try await existing(h)
         let (a, caller) = try await anonymous(h)
@@ -165,9 +165,9 @@ import Testing
         #expect(try h.events.decoded().last?.event.userID == a.id)
     }
 
-    @Test("A19: resume with allowMigration false from the session that got the handle: A deleted, performMigration false; the handle works once")
-    func resumeOnce() async throws {
-        let h = try await Harness()
+    @Test("A19: resume with allowMigration false from the session that got the handle: A deleted, performMigration false; the handle works once", arguments: StoreKind.kept)
+    func resumeOnce(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let b = try await existing(h)
         let (a, caller) = try await anonymous(h)
@@ -209,9 +209,9 @@ import Testing
         #expect(h.handlers.resumeHandles.count == 0)
     }
 
-    @Test("two concurrent resumes of one handle: exactly one succeeds, the other answers invalid_resume_handle")
-    func concurrentResumes() async throws {
-        let h = try await Harness()
+    @Test("two concurrent resumes of one handle: exactly one succeeds, the other answers invalid_resume_handle", arguments: StoreKind.kept)
+    func concurrentResumes(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await existing(h)
         let (_, caller) = try await anonymous(h)
@@ -238,9 +238,9 @@ import Testing
         #expect(h.tokens.revocations.count == 1)
     }
 
-    @Test("a disabled target answers user_disabled and deletes nothing, up front or at resume")
-    func disabledTarget() async throws {
-        let h = try await Harness()
+    @Test("a disabled target answers user_disabled and deletes nothing, up front or at resume", arguments: StoreKind.kept)
+    func disabledTarget(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let b = try await existing(h)
         let (a, caller) = try await anonymous(h)
@@ -257,9 +257,9 @@ import Testing
         #expect(h.tokens.revocations.map(\.userID) == [b.id])  // disabling B revoked B's sessions, nobody else's
     }
 
-    @Test("a resume after A was upgraded meanwhile is refused; a caller that is not anonymous signs in as usual")
-    func callerNoLongerAnonymous() async throws {
-        let h = try await Harness()
+    @Test("a resume after A was upgraded meanwhile is refused; a caller that is not anonymous signs in as usual", arguments: StoreKind.kept)
+    func callerNoLongerAnonymous(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let b = try await existing(h)
         let (a, caller) = try await anonymous(h)
@@ -348,7 +348,7 @@ struct UpgradingBeforeDeleteStore: UserStore {
 @Suite struct MigrationRaceTests {
     let strong = "glacier lantern marmalade"
 
-    @Test("deleteAnonymous deletes only an anonymous user, in every store", arguments: StoreKind.allCases)
+    @Test("deleteAnonymous deletes only an anonymous user, in every store", arguments: StoreKind.allCases + [.postgres])
     func deleteAnonymousKeepsOthers(kind: StoreKind) async throws {
         let (store, cleanup) = try await kind.make()
         defer { cleanup() }
@@ -363,9 +363,9 @@ struct UpgradingBeforeDeleteStore: UserStore {
         await expectCode(.userNotFound) { try await store.deleteAnonymous(id: anonymous.id) }
     }
 
-    @Test("a user upgraded while its migrating sign-in runs is kept: the sign-in becomes an ordinary one, a resume is refused", arguments: [true, false])
-    func upgradedMeanwhileIsKept(resume: Bool) async throws {
-        let (inner, cleanup) = try await StoreKind.sqlite.make()
+    @Test("a user upgraded while its migrating sign-in runs is kept: the sign-in becomes an ordinary one, a resume is refused", arguments: StoreKind.kept, [true, false])
+    func upgradedMeanwhileIsKept(kind: StoreKind, resume: Bool) async throws {
+        let (inner, cleanup) = try await kind.make()
         defer { cleanup() }
         let tokens = FakeTokenService()
         let handlers = IdentityHandlers(
