@@ -27,22 +27,26 @@ extension PostgresUserStore {
     /// SQLite's table names that PostgreSQL spells otherwise.
     static let copyTableNames: [String: String] = [:]
 
+    /// SQLite's column names (table.column) that PostgreSQL spells otherwise than in snake case.
+    static let copyColumnNames: [String: String] = ["user_changes.user": "user_json"]
+
     /// The order tables are copied in: users first (the others refer to them), then the rest by name.
     static func copyOrder(_ tables: [String]) -> [String] {
         let first = ["users", "identities"]
         return first.filter(tables.contains) + tables.filter { !first.contains($0) }.sorted()
     }
 
-    /// `emailNormalized` → `email_normalized`.
+    /// `emailNormalized` → `email_normalized`, `photoURL` → `photo_url`, `userId` → `user_id`.
     static func snakeCase(_ name: String) -> String {
+        let characters = Array(name)
         var out = ""
-        for character in name {
-            if character.isUppercase {
-                if !out.isEmpty { out.append("_") }
-                out.append(contentsOf: character.lowercased())
-            } else {
-                out.append(character)
+        for (i, character) in characters.enumerated() {
+            if character.isUppercase, i > 0 {
+                let previous = characters[i - 1]
+                let nextIsLower = i + 1 < characters.count && characters[i + 1].isLowercase
+                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out.append("_") }
             }
+            out.append(contentsOf: character.lowercased())
         }
         return out
     }
@@ -71,7 +75,7 @@ extension PostgresUserStore {
                     throw SQLiteUserStore.CopyError("the PostgreSQL identity store has no table \(target) for SQLite's \(table): is this Gatehouse older than the file?")
                 }
                 let sourceColumns = try source.columns(table)
-                let targetColumns = sourceColumns.map(Self.snakeCase)
+                let targetColumns = sourceColumns.map { Self.copyColumnNames["\(table).\($0)"] ?? Self.snakeCase($0) }
                 for (column, name) in zip(sourceColumns, targetColumns) where types[name] == nil {
                     throw SQLiteUserStore.CopyError("the PostgreSQL table \(target) has no column \(name) for SQLite's \(table).\(column)")
                 }
@@ -87,7 +91,7 @@ extension PostgresUserStore {
                     after = last
                 }
                 report.rows[target] = copied
-                try await Self.advanceSequences(target, on: connection, logger: queryLogger)
+                try await Self.advanceSequences(target, past: try source.sequence(table), on: connection, logger: queryLogger)
             }
             try await copyPositions(source, on: connection)
 
@@ -120,9 +124,13 @@ extension PostgresUserStore {
         }
     }
 
-    /// Per AUTOINCREMENT table of SQLite, the statement that moves PostgreSQL's counter to at
-    /// least `$HEAD` (a number, never input).
-    static let copyCounters: [(table: String, statement: String)] = []
+    /// Per AUTOINCREMENT table of SQLite whose numbers PostgreSQL draws from a counter row, the
+    /// statement that moves the counter to at least `$HEAD` (SQLite's greatest number ever given,
+    /// a number read from the file, never input) and past every copied row.
+    static let copyCounters: [(table: String, statement: String)] = [
+        ("user_changes", "UPDATE change_log_counter SET head = greatest(head, $HEAD, (SELECT coalesce(max(seq), 0) FROM user_changes))"),
+        ("audit_log", "UPDATE audit_log_counter SET head = greatest(head, $HEAD, (SELECT coalesce(max(seq), 0) FROM audit_log))"),
+    ]
 
     /// Checks `sample` users picked at random: found by their normalized email, with the same id
     /// and password hash (what a sign-in reads), and the same record by id. The number checked.
@@ -192,8 +200,9 @@ extension PostgresUserStore {
         }
     }
 
-    /// Moves every serial or identity column's sequence of `table` past the copied rows.
-    static func advanceSequences(_ table: String, on connection: PostgresConnection, logger: Logger) async throws {
+    /// Moves every serial or identity column's sequence of `table` past the copied rows and past
+    /// `past` (SQLite's greatest number ever given in it: a deleted row's id is not given again).
+    static func advanceSequences(_ table: String, past: Int64, on connection: PostgresConnection, logger: Logger) async throws {
         let rows = try await connection.query(
             """
             SELECT column_name, pg_get_serial_sequence(\(table), column_name) FROM information_schema.columns
@@ -203,7 +212,7 @@ extension PostgresUserStore {
         for try await (column, sequence) in rows.decode((String, String).self) { serials.append((column, sequence)) }
         for (column, sequence) in serials {
             try await connection.query(
-                "SELECT setval(\(sequence)::regclass, greatest((SELECT max(\(unescaped: column)) FROM \(unescaped: table)), 1))",
+                "SELECT setval(\(sequence)::regclass, greatest((SELECT max(\(unescaped: column)) FROM \(unescaped: table)), \(past), 1))",
                 logger: logger)
         }
     }

@@ -12,9 +12,9 @@ import PostgresSupport
 /// most 16 KiB, claims of at most 1,000 bytes, names of at most 256 characters), with the same
 /// error codes. Times are milliseconds, as SQLite stores them. Every statement is parameterized.
 ///
-/// What it does not hold yet: the outbox, resets, email actions, the change log, the audit log
-/// and admin keys (the SQLite store's other tables); the identity service runs on SQLite until
-/// they are ported.
+/// The rest of the identity service's tables (`IdentityStorage`) are in the `+Mail`, `+Logs`,
+/// `+Admin`, `+Providers` and `+Handles` extensions; several identity instances share one
+/// database through it (`GATEHOUSE_IDENTITY_DATABASE_URL`).
 public final class PostgresUserStore: UserStore {
     let client: PostgresClient
     let logger: Logger
@@ -281,7 +281,7 @@ public final class PostgresUserStore: UserStore {
 
     /// Turns a PostgreSQL error into the `IdentityError` the SQLite store gives for the same case.
     static func translate(_ error: any Error) -> any Error {
-        if error is IdentityError || error is CancellationError { return error }
+        if error is IdentityError || error is CancellationError || error is SQLiteUserStore.CopyError { return error }
         guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else {
             return IdentityError.unavailable(cause: String(reflecting: error))
         }
@@ -341,7 +341,4 @@ extension PostgresUserStore: LeaderElection {
     }
 }
 
-extension PostgresUserStore: IdentityStorage {
-    /// What a method not ported yet answers.
-    static var notPorted: IdentityError { IdentityError.unavailable(cause: "not on PostgreSQL yet") }
-}
+extension PostgresUserStore: IdentityStorage {}

@@ -97,7 +97,7 @@ func imageEnvironment(dockerfile: String) -> [String: String] {
 
 /// The documented loopback substitutions that turn a compose service's environment into one
 /// for a process on this host (deploy/README.md, "How the compose file is tested"):
-/// - the service hostnames `identity` and `token`, and `0.0.0.0`, become `127.0.0.1`;
+/// - the service hostnames (`identity`, `token`, and their numbered instances) and `0.0.0.0`, become `127.0.0.1`;
 /// - each container port (in `tcp://` endpoints and `GATEHOUSE_HTTP_PORT`) becomes a free
 ///   loopback port, the same one everywhere it appears (containers have a network each);
 /// - `/data` becomes a folder per service; `/run/secrets/NAME` becomes the file of secret NAME,
@@ -129,7 +129,7 @@ struct LoopbackSubstitution {
     }
 
     /// The service hostnames of the compose files, which become 127.0.0.1.
-    static let hosts: Set<String> = ["identity", "token", "token-1", "token-2", "0.0.0.0"]
+    static let hosts: Set<String> = ["identity", "identity-1", "identity-2", "token", "token-1", "token-2", "0.0.0.0"]
 
     func apply(key: String, value: String, dataDir: URL, secrets: [String: String], declared: [String]) throws -> String {
         if value.hasPrefix("tcp://") {

@@ -81,6 +81,15 @@ struct DeployPostgresTests {
         }
     }
 
+    /// The tail of every service's log, for a failure's message.
+    static func logs(_ project: ComposeProject) -> String {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: project.root.path).filter { $0.hasSuffix(".log") }.sorted()) ?? []
+        return names.map { name in
+            let text = (try? String(contentsOf: project.root.appendingPathComponent(name), encoding: .utf8)) ?? ""
+            return "\(name):\n\(text.suffix(1500))"
+        }.joined(separator: "\n")
+    }
+
     @Test("the PostgreSQL variant's environment, run as processes against a test PostgreSQL server, serves a session through both gateways and both identity instances")
     func composeEnvironment() async throws {
         let project = try await ComposeProject.load(file: Self.file, files: Self.secretFiles)
@@ -95,7 +104,7 @@ struct DeployPostgresTests {
         let stack = Stack()
         let email = "compose-pg-\(UUID().uuidString.prefix(8))@example.com"
         let signUp = try await stack.request("POST", "/v1/accounts", json: ["email": email, "password": "correct horse battery"], port: first)
-        #expect(signUp.status == 201, "\(String(decoding: signUp.body, as: UTF8.self))")
+        #expect(signUp.status == 201, "\(String(decoding: signUp.body, as: UTF8.self))\n\(Self.logs(project))")
         let session = try #require(signUp.json["session"] as? [String: Any])
         let refreshed = try await stack.request(
             "POST", "/v1/sessions/refresh", json: ["refreshToken": try #require(session["refreshToken"] as? String)], port: second)

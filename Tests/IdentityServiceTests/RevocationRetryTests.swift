@@ -37,10 +37,8 @@ final class CallCount: Sendable {
 /// written, a failing revocation is retried, and never turns the answer into an error.
 @Suite("Identity: the second revocation of a credential change")
 struct RevocationRetryTests {
-    /// SQLite, and PostgreSQL once the logs part of issue 24 is merged (the audit events of the
-    /// sign-up and sign-in are logged as errors while PostgreSQL keeps no audit log): then
-    /// `StoreKind.kept`.
-    static let stores: [StoreKind] = [.sqlite]
+    /// SQLite and PostgreSQL.
+    static let stores: [StoreKind] = StoreKind.kept
     let strong = "glacier lantern marmalade"
     let other = "saffron kettle obelisk"
 

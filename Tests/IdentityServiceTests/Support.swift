@@ -35,7 +35,7 @@ enum UserStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible 
     }
 }
 
-/// The stores a handler suite runs against. `allCases` is the in-memory and SQLite stores;
+/// The stores a handler suite runs against. `allCases` is the in-memory, SQLite and PostgreSQL stores;
 /// `.postgres` is a fresh database on the test process's PostgreSQL server
 /// (`PostgresServer.shared()`), migrated, on a client of its own. `kept` is the stores that keep
 /// the whole service (`IdentityStorage`): SQLite and PostgreSQL.
@@ -43,7 +43,7 @@ enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case memory, sqlite, postgres
     var testDescription: String { rawValue }
 
-    static let allCases: [StoreKind] = [.memory, .sqlite]
+    static let allCases: [StoreKind] = [.memory, .sqlite, .postgres]
     /// The stores that keep everything: a suite of the flows beyond the user contract runs on these.
     static let kept: [StoreKind] = [.sqlite, .postgres]
 
