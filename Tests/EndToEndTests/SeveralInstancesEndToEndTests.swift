@@ -55,6 +55,8 @@ struct SeveralInstancesEndToEndTests {
                     "GATEHOUSE_IDENTITY_DATABASE_URL": databaseURL, "GATEHOUSE_DATABASE_POOL_SIZE": "6",
                     "GATEHOUSE_TOKEN_URL": "\(rpcA),\(rpcB)", "GATEHOUSE_PUBLIC_URL": Self.publicURL,
                     "GATEHOUSE_RPC_TIMEOUT_MS": "\(rpcTimeoutMs)", "GATEHOUSE_CHANGE_FEED_HEARTBEAT_MS": "200",
+                    // Each its own admin listener (they share a host here).
+                    "GATEHOUSE_ADMIN_PORT": "\(freeLoopbackPort())",
                 ].merging(identityExtra) { $1 }
             }
             identityEnvironment = identities
