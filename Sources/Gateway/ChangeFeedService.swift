@@ -30,6 +30,10 @@ struct ChangeFeedPosition: Sendable, Equatable {
         case drop
         /// Changes are missing up to `through` (`listChanges` after `seq`, then deliver the notice's change, if any).
         case catchUp(through: UInt64)
+        /// A heartbeat below what the feed announced: either the log went back (a restored
+        /// database) or, with several identity instances publishing, that instance has not yet
+        /// published what another did. The log's head tells which (`wentBack(to:head:)`).
+        case checkBehind(beat: UInt64)
         /// The feed went back (a restored log): the position is reset and open streams must resume.
         case reset
     }
@@ -55,14 +59,20 @@ struct ChangeFeedPosition: Sendable, Equatable {
                 announced = beat.seq
                 return .drop
             }
-            if beat.seq < announced {
-                self.seq = beat.seq
-                announced = beat.seq
-                return .reset
-            }
+            if beat.seq < announced { return .checkBehind(beat: beat.seq) }
             announced = beat.seq
             return beat.seq > seq ? .catchUp(through: beat.seq) : .drop
         }
+    }
+
+    /// After `checkBehind(beat:)`: with the log's `head` below what the feed announced, the log
+    /// went back (`reset`, the position moved to the beat); otherwise an instance was behind
+    /// another (`drop`).
+    mutating func wentBack(to beat: UInt64, head: UInt64) -> Step {
+        guard head < announced else { return .drop }
+        seq = beat
+        announced = beat
+        return .reset
     }
 }
 
@@ -175,7 +185,16 @@ struct ChangeFeedService: Service {
     }
 
     func handle(_ notice: ChangeNotice, _ position: inout ChangeFeedPosition) async {
-        switch position.step(notice) {
+        var step = position.step(notice)
+        if case .checkBehind(let beat) = step {
+            // One read of the head: a restored log is behind what was announced, a lagging
+            // instance's log is not. Unanswered: taken as lag (the next heartbeat asks again).
+            guard let head = try? await list(UInt64(Int64.max)).head else { return }
+            step = position.wentBack(to: beat, head: head)
+        }
+        switch step {
+        case .checkBehind:
+            break
         case .deliver:
             if case .changed(let change) = notice { hub.deliver(change) }
         case .drop:

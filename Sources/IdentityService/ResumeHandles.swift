@@ -9,9 +9,10 @@ import Synchronization
 /// A handle is 32 random bytes (base64url); only its SHA-256 is kept, with the anonymous user and
 /// session it was given to, the existing user it resumes a sign-in to, and when it expires. It is
 /// taken out under the lock, so it serves at most once: of two concurrent resumes exactly one
-/// gets it. Handles do not survive a restart of the identity service (the app then signs in
-/// again). At most `capacity` are held; past it, expired ones are dropped first, then the
-/// oldest.
+/// gets it. Held in memory, handles do not survive a restart of the identity service (the app
+/// then signs in again). At most `capacity` are held; past it, expired ones are dropped first,
+/// then the oldest. With a shared store (several instances) they live in the database instead
+/// (`SharedResumeHandles`, ResumeHandles+Shared.swift).
 public final class ResumeHandles: Sendable {
     /// What a handle resumes.
     public struct Entry: Sendable, Equatable {

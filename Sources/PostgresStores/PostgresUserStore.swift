@@ -159,7 +159,8 @@ public final class PostgresUserStore: UserStore {
 
     /// Stamps a sign-in; stores an upgraded hash only while the stored one is still `replacing`.
     public func recordSignIn(id: UserID, at: Date, newPasswordHash: String?, replacing: String?) async throws {
-        try await run { connection in
+        // A transaction: the running call's audit event (the sign-in) commits with the stamp.
+        try await transaction { connection in
             let rows = try await connection.query(
                 """
                 UPDATE users SET last_sign_in_at = \(at.millisecondsSince1970),
@@ -184,7 +185,8 @@ public final class PostgresUserStore: UserStore {
     }
 
     private func deleteUser(_ query: PostgresQuery) async throws {
-        try await run { connection in
+        // A transaction: the running call's audit event commits with the deletion.
+        try await transaction { connection in
             var deleted = 0
             for try await _ in try await connection.query(query, logger: self.logger) { deleted += 1 }
             guard deleted == 1 else { throw IdentityError.userNotFound }

@@ -542,6 +542,13 @@ struct EventStreamEndToEndTests {
         try stack.start("identity", environment: environment)
         try await stack.waitReady()
 
+        // The prune at start runs beside serving: wait until it has (a resume from the old
+        // position then answers a snapshot).
+        try await waitUntil("the restarted identity service pruned its log") {
+            let probe = try await stack.openStream(u.access, lastEventID: snapshot.id)
+            defer { probe.disconnect() }
+            return try await probe.next().type == "snapshot"
+        }
         let stale = try await stack.openStream(u.access, lastEventID: snapshot.id)
         let fresh = try await Self.expectSnapshot(stale, of: u.id, resync: true)
         #expect(fresh.n == 2)

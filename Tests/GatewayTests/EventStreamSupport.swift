@@ -190,6 +190,14 @@ final class FakeChangeLog: Sendable {
 
     func heartbeat() { publish(.heartbeat(ChangeFeedHeartbeat(seq: head))) }
 
+    /// The log restored from a backup taken at `seq`: the changes after it are gone.
+    func restore(to seq: UInt64) {
+        state.withLock { s in
+            s.changes.removeAll { $0.seq > seq }
+            s.head = seq
+        }
+    }
+
     /// Makes `listChanges` answer that the per-user cap pruned these users' changes.
     func capPruned(_ userIDs: [String]) { state.withLock { $0.resyncUserIDs = userIDs } }
 

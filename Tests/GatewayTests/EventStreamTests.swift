@@ -196,10 +196,27 @@ import Testing
             try await stream.waitForEnd()
             #expect(h.services.calls(to: IdentityAPI.listChanges) == before + 3)
 
-            h.services.fail(IdentityAPI.listChanges, with: nil)
+            log.install(on: h.services)  // the log answers again
             let (again, _) = try await Self.openLive(h, token)
+            log.restore(to: 1)
             log.publish(.heartbeat(ChangeFeedHeartbeat(seq: 1)))  // behind the position: the log went back
             #expect(try await again.next().json["reason"] as? String == "resync")
+        }
+    }
+
+    /// Several identity instances publish the same log: one's heartbeat may come behind a change
+    /// another already published. The log's head says nothing went back: streams stay open.
+    @Test func aLaggingInstancesHeartbeatIsNoStepBack() async throws {
+        try await Self.run { h, log in
+            let (token, userID) = try await Self.account(h)
+            let (stream, _) = try await Self.openLive(h, token)
+            log.commit(userID)
+            #expect(try await stream.next().id == "1")
+            log.publish(.heartbeat(ChangeFeedHeartbeat(seq: 0)))  // the other instance, not there yet
+            log.publish(.changed(UserChange(seq: 1, userID: userID, kinds: [UserChange.Kind.profile], occurredAt: Date())))  // its copy
+            log.commit(userID)
+            #expect(try await stream.next().id == "2", "the stream goes on, each change once")
+            #expect(stream.pending().isEmpty)
         }
     }
 
@@ -274,8 +291,13 @@ import Testing
         #expect(position.step(change(10)) == .drop)
         #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 11))) == .drop)
         #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 12))) == .catchUp(through: 12))
-        // Below what the feed itself announced: the log went back (a restored database).
-        #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 2))) == .reset && position.seq == 2)
+        // Below what the feed itself announced: checked against the log's head. A head at or past
+        // it: another identity instance published ahead of this one (nothing moves).
+        #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 10))) == .checkBehind(beat: 10) && position.seq == 11)
+        #expect(position.wentBack(to: 10, head: 12) == .drop && position.seq == 11 && position.announced == 12)
+        // A head below it: the log went back (a restored database).
+        #expect(position.step(.heartbeat(ChangeFeedHeartbeat(seq: 2))) == .checkBehind(beat: 2))
+        #expect(position.wentBack(to: 2, head: 2) == .reset && position.seq == 2 && position.announced == 2)
         var fresh = ChangeFeedPosition()
         #expect(fresh.step(.heartbeat(ChangeFeedHeartbeat(seq: 3))) == .drop && fresh.seq == 3)
     }
