@@ -89,6 +89,11 @@ public struct IdentityRoleSettings: Sendable {
         service.appleServer = try Self.appleServer(config, dataDir: dataDir)
         let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
         database = try DatabaseSettings.identity(config)
+        if let database, database.poolSize < 4 {
+            // One connection listens for the change log's notifications, one holds a job's lead
+            // while the job's own statements need another: fewer would wait on themselves.
+            throw ConfigError(message: "\(ConfigTable.databasePoolSize.env) (\(ConfigTable.databasePoolSize.flag)) must be at least 4 for the identity service on PostgreSQL, not \(database.poolSize)")
+        }
         admin = adminPort == 0 ? nil : AdminAPIConfiguration(
             host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,
             requestTimeout: .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)) * 2)

@@ -40,34 +40,6 @@ extension PostgresUserStore {
 
     // MARK: Admin keys
 
-    /// Makes a key: a 16-character id and a 256-bit secret, `gha_<id>.<secret>`, of which only
-    /// the secret's SHA-256 is stored, with its `admin_key.created` audit event (actor: the
-    /// operator) in the same transaction. `invalidArgument` for a name that is empty, over 64
-    /// bytes or holds control characters, or no or unknown scopes (`all` stands for every scope).
-    /// The same checks as `SQLiteUserStore.createAdminKey`.
-    public func createAdminKey(name typed: String, scopes asked: [String], now: Date) async throws -> CreateAdminKeyResponse {
-        let name = typed.trimmingCharacters(in: .whitespaces)
-        guard !name.isEmpty, name.utf8.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
-            throw IdentityError.invalidArgument(field: "name", reason: "must be 1 to 64 bytes without control characters")
-        }
-        let scopes = try IdentityHandlers.validScopes(asked)
-        var generator = SystemRandomNumberGenerator()
-        let id = Base64URL.encode((0..<12).map { _ in UInt8.random(in: 0...255, using: &generator) })
-        let secret = IdentityHandlers.newResetCode()
-        let key = AdminKey(id: id, name: name, scopes: scopes, createdAt: now.roundedToMilliseconds)
-        var detail = JSONObjectWriter()
-        detail.string("keyId", id)
-        detail.string("name", name)
-        detail.strings("scopes", scopes)
-        let event = AuditEvent(
-            occurredAt: now, kind: AuditEvent.Kind.adminKeyCreated, actor: AuditEvent.Actor.operator,
-            detailJSON: String(decoding: detail.finish(), as: UTF8.self))
-        try await AuditScope.$current.withValue(AuditRecorder(event)) {
-            try await insertAdminKey(key, secretHash: IdentityHandlers.resetCodeHash(secret))
-        }
-        return CreateAdminKeyResponse(key: key, token: "\(IdentityHandlers.adminKeyPrefix)\(id).\(secret)")
-    }
-
     /// Stores a new key (with the running call's audit event).
     public func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws {
         try await transaction { connection in
@@ -275,34 +247,10 @@ extension PostgresUserStore {
 
 /// Statements this part's files share.
 enum PostgresAdminPart {
-    /// `PostgresUserStore.update` inside the caller's transaction: the row locked, `change`
-    /// applied, the version moved, `updatedAt` set; `userNotFound` when there is no user.
+    /// `PostgresUserStore.updateUser` (the one write of a changed user) without a version to expect.
     static func updateUser(
         id: UserID, now: Date, on connection: PostgresConnection, logger: Logger, _ change: (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
-        guard var user = try await PostgresUserStore.user(where: "id", id.rawValue, forUpdate: true, on: connection, logger: logger) else {
-            throw IdentityError.userNotFound
-        }
-        let previous = user.version
-        try change(&user)
-        user.id = id
-        user.version = previous + 1
-        user.updatedAt = now.roundedToMilliseconds
-        let u = user
-        let providers = u.linkedProviders.joined(separator: ",")
-        let changed = try await connection.query(
-            """
-            UPDATE users SET email = \(u.email), email_normalized = \(u.emailNormalized), email_verified = \(u.emailVerified),
-                display_name = \(u.displayName), photo_url = \(u.photoURL), password_hash = \(u.passwordHash),
-                is_anonymous = \(u.isAnonymous), disabled = \(u.disabled), custom_claims = \(u.customClaimsJSON),
-                settings = \(u.settingsJSON), created_at = \(u.createdAt.millisecondsSince1970), updated_at = \(u.updatedAt.millisecondsSince1970),
-                last_sign_in_at = \(u.lastSignInAt?.millisecondsSince1970), tokens_valid_after = \(u.tokensValidAfter?.millisecondsSince1970),
-                version = \(u.version), providers = \(providers)
-            WHERE id = \(id.rawValue) AND version = \(previous)
-            RETURNING id
-            """, logger: logger
-        ).collect()
-        guard changed.count == 1 else { throw IdentityError.versionConflict(current: previous) }
-        return u
+        try await PostgresUserStore.updateUser(id: id, now: now, on: connection, logger: logger, change)
     }
 }

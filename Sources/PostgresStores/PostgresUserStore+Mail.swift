@@ -161,34 +161,11 @@ extension PostgresUserStore {
         try await !mailRows("SELECT 1 FROM users WHERE id = \(id.rawValue) FOR UPDATE", on: connection, logger: logger).isEmpty
     }
 
-    /// `update(id:expectedVersion:now:_:)` without a version to expect, inside the caller's
-    /// transaction: locks the row, applies `change`, writes it with version + 1.
+    /// `updateUser` (the one write of a changed user) without a version to expect.
     static func updateLockedUser(
         id: UserID, now: Date, on connection: PostgresConnection, logger: Logger, _ change: (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
-        guard var user = try await user(where: "id", id.rawValue, forUpdate: true, on: connection, logger: logger) else {
-            throw IdentityError.userNotFound
-        }
-        let previous = user.version
-        try change(&user)
-        user.id = id
-        user.version = previous + 1
-        user.updatedAt = now.roundedToMilliseconds
-        let u = user
-        let providers = u.linkedProviders.joined(separator: ",")
-        let changed = try await mailRows(
-            """
-            UPDATE users SET email = \(u.email), email_normalized = \(u.emailNormalized), email_verified = \(u.emailVerified),
-                display_name = \(u.displayName), photo_url = \(u.photoURL), password_hash = \(u.passwordHash),
-                is_anonymous = \(u.isAnonymous), disabled = \(u.disabled), custom_claims = \(u.customClaimsJSON),
-                settings = \(u.settingsJSON), created_at = \(u.createdAt.millisecondsSince1970), updated_at = \(u.updatedAt.millisecondsSince1970),
-                last_sign_in_at = \(u.lastSignInAt?.millisecondsSince1970), tokens_valid_after = \(u.tokensValidAfter?.millisecondsSince1970),
-                version = \(u.version), providers = \(providers)
-            WHERE id = \(id.rawValue) AND version = \(previous)
-            RETURNING id
-            """, on: connection, logger: logger)
-        guard changed.count == 1 else { throw IdentityError.versionConflict(current: previous) }
-        return u
+        try await updateUser(id: id, now: now, on: connection, logger: logger, change)
     }
 
     // MARK: Codes

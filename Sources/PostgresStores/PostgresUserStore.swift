@@ -128,33 +128,42 @@ public final class PostgresUserStore: UserStore {
         id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
         try await transaction { connection in
-            guard var user = try await Self.user(where: "id", id.rawValue, forUpdate: true, on: connection, logger: self.logger) else {
-                throw IdentityError.userNotFound
-            }
-            if let expectedVersion, expectedVersion != user.version { throw IdentityError.versionConflict(current: user.version) }
-            let previous = user.version
-            try change(&user)
-            user.id = id
-            user.version = previous + 1
-            user.updatedAt = now.roundedToMilliseconds
-            let u = user
-            let providers = u.linkedProviders.joined(separator: ",")
-            let result = try await connection.query(
-                """
-                UPDATE users SET email = \(u.email), email_normalized = \(u.emailNormalized), email_verified = \(u.emailVerified),
-                    display_name = \(u.displayName), photo_url = \(u.photoURL), password_hash = \(u.passwordHash),
-                    is_anonymous = \(u.isAnonymous), disabled = \(u.disabled), custom_claims = \(u.customClaimsJSON),
-                    settings = \(u.settingsJSON), created_at = \(u.createdAt.millisecondsSince1970), updated_at = \(u.updatedAt.millisecondsSince1970),
-                    last_sign_in_at = \(u.lastSignInAt?.millisecondsSince1970), tokens_valid_after = \(u.tokensValidAfter?.millisecondsSince1970),
-                    version = \(u.version), providers = \(providers)
-                WHERE id = \(id.rawValue) AND version = \(previous)
-                RETURNING id
-                """, logger: self.logger)
-            var changed = 0
-            for try await _ in result { changed += 1 }
-            guard changed == 1 else { throw IdentityError.versionConflict(current: previous) }
-            return u
+            try await Self.updateUser(id: id, expectedVersion: expectedVersion, now: now, on: connection, logger: self.queryLogger, change)
         }
+    }
+
+    /// The one write of a changed user, inside the caller's transaction (every part's updates go
+    /// through it): the row locked, the version checked when `expectedVersion` is given, `change`
+    /// applied, the version moved, `updatedAt` set; `userNotFound` when there is no user.
+    static func updateUser(
+        id: UserID, expectedVersion: Int64? = nil, now: Date, on connection: PostgresConnection, logger: Logger,
+        _ change: (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord {
+        guard var user = try await user(where: "id", id.rawValue, forUpdate: true, on: connection, logger: logger) else {
+            throw IdentityError.userNotFound
+        }
+        if let expectedVersion, expectedVersion != user.version { throw IdentityError.versionConflict(current: user.version) }
+        let previous = user.version
+        try change(&user)
+        user.id = id
+        user.version = previous + 1
+        user.updatedAt = now.roundedToMilliseconds
+        let u = user
+        let providers = u.linkedProviders.joined(separator: ",")
+        let changed = try await connection.query(
+            """
+            UPDATE users SET email = \(u.email), email_normalized = \(u.emailNormalized), email_verified = \(u.emailVerified),
+                display_name = \(u.displayName), photo_url = \(u.photoURL), password_hash = \(u.passwordHash),
+                is_anonymous = \(u.isAnonymous), disabled = \(u.disabled), custom_claims = \(u.customClaimsJSON),
+                settings = \(u.settingsJSON), created_at = \(u.createdAt.millisecondsSince1970), updated_at = \(u.updatedAt.millisecondsSince1970),
+                last_sign_in_at = \(u.lastSignInAt?.millisecondsSince1970), tokens_valid_after = \(u.tokensValidAfter?.millisecondsSince1970),
+                version = \(u.version), providers = \(providers)
+            WHERE id = \(id.rawValue) AND version = \(previous)
+            RETURNING id
+            """, logger: logger
+        ).collect()
+        guard changed.count == 1 else { throw IdentityError.versionConflict(current: previous) }
+        return u
     }
 
     /// Stamps a sign-in; stores an upgraded hash only while the stored one is still `replacing`.

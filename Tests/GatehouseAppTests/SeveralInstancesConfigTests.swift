@@ -79,4 +79,31 @@ struct SeveralInstancesConfigTests {
             }
         }
     }
+
+    @Test("GATEHOUSE_IDENTITY_DATABASE_URL selects PostgreSQL for the identity role, apart from the token's; a bad URL or a pool under 4 is refused naming the key")
+    func identityDatabase() throws {
+        let folder = try TemporaryDirectory(prefix: "db-config").url
+        let base = ["GATEHOUSE_DATA_DIR": folder.path, "GATEHOUSE_ALLOW_PLAINTEXT": "true"]
+        #expect(try IdentityRoleSettings(config: try Config(environment: base)).database == nil)
+        // The token's URL does not move the identity store.
+        #expect(try IdentityRoleSettings(config: try Config(environment: base.merging(["GATEHOUSE_TOKEN_DATABASE_URL": "postgres://u@h/db"]) { $1 })).database == nil)
+        let role = try IdentityRoleSettings(config: try Config(environment: base.merging([
+            "GATEHOUSE_IDENTITY_DATABASE_URL": "postgres://gatehouse@db.internal:6432/auth?sslmode=require", "GATEHOUSE_DATABASE_POOL_SIZE": "6",
+        ]) { $1 }))
+        let settings = try #require(role.database)
+        #expect(settings.postgres.host == "db.internal" && settings.postgres.port == 6432 && settings.postgres.database == "auth")
+        #expect(settings.postgres.tls == .require && settings.poolSize == 6)
+        for (key, value) in [
+            ("GATEHOUSE_IDENTITY_DATABASE_URL", "mysql://u:hunter2@h/db"), ("GATEHOUSE_DATABASE_POOL_SIZE", "3"),
+        ] {
+            var environment = base.merging(["GATEHOUSE_IDENTITY_DATABASE_URL": "postgres://u:hunter2@h/db"]) { $1 }
+            environment[key] = value
+            do {
+                _ = try IdentityRoleSettings(config: try Config(environment: environment))
+                Issue.record("\(key)=\(value) accepted")
+            } catch let error as ConfigError {
+                #expect(error.message.contains(key) && !error.message.contains("hunter2"), "\(error.message)")
+            }
+        }
+    }
 }
