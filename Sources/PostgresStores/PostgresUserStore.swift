@@ -105,12 +105,14 @@ public final class PostgresUserStore: UserStore {
 
     /// The user with this id, or nil.
     public func user(id: UserID) async throws -> UserRecord? {
-        try await run { connection in try await Self.user(where: "id", id.rawValue, on: connection, logger: self.logger) }
+        try await run { connection in try await Self.firstUser(UserByID(id: id.rawValue), on: connection, logger: self.queryLogger) }
     }
 
     /// The user with this normalized email, or nil.
     public func user(normalizedEmail: String) async throws -> UserRecord? {
-        try await run { connection in try await Self.user(where: "email_normalized", normalizedEmail, on: connection, logger: self.logger) }
+        try await run { connection in
+            try await Self.firstUser(UserByEmail(normalizedEmail: normalizedEmail), on: connection, logger: self.queryLogger)
+        }
     }
 
     static func user(
