@@ -89,10 +89,11 @@ public struct IdentityRoleSettings: Sendable {
         service.appleServer = try Self.appleServer(config, dataDir: dataDir)
         let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
         database = try DatabaseSettings.identity(config)
-        if let database, database.poolSize < 4 {
-            // One connection listens for the change log's notifications, one holds a job's lead
-            // while the job's own statements need another: fewer would wait on themselves.
-            throw ConfigError(message: "\(ConfigTable.databasePoolSize.env) (\(ConfigTable.databasePoolSize.flag)) must be at least 4 for the identity service on PostgreSQL, not \(database.poolSize)")
+        if let database, database.poolSize < 6 {
+            // One connection listens for the change log's notifications and each of three jobs
+            // (mail delivery, the anonymous sweep, the change-log prune) may hold one for its lead
+            // while its own statements, and requests, need more: fewer could wait on themselves.
+            throw ConfigError(message: "\(ConfigTable.databasePoolSize.env) (\(ConfigTable.databasePoolSize.flag)) must be at least 6 for the identity service on PostgreSQL, not \(database.poolSize)")
         }
         admin = adminPort == 0 ? nil : AdminAPIConfiguration(
             host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,
@@ -188,8 +189,12 @@ public struct IdentityRole: Sendable {
         var store: (any IdentityStorage)?
         var database: Task<Void, Never>?
         if let shared = settings.database {
+            // postgres-nio at trace prints every backend message, rows included (password hashes):
+            // its own log stops at debug whatever the role's level.
+            var poolLogger = logger
+            poolLogger.logLevel = max(logger.logLevel, .debug)
             let client = PostgresClient(
-                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: logger)
+                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: poolLogger)
             database = Task { await client.run() }
             let postgres = PostgresUserStore(client: client, logger: logger)
             do { try await postgres.migrate() } catch {

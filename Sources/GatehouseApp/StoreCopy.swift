@@ -98,4 +98,40 @@ public enum StoreCopy {
         let report = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
         return IdentityReport(copy: report, source: path, target: "\(target)")
     }
+
+    /// Checks, before anything is copied, that each store the folder holds can be copied: its file
+    /// is not open in a running process, it is fully migrated, and the database (migrated here)
+    /// holds no such store yet. So a copy never moves one store and leaves the other behind.
+    public static func checkTargets(folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws {
+        let present = stores(in: folder)
+        for (name, file, there) in [("identity", "identity.sqlite", present.identity), ("token", "token.sqlite", present.token)] where there {
+            let path = folder.appendingPathComponent(file).path
+            guard !isInUse(path) else { throw SQLiteUserStore.CopyError("\(path) is open in a running process; stop the \(name) service before copying") }
+        }
+        let target: PostgresSettings
+        do { target = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
+            throw SQLiteUserStore.CopyError("--to: \(error)")
+        }
+        var quiet = logger
+        quiet.logLevel = .error
+        let client = PostgresClient(configuration: try target.clientConfiguration(maximumConnections: 2), backgroundLogger: quiet)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        if present.identity {
+            let source = try SQLiteUserStore.CopySource(path: folder.appendingPathComponent("identity.sqlite").path)
+            let store = PostgresUserStore(client: client, logger: logger)
+            try await store.migrate()
+            if let held = try await store.holdsCopyTarget(tables: try source.tables()) {
+                throw SQLiteUserStore.CopyError("the target database already holds identity data (\(held)): copy into an empty database; nothing was copied")
+            }
+        }
+        if present.token {
+            _ = try TokenStore.CopySource(path: folder.appendingPathComponent("token.sqlite").path)
+            let store = PostgresTokenStore(client: client, logger: logger)
+            try await store.migrate()
+            if try await store.holdsTokenStore() {
+                throw TokenStore.CopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database; nothing was copied")
+            }
+        }
+    }
 }

@@ -161,8 +161,12 @@ public struct TokenRole: Sendable {
         var store: (any TokenStorage)?
         var database: Task<Void, Never>?
         if let shared = settings.database {
+            // postgres-nio at trace prints every backend message, rows included (token hashes):
+            // its own log stops at debug whatever the role's level.
+            var poolLogger = logger
+            poolLogger.logLevel = max(logger.logLevel, .debug)
             let client = PostgresClient(
-                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: logger)
+                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: poolLogger)
             database = Task { await client.run() }
             store = PostgresTokenStore(client: client, logger: logger)
             logger.info("token store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")

@@ -99,6 +99,17 @@ extension PostgresTokenStore {
     }
 
     /// The rows of each kind, read on `connection`.
+    /// Whether this database already holds a token store (keys, sessions or a secret): a copy
+    /// into it would be refused (checked by `gatehouse store copy` before it copies anything).
+    public func holdsTokenStore() async throws -> Bool {
+        try await run { [self] connection in
+            try await rows(
+                "SELECT (SELECT count(*) FROM token_signing_key) + (SELECT count(*) FROM token_session) + (SELECT count(*) FROM token_meta)",
+                on: connection
+            ).first?.decode(Int64.self) ?? 0 > 0
+        }
+    }
+
     func counts(on connection: PostgresConnection) async throws -> TokenStore.CopyCounts {
         guard let row = try await rows(
             """

@@ -62,11 +62,13 @@ extension PostgresUserStore {
             try await connection.query("SET LOCAL statement_timeout = 0", logger: queryLogger)
             try await connection.query("SET LOCAL idle_in_transaction_session_timeout = 0", logger: queryLogger)
             try await connection.query("LOCK TABLE users IN EXCLUSIVE MODE", logger: queryLogger)
-            var present: Int64 = 0
-            for try await n in try await connection.query("SELECT count(*) FROM users", logger: queryLogger).decode(Int64.self) { present = n }
-            guard present == 0 else {
-                throw SQLiteUserStore.CopyError("the target database already holds users: copy into an empty database")
+            if let held = try await Self.heldTable(tables, on: connection, logger: queryLogger) {
+                throw SQLiteUserStore.CopyError("the target database already holds identity data (\(held)): copy into an empty database")
             }
+            // The email reservation's trigger takes one advisory lock per address, each held to the
+            // commit: a copy of many users would run out of lock slots. The copied rows need no
+            // check (they come from a store that kept the rule), so it is off for this transaction.
+            try await connection.query("ALTER TABLE users DISABLE TRIGGER users_email_reserved", logger: queryLogger)
             var report = CopyReport()
             for table in tables {
                 let target = Self.copyTableNames[table] ?? table
@@ -80,7 +82,9 @@ extension PostgresUserStore {
                     throw SQLiteUserStore.CopyError("the PostgreSQL table \(target) has no column \(name) for SQLite's \(table).\(column)")
                 }
                 // Rows the migrations made (a one-row state table) are replaced by the copied ones.
-                try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(target)"), logger: queryLogger)
+                if Self.copyStateTables.contains(table) {
+                    try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(target)"), logger: queryLogger)
+                }
                 var after: Int64 = 0
                 var copied = 0
                 while true {
@@ -94,6 +98,7 @@ extension PostgresUserStore {
                 try await Self.advanceSequences(target, past: try source.sequence(table), on: connection, logger: queryLogger)
             }
             try await copyPositions(source, on: connection)
+            try await connection.query("ALTER TABLE users ENABLE TRIGGER users_email_reserved", logger: queryLogger)
 
             // Checked before the commit: a copy that does not match is rolled back.
             for table in tables {
@@ -113,6 +118,29 @@ extension PostgresUserStore {
             }
             return report
         }
+    }
+
+    /// The one-row tables the migrations fill, which a copy replaces.
+    static let copyStateTables: Set<String> = ["change_log_state"]
+
+    /// The first of `tables` (SQLite's names) whose PostgreSQL table holds rows other than the
+    /// migrations' own, or nil when the target is empty.
+    static func heldTable(_ tables: [String], on connection: PostgresConnection, logger: Logger) async throws -> String? {
+        for table in tables where !copyStateTables.contains(table) {
+            let target = copyTableNames[table] ?? table
+            guard try await !columnTypes(target, on: connection, logger: logger).isEmpty else { continue }
+            for try await n in try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(target)"), logger: logger).decode(Int64.self)
+            where n > 0 {
+                return target
+            }
+        }
+        return nil
+    }
+
+    /// Whether this database already holds identity data that a copy would refuse (checked by
+    /// `gatehouse store copy` before it copies anything).
+    public func holdsCopyTarget(tables: [String]) async throws -> String? {
+        try await run { [queryLogger] connection in try await Self.heldTable(tables, on: connection, logger: queryLogger) }
     }
 
     /// The change log's and the audit log's positions: the next number follows every one the

@@ -207,6 +207,10 @@ public final class PostgresUserStore: UserStore {
     /// Links a provider identity (`provider`, `subject`) to a user, and lists it on the user's row.
     public func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
         try await transaction { connection in
+            // The user's row first: two links at once would each compute `providers` without the other's.
+            guard try await !connection.query("SELECT 1 FROM users WHERE id = \(user.rawValue) FOR UPDATE", logger: self.queryLogger).collect().isEmpty else {
+                throw IdentityError.userNotFound
+            }
             try await connection.query(
                 "INSERT INTO identities (provider, subject, user_id, created_at) VALUES (\(provider), \(subject), \(user.rawValue), \(at.millisecondsSince1970))",
                 logger: self.logger)

@@ -38,13 +38,8 @@ struct StoreCommand: AsyncParsableCommand {
                 guard present.token || present.identity else {
                     throw StoreCopyFolderError("no token.sqlite or identity.sqlite in \(folder.path): --from names a data folder (sqlite:/data)")
                 }
-                // Both refused before either is copied: never one store moved and the other left.
-                for (name, file, present) in [("identity", "identity.sqlite", present.identity), ("token", "token.sqlite", present.token)] where present {
-                    let path = folder.appendingPathComponent(file).path
-                    guard !StoreCopy.isInUse(path) else {
-                        throw StoreCopyFolderError("\(path) is open in a running process; stop the \(name) service before copying")
-                    }
-                }
+                // Both checked before either is copied: never one store moved and the other left.
+                try await StoreCopy.checkTargets(folder: folder, to: to, passwordFile: passwordFile, logger: logger)
                 if present.identity {
                     let report = try await StoreCopy.copyIdentity(from: folder, to: to, passwordFile: passwordFile, logger: logger)
                     print("copied \(report.copy) from \(report.source) to \(report.target)")

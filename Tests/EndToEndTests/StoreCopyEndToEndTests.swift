@@ -62,7 +62,7 @@ struct StoreCopyEndToEndTests {
         #expect(copied.stdout.contains("3 users picked at random sign in as stored"), "\(copied.stdout)")
         // Into a database that holds the stores now: refused, nothing changed.
         let again = try await copy(["--from", "sqlite:\(stack.dataDir.path)", "--to", url])
-        #expect(again.status == 1 && again.stderr.contains("already holds users"), "\(again.stderr)")
+        #expect(again.status == 1 && again.stderr.contains("already holds identity data"), "\(again.stderr)")
         for bad in [["--from", stack.dataDir.path, "--to", url], ["--from", "sqlite:\(stack.dataDir.path)", "--to", "mysql://x@y/z"]] {
             let refused = try await copy(bad)
             #expect(refused.status != 0 && !refused.stderr.isEmpty, "\(bad): \(refused.stdout)")

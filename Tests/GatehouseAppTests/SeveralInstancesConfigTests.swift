@@ -80,7 +80,7 @@ struct SeveralInstancesConfigTests {
         }
     }
 
-    @Test("GATEHOUSE_IDENTITY_DATABASE_URL selects PostgreSQL for the identity role, apart from the token's; a bad URL or a pool under 4 is refused naming the key")
+    @Test("GATEHOUSE_IDENTITY_DATABASE_URL selects PostgreSQL for the identity role, apart from the token's; a bad URL or a pool under 6 is refused naming the key")
     func identityDatabase() throws {
         let folder = try TemporaryDirectory(prefix: "db-config").url
         let base = ["GATEHOUSE_DATA_DIR": folder.path, "GATEHOUSE_ALLOW_PLAINTEXT": "true"]
@@ -94,7 +94,7 @@ struct SeveralInstancesConfigTests {
         #expect(settings.postgres.host == "db.internal" && settings.postgres.port == 6432 && settings.postgres.database == "auth")
         #expect(settings.postgres.tls == .require && settings.poolSize == 6)
         for (key, value) in [
-            ("GATEHOUSE_IDENTITY_DATABASE_URL", "mysql://u:hunter2@h/db"), ("GATEHOUSE_DATABASE_POOL_SIZE", "3"),
+            ("GATEHOUSE_IDENTITY_DATABASE_URL", "mysql://u:hunter2@h/db"), ("GATEHOUSE_DATABASE_POOL_SIZE", "5"),
         ] {
             var environment = base.merging(["GATEHOUSE_IDENTITY_DATABASE_URL": "postgres://u:hunter2@h/db"]) { $1 }
             environment[key] = value
