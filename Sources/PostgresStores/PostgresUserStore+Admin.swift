@@ -176,6 +176,19 @@ extension PostgresUserStore {
     ) async throws -> [ImportWrite] {
         let audit = AuditScope.current
         return try await transaction { connection in
+            if update {
+                // Every user the batch may overwrite, locked first and in id order: the first
+                // update then holds the change log's counter while no other row is still to be
+                // locked, so the batch never waits on a writer that waits on the counter.
+                let ids = candidates.filter(\.idGiven).map(\.record.id.rawValue)
+                let emails = candidates.compactMap(\.record.emailNormalized)
+                _ = try await connection.query(
+                    """
+                    SELECT id FROM users WHERE id = ANY(\(ids)) OR email_normalized = ANY(\(emails))
+                    ORDER BY id COLLATE "C" FOR UPDATE
+                    """, logger: self.queryLogger
+                ).collect()
+            }
             var results: [ImportWrite] = []
             results.reserveCapacity(candidates.count)
             for candidate in candidates {
