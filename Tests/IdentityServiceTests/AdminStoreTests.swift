@@ -129,24 +129,9 @@ import Testing
 /// Races that PostgreSQL has and SQLite (one writer at a time) has not: two identity instances,
 /// two `PostgresUserStore`s on their own clients over one database (issue 24).
 @Suite struct AdminStoreRaceTests {
-    /// Two migrated stores over one new database, each on a client of its own.
+    /// Two migrated stores over one new database, each on a client of its own (`twoPostgresStores`).
     static func twoInstances() async throws -> (PostgresUserStore, PostgresUserStore, @Sendable () -> Void) {
-        let server = try await PostgresServer.shared()
-        let url = server.url(database: try await server.createDatabase())
-        var logger = Logger(label: "identity-tests.postgres")
-        logger.logLevel = .error
-        func instance() throws -> (PostgresUserStore, Task<Void, Never>) {
-            let client = PostgresClient(configuration: try PostgresSettings(url: url).clientConfiguration(maximumConnections: 4), backgroundLogger: logger)
-            let running = Task { await client.run() }
-            return (PostgresUserStore(client: client, logger: logger), running)
-        }
-        let (a, runningA) = try instance()
-        let (b, runningB) = try instance()
-        // Both instances migrate at start-up, at once: the migrator lets one apply each migration.
-        async let first: Void = a.migrate()
-        async let second: Void = b.migrate()
-        _ = try await (first, second)
-        return (a, b, { runningA.cancel(); runningB.cancel() })
+        try await twoPostgresStores()
     }
 
     /// What `a` and `b` give when started together.

@@ -61,10 +61,13 @@ func twoPostgresStores() async throws -> (PostgresUserStore, PostgresUserStore, 
     for _ in 0..<2 {
         let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 6), backgroundLogger: logger)
         tasks.append(Task { await client.run() })
-        let store = PostgresUserStore(client: client, logger: logger)
-        try await store.migrate()
-        stores.append(store)
+        stores.append(PostgresUserStore(client: client, logger: logger))
     }
+    // Both migrate at once, as instances starting together do: the migrator lets one apply each.
+    let (a, b) = (stores[0], stores[1])
+    async let first: Void = a.migrate()
+    async let second: Void = b.migrate()
+    _ = try await (first, second)
     let running = tasks
-    return (stores[0], stores[1], { for task in running { task.cancel() } })
+    return (a, b, { for task in running { task.cancel() } })
 }

@@ -20,7 +20,7 @@ struct MailRaceTests {
 
     @Test("concurrent reset requests for one user on two instances stay within the per-minute limit: one queued, one code, one mail")
     func resetLimit() async throws {
-        let (first, second, cleanup) = try await twoPostgresInstances()
+        let (first, second, cleanup) = try await twoPostgresStores()
         defer { cleanup() }
         let user = try makeUser("race@example.com")
         try await first.insert(user)
@@ -44,7 +44,7 @@ struct MailRaceTests {
 
     @Test("two confirmations of one email-change code on two instances: exactly one succeeds, one revert code, one notice")
     func confirmOnce() async throws {
-        let (first, second, cleanup) = try await twoPostgresInstances()
+        let (first, second, cleanup) = try await twoPostgresStores()
         defer { cleanup() }
         for round in 0..<5 {
             let user = try makeUser("old\(round)@example.com")
@@ -79,7 +79,7 @@ struct MailRaceTests {
 
     @Test("a sign-up of the old address racing the confirmation on the other instance never takes it: the user's row or its revert code holds it")
     func reservationRace() async throws {
-        let (first, second, cleanup) = try await twoPostgresInstances()
+        let (first, second, cleanup) = try await twoPostgresStores()
         defer { cleanup() }
         for round in 0..<40 {
             let old = "owner\(round)@example.com"

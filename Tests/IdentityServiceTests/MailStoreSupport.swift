@@ -61,23 +61,3 @@ func rawCodeHashes(_ store: any UserStore, table: String) async throws -> [Data]
     }
 }
 
-/// Two `PostgresUserStore`s on one fresh, migrated database, each on a client of its own: two
-/// identity instances sharing PostgreSQL.
-func twoPostgresInstances() async throws -> (PostgresUserStore, PostgresUserStore, cleanup: @Sendable () -> Void) {
-    let server = try await PostgresServer.shared()
-    let database = try await server.createDatabase()
-    let settings = try PostgresSettings(url: server.url(database: database))
-    var logger = Logger(label: "identity-tests.postgres")
-    logger.logLevel = .error
-    var stores: [PostgresUserStore] = []
-    var tasks: [Task<Void, Never>] = []
-    for _ in 0..<2 {
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 4), backgroundLogger: logger)
-        tasks.append(Task { await client.run() })
-        let store = PostgresUserStore(client: client, logger: logger)
-        try await store.migrate()
-        stores.append(store)
-    }
-    let running = tasks
-    return (stores[0], stores[1], { for task in running { task.cancel() } })
-}

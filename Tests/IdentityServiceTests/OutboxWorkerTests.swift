@@ -293,7 +293,7 @@ struct OutboxWorkerTests {
 
     @Test("two instances on one PostgreSQL database: their workers never deliver one mail twice, and each mail is delivered")
     func twoInstancesShareTheOutbox() async throws {
-        let (first, second, cleanup) = try await twoPostgresInstances()
+        let (first, second, cleanup) = try await twoPostgresStores()
         defer { cleanup() }
         for n in 1...40 { try await first.enqueueMail(mail(n), at: clock.now) }
         let (a, b) = (ScriptedTransport(), ScriptedTransport())

@@ -16,24 +16,9 @@ import Testing
 /// lead of background jobs.
 @Suite("Shared identity state on PostgreSQL")
 struct SharedIdentityStateTests {
-    /// Two migrated stores over one fresh database, each on a client of its own.
+    /// Two migrated stores over one fresh database, each on a client of its own (`twoPostgresStores`).
     static func pair() async throws -> (PostgresUserStore, PostgresUserStore, @Sendable () -> Void) {
-        let server = try await PostgresServer.shared()
-        let url = server.url(database: try await server.createDatabase())
-        var stores: [PostgresUserStore] = []
-        var tasks: [Task<Void, Never>] = []
-        for _ in 0..<2 {
-            var logger = Logger(label: "shared-identity-tests")
-            logger.logLevel = .error
-            let client = PostgresClient(
-                configuration: try PostgresSettings(url: url).clientConfiguration(maximumConnections: 4), backgroundLogger: logger)
-            tasks.append(Task { await client.run() })
-            let store = PostgresUserStore(client: client, logger: logger)
-            try await store.migrate()
-            stores.append(store)
-        }
-        let running = tasks
-        return (stores[0], stores[1], { for task in running { task.cancel() } })
+        try await twoPostgresStores()
     }
 
     static let now = Date(timeIntervalSince1970: 1_750_000_000)
