@@ -256,7 +256,7 @@ struct SeveralInstancesEndToEndTests {
         await a.close()
     }
 
-    @Test("PostgreSQL restarted under refresh and sign-up load: calls fail fast with 503, recover on their own, and no acknowledged refresh or sign-up is lost")
+    @Test("PostgreSQL restarted under refresh load: calls fail fast with 503, recover on their own, and no acknowledged refresh is lost")
     func databaseRestart() async throws {
         let server = try await PostgresServer.start()
         // A long RPC deadline: a refusal that came only from the deadline would take 10 s. A refresh
@@ -296,26 +296,6 @@ struct SeveralInstancesEndToEndTests {
                     return current
                 }
             }
-            // And sign-ups through both gateways (identity writes on the same database): each
-            // acknowledged one must sign in afterwards.
-            let signedUp = Accounts(), signUpsRefused = Counter()
-            let signUps = Task { () -> Void in
-                var step = 0
-                while !stop.isSet {
-                    step += 1
-                    let email = "restart-\(step)@example.com"
-                    let r = try await stack.request(
-                        "POST", "/v1/accounts", json: ["email": email, "password": Self.password], port: step % 2 == 0 ? topology.a : topology.b)
-                    if r.status == 201 {
-                        signedUp.add(email)
-                    } else {
-                        // A sign-up that committed just before the crash may have lost its answer: its retry is 409.
-                        #expect([503, 409].contains(r.status), "sign-up answered \(r.status) \(String(decoding: r.body, as: UTF8.self))")
-                        signUpsRefused.add()
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
-                }
-            }
             try await waitUntil("refreshes before the crash") { acknowledged.value >= 40 }
             await server.crash()
             // While it is down: refused with 503, quickly (the RPC deadline is 10 s), never a 500.
@@ -323,20 +303,8 @@ struct SeveralInstancesEndToEndTests {
             let before = acknowledged.value
             try await server.startAgain()
             // Back on their own within seconds.
-            let signedUpBefore = signedUp.all.count
             try await waitUntil("refreshes acknowledged again", timeout: .seconds(30), interval: .milliseconds(100)) { acknowledged.value >= before + 40 }
-            try await waitUntil("sign-ups acknowledged again", timeout: .seconds(30), interval: .milliseconds(100)) {
-                signedUp.all.count >= signedUpBefore + 5
-            }
             stop.set()
-            try await signUps.value
-            #expect(signUpsRefused.value > 0, "sign-ups were refused while the database was down")
-            // No acknowledged sign-up was lost: each signs in, through both gateways.
-            for (i, email) in signedUp.all.enumerated() {
-                let r = try await stack.request(
-                    "POST", "/v1/sessions", json: ["email": email, "password": Self.password], port: i % 2 == 0 ? topology.a : topology.b)
-                #expect(r.status == 200, "\(email): \(r.status) \(String(decoding: r.body, as: UTF8.self))")
-            }
             var last: [String] = []
             for loop in loops { last.append(try await loop.value) }
             #expect(slowest.value < .seconds(3), "a refusal took \(slowest.value)")
@@ -346,6 +314,9 @@ struct SeveralInstancesEndToEndTests {
                 #expect(r.status == 200, "user \(i): \(r.status) \(String(decoding: r.body, as: UTF8.self))")
             }
         } catch {
+            for name in ["identity-a", "identity-b", "token-a", "token-b"] {
+                Issue.record("\(name): \(topology.stack.log(of: name).suffix(2000))")
+            }
             await server.stop()
             throw error
         }
