@@ -34,24 +34,40 @@ public enum StoreCopy {
     /// 100 refresh tokens picked at random find the same session. Refuses while a process has the file open (stop
     /// the token service first) and when the target already holds a token store.
     public static func copyTokens(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> Report {
-        let target: PostgresSettings
-        do { target = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
-            throw TokenStore.CopyError("--to: \(error)")
-        }
+        let target = try settings(url, passwordFile: passwordFile, TokenStore.CopyError.init)
         let path = folder.appendingPathComponent("token.sqlite").path
-        guard !DatabaseBackup.isInUse(path) else {
-            throw TokenStore.CopyError("\(path) is open in a running process; stop the token service before copying")
-        }
+        try requireStopped(path, service: "token", TokenStore.CopyError.init)
         let source = try TokenStore.CopySource(path: path)
+        return try await withClient(target, logger: logger) { client in
+            let store = PostgresTokenStore(client: client, logger: logger)
+            try await store.migrate()
+            let checked = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
+            return Report(counts: checked.counts, sampled: checked.sampled, source: path, target: "\(target)")
+        }
+    }
+
+    /// The target's settings; a bad URL or password file refused as `--to`'s.
+    static func settings(_ url: String, passwordFile: String?, _ error: (String) -> any Error) throws -> PostgresSettings {
+        do { return try PostgresSettings(url: url, passwordFile: passwordFile) } catch let cause {
+            throw error("--to: \(cause)")
+        }
+    }
+
+    /// Refuses a store file a running process has open.
+    static func requireStopped(_ path: String, service: String, _ error: (String) -> any Error) throws {
+        guard !isInUse(path) else { throw error("\(path) is open in a running process; stop the \(service) service before copying") }
+    }
+
+    /// Runs `body` with a client of `target` (two connections, its own log quiet), stopped after.
+    static func withClient<T: Sendable>(
+        _ target: PostgresSettings, logger: Logger, _ body: (PostgresClient) async throws -> T
+    ) async throws -> T {
         var quiet = logger
         quiet.logLevel = .error
         let client = PostgresClient(configuration: try target.clientConfiguration(maximumConnections: 2), backgroundLogger: quiet)
         let running = Task { await client.run() }
         defer { running.cancel() }
-        let store = PostgresTokenStore(client: client, logger: logger)
-        try await store.migrate()
-        let checked = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
-        return Report(counts: checked.counts, sampled: checked.sampled, source: path, target: "\(target)")
+        return try await body(client)
     }
 
     /// What an identity copy wrote.
@@ -79,24 +95,16 @@ public enum StoreCopy {
     /// Copies the stopped identity service's `identity.sqlite` in `folder` into the empty
     /// PostgreSQL database at `url` (migrated first), checked before the commit.
     public static func copyIdentity(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> IdentityReport {
-        let target: PostgresSettings
-        do { target = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
-            throw SQLiteUserStore.CopyError("--to: \(error)")
-        }
+        let target = try settings(url, passwordFile: passwordFile, SQLiteUserStore.CopyError.init)
         let path = folder.appendingPathComponent("identity.sqlite").path
-        guard !DatabaseBackup.isInUse(path) else {
-            throw SQLiteUserStore.CopyError("\(path) is open in a running process; stop the identity service before copying")
-        }
+        try requireStopped(path, service: "identity", SQLiteUserStore.CopyError.init)
         let source = try SQLiteUserStore.CopySource(path: path)
-        var quiet = logger
-        quiet.logLevel = .error
-        let client = PostgresClient(configuration: try target.clientConfiguration(maximumConnections: 2), backgroundLogger: quiet)
-        let running = Task { await client.run() }
-        defer { running.cancel() }
-        let store = PostgresUserStore(client: client, logger: logger)
-        try await store.migrate()
-        let report = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
-        return IdentityReport(copy: report, source: path, target: "\(target)")
+        return try await withClient(target, logger: logger) { client in
+            let store = PostgresUserStore(client: client, logger: logger)
+            try await store.migrate()
+            let report = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
+            return IdentityReport(copy: report, source: path, target: "\(target)")
+        }
     }
 
     /// Checks, before anything is copied, that each store the folder holds can be copied: its file
@@ -105,32 +113,25 @@ public enum StoreCopy {
     public static func checkTargets(folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws {
         let present = stores(in: folder)
         for (name, file, there) in [("identity", "identity.sqlite", present.identity), ("token", "token.sqlite", present.token)] where there {
-            let path = folder.appendingPathComponent(file).path
-            guard !isInUse(path) else { throw SQLiteUserStore.CopyError("\(path) is open in a running process; stop the \(name) service before copying") }
+            try requireStopped(folder.appendingPathComponent(file).path, service: name, SQLiteUserStore.CopyError.init)
         }
-        let target: PostgresSettings
-        do { target = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
-            throw SQLiteUserStore.CopyError("--to: \(error)")
-        }
-        var quiet = logger
-        quiet.logLevel = .error
-        let client = PostgresClient(configuration: try target.clientConfiguration(maximumConnections: 2), backgroundLogger: quiet)
-        let running = Task { await client.run() }
-        defer { running.cancel() }
-        if present.identity {
-            let source = try SQLiteUserStore.CopySource(path: folder.appendingPathComponent("identity.sqlite").path)
-            let store = PostgresUserStore(client: client, logger: logger)
-            try await store.migrate()
-            if let held = try await store.holdsCopyTarget(tables: try source.tables()) {
-                throw SQLiteUserStore.CopyError("the target database already holds identity data (\(held)): copy into an empty database; nothing was copied")
+        let target = try settings(url, passwordFile: passwordFile, SQLiteUserStore.CopyError.init)
+        try await withClient(target, logger: logger) { client in
+            if present.identity {
+                let source = try SQLiteUserStore.CopySource(path: folder.appendingPathComponent("identity.sqlite").path)
+                let store = PostgresUserStore(client: client, logger: logger)
+                try await store.migrate()
+                if let held = try await store.holdsCopyTarget(tables: try source.tables()) {
+                    throw SQLiteUserStore.CopyError("the target database already holds identity data (\(held)): copy into an empty database; nothing was copied")
+                }
             }
-        }
-        if present.token {
-            _ = try TokenStore.CopySource(path: folder.appendingPathComponent("token.sqlite").path)
-            let store = PostgresTokenStore(client: client, logger: logger)
-            try await store.migrate()
-            if try await store.holdsTokenStore() {
-                throw TokenStore.CopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database; nothing was copied")
+            if present.token {
+                _ = try TokenStore.CopySource(path: folder.appendingPathComponent("token.sqlite").path)
+                let store = PostgresTokenStore(client: client, logger: logger)
+                try await store.migrate()
+                if try await store.holdsTokenStore() {
+                    throw TokenStore.CopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database; nothing was copied")
+                }
             }
         }
     }

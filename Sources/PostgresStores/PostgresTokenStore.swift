@@ -105,15 +105,7 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
     @discardableResult
     func transaction<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await run { [self] connection in
-            try await connection.query("BEGIN", logger: queryLogger)
-            do {
-                let result = try await body(connection)
-                try await connection.query("COMMIT", logger: queryLogger)
-                return result
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: queryLogger)
-                throw error
-            }
+            try await connection.inTransaction(logger: queryLogger) { try await body(connection) }
         }
     }
 

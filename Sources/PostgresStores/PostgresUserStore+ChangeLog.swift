@@ -17,15 +17,7 @@ extension PostgresUserStore {
     /// snapshot (the head, the watermarks and the changes agree, as SQLite's read transaction).
     func readSnapshot<T: Sendable>(_ body: @escaping @Sendable (PostgresConnection) async throws -> T) async throws -> T {
         try await run { [queryLogger] connection in
-            try await connection.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: queryLogger)
-            do {
-                let result = try await body(connection)
-                try await connection.query("COMMIT", logger: queryLogger)
-                return result
-            } catch {
-                _ = try? await connection.query("ROLLBACK", logger: queryLogger)
-                throw error
-            }
+            try await connection.inTransaction("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", logger: queryLogger) { try await body(connection) }
         }
     }
 

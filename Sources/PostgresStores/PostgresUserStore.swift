@@ -272,8 +272,7 @@ public final class PostgresUserStore: UserStore {
         let audit = AuditScope.current
         do {
             let result = try await run { [self] connection in
-                try await connection.query("BEGIN", logger: queryLogger)
-                do {
+                try await connection.inTransaction(logger: queryLogger) {
                     let result = try await body(connection)
                     if let audit, let event = audit.take() {
                         do { try await Self.appendAudit(event, on: connection, logger: queryLogger) } catch {
@@ -281,11 +280,7 @@ public final class PostgresUserStore: UserStore {
                             throw error
                         }
                     }
-                    try await connection.query("COMMIT", logger: queryLogger)
                     return result
-                } catch {
-                    _ = try? await connection.query("ROLLBACK", logger: queryLogger)
-                    throw error
                 }
             }
             audit?.settle(committed: true)
