@@ -20,7 +20,10 @@ struct AdvisoryLead: Sendable {
         let key = Self.lockKey(name)
         do {
             return try await client.withConnection { connection in
-                let rows = try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: queryLogger).collect()
+                // A statement on a connection a crash closed would wait forever (`failingOnClose`).
+                let rows = try await connection.failingOnClose {
+                    try await connection.query("SELECT pg_try_advisory_lock(\(key))", logger: queryLogger).collect()
+                }
                 guard try rows.first?.decode(Bool.self) ?? false else { return false }
                 do {
                     try await body()
@@ -47,7 +50,9 @@ struct AdvisoryLead: Sendable {
     /// (never back in the pool still holding it).
     private func release(_ key: Int64, on connection: PostgresConnection) async {
         do {
-            let rows = try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: queryLogger).collect()
+            let rows = try await connection.failingOnClose {
+                try await connection.query("SELECT pg_advisory_unlock(\(key))", logger: queryLogger).collect()
+            }
             if try rows.first?.decode(Bool.self) == true { return }
             logger.error("\(label): the lead of a job was not held at its release")
         } catch {

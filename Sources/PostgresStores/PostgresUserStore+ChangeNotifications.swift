@@ -29,7 +29,8 @@ final class ChangeCommitListener: Sendable {
         let backoff = Mutex<Duration>(.milliseconds(100))
         while !Task.isCancelled {
             do {
-                try await client.withConnection { connection in
+                // `failingOnClose`: LISTEN written to a connection a crash closed would never answer.
+                try await client.withConnection { connection in try await connection.failingOnClose {
                     try await connection.listen(on: channel) { notifications in
                         // LISTEN is active from here: what commits now is notified.
                         backoff.withLock { $0 = .milliseconds(100) }
@@ -56,7 +57,7 @@ final class ChangeCommitListener: Sendable {
                             group.cancelAll()
                         }
                     }
-                }
+                } }
             } catch {
                 if Task.isCancelled { return }
                 if let error = error as? PSQLError, error.code == .poolClosed { return }

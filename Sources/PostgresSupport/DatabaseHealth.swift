@@ -15,6 +15,8 @@ import Synchronization
 ///   waiting or running is cancelled (the pool drops their requests; one that gets a connection
 ///   meanwhile refuses to run; one stuck on a connection the crash left hanging is abandoned) and
 ///   fails `Unavailable`; so does a call that fails for want of a connection.
+/// - A call whose connection closes under it and has not ended `closedGrace` later is given up
+///   (`Unavailable`): a statement written to a connection already closed is never answered.
 /// - While down, calls fail at once with no attempt, and one probe (`SELECT 1`, with its own
 ///   time limit) runs every `probeInterval`; the first that succeeds marks the database **up**.
 ///
@@ -24,7 +26,7 @@ import Synchronization
 public final class DatabaseHealth: Sendable {
     private enum Ticket {
         case waiting(since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?)
-        case running(since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?)
+        case running(since: ContinuousClock.Instant, cancel: (@Sendable () -> Void)?, connection: PostgresConnection.ID)
         /// Cancelled by the watchdog: it fails `Unavailable`, and never runs its statements.
         case stalled
     }
@@ -36,6 +38,8 @@ public final class DatabaseHealth: Sendable {
         var down = false
         var probing = false
         var watching = false
+        /// The connections whose close is watched (one callback each, however many calls they serve).
+        var watchedConnections: Set<PostgresConnection.ID> = []
     }
 
     /// A call failed because the database was found down (`run` throws it; the store says `unavailable`).
@@ -52,17 +56,20 @@ public final class DatabaseHealth: Sendable {
     public let stallAfter: Duration
     /// How often a probe runs while the database is down.
     public let probeInterval: Duration
+    /// How long a call may go on after its connection closed before it is given up.
+    public let closedGrace: Duration
 
     /// Health of the database `client` reaches, named `name` in logs ("token").
     public init(
         client: PostgresClient, name: String, logger: Logger, stallAfter: Duration = .milliseconds(1500),
-        probeInterval: Duration = .milliseconds(200)
+        probeInterval: Duration = .milliseconds(200), closedGrace: Duration = .milliseconds(250)
     ) {
         self.client = client
         self.name = name
         self.logger = logger
         self.stallAfter = stallAfter
         self.probeInterval = probeInterval
+        self.closedGrace = closedGrace
     }
 
     /// Whether calls fail at once.
@@ -78,12 +85,12 @@ public final class DatabaseHealth: Sendable {
         guard !isDown else { throw Unavailable() }
         let ticket = register()
         let client = self.client
-        let outcome = Outcome<T>()
+        let outcome = FirstOutcome<T>()
         let task = Task { [weak self] in
             do {
                 let value = try await client.withConnection { connection in
                     // Found down while it waited: it runs nothing.
-                    guard self?.connected(ticket) ?? true else { throw Unavailable() }
+                    guard self?.connected(ticket, on: connection) ?? true else { throw Unavailable() }
                     return try await body(connection)
                 }
                 outcome.finish(.success(value))
@@ -116,32 +123,6 @@ public final class DatabaseHealth: Sendable {
         }
     }
 
-    /// The first result a call gets (from its task, or from the watchdog), handed to its waiter.
-    private final class Outcome<T: Sendable>: Sendable {
-        private let state = Mutex<(result: Result<T, any Error>?, waiter: CheckedContinuation<Result<T, any Error>, Never>?)>((nil, nil))
-
-        func finish(_ result: Result<T, any Error>) {
-            let waiter = state.withLock { state -> CheckedContinuation<Result<T, any Error>, Never>? in
-                guard state.result == nil else { return nil }
-                state.result = result
-                defer { state.waiter = nil }
-                return state.waiter
-            }
-            waiter?.resume(returning: result)
-        }
-
-        func value() async -> Result<T, any Error> {
-            await withCheckedContinuation { continuation in
-                let ready = state.withLock { state -> Result<T, any Error>? in
-                    if let result = state.result { return result }
-                    state.waiter = continuation
-                    return nil
-                }
-                if let ready { continuation.resume(returning: ready) }
-            }
-        }
-    }
-
     private func register() -> UInt64 {
         let (ticket, start) = state.withLock { state -> (UInt64, Bool) in
             state.next &+= 1
@@ -170,8 +151,8 @@ public final class DatabaseHealth: Sendable {
             case .waiting(let since, _):
                 state.tickets[ticket] = .waiting(since: since, cancel: cancel)
                 return false
-            case .running(let since, _):
-                state.tickets[ticket] = .running(since: since, cancel: cancel)
+            case .running(let since, _, let connection):
+                state.tickets[ticket] = .running(since: since, cancel: cancel, connection: connection)
                 return false
             case .stalled: return true
             default: return false
@@ -181,12 +162,47 @@ public final class DatabaseHealth: Sendable {
     }
 
     /// The call has its connection; false when the watchdog gave it up meanwhile (it must not run).
-    private func connected(_ ticket: UInt64) -> Bool {
-        state.withLock { state in
-            guard case .waiting(_, let cancel) = state.tickets[ticket] else { return false }
-            state.tickets[ticket] = .running(since: .now, cancel: cancel)
-            return true
+    ///
+    /// Calls whose connection closes under them are given up `closedGrace` later if they have
+    /// not ended by then. The pool can hand out a connection the crash has just closed (before it
+    /// learns of the close), and postgres-nio then drops a statement written to it without
+    /// failing it: the call would wait forever, past every deadline. Each connection's close is
+    /// watched once, the first time a call gets it.
+    private func connected(_ ticket: UInt64, on connection: PostgresConnection) -> Bool {
+        let id = connection.id
+        let (running, watch) = state.withLock { state -> (Bool, Bool) in
+            guard case .waiting(_, let cancel) = state.tickets[ticket] else { return (false, false) }
+            state.tickets[ticket] = .running(since: .now, cancel: cancel, connection: id)
+            return (true, state.watchedConnections.insert(id).inserted)
         }
+        guard running else { return false }
+        if watch {
+            let grace = closedGrace
+            connection.closeFuture.whenComplete { [weak self] _ in
+                Task { [weak self] in
+                    try? await Task.sleep(for: grace)
+                    self?.abandonCalls(on: id)
+                }
+            }
+        }
+        return true
+    }
+
+    /// Gives up the calls still running on the connection `id` (closed `closedGrace` ago).
+    private func abandonCalls(on id: PostgresConnection.ID) {
+        let cancels = state.withLock { state -> [@Sendable () -> Void] in
+            state.watchedConnections.remove(id)
+            var cancels: [@Sendable () -> Void] = []
+            for (ticket, value) in state.tickets {
+                guard case .running(_, let cancel, let connection) = value, connection == id else { continue }
+                state.tickets[ticket] = .stalled
+                if let cancel { cancels.append(cancel) }
+            }
+            return cancels
+        }
+        guard !cancels.isEmpty else { return }
+        logger.warning("\(cancels.count) \(name) database call(s) left waiting on a closed connection; given up")
+        for cancel in cancels { cancel() }
     }
 
     /// Whether the watchdog gave the call up.
@@ -209,7 +225,7 @@ public final class DatabaseHealth: Sendable {
             var stalled = false
             for ticket in state.tickets.values {
                 switch ticket {
-                case .running(let since, _) where since.duration(to: now) <= stallAfter: return nil
+                case .running(let since, _, _) where since.duration(to: now) <= stallAfter: return nil
                 case .waiting(let since, _) where since.duration(to: now) > stallAfter: stalled = true
                 default: break
                 }
@@ -220,7 +236,7 @@ public final class DatabaseHealth: Sendable {
             var cancels: [@Sendable () -> Void] = []
             for (id, ticket) in state.tickets {
                 switch ticket {
-                case .waiting(_, let cancel), .running(_, let cancel):
+                case .waiting(_, let cancel), .running(_, let cancel, _):
                     state.tickets[id] = .stalled
                     if let cancel { cancels.append(cancel) }
                 case .stalled: break

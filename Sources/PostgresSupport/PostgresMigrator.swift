@@ -48,8 +48,8 @@ public struct PostgresMigrator: Sendable {
     /// applied them first).
     @discardableResult
     public func migrate(_ client: PostgresClient, logger: Logger) async throws -> [String] {
-        try await client.withConnection { connection in
-            let key = lockKey
+        let key = lockKey
+        return try await client.withConnection { connection in try await connection.failingOnClose {
             // A migration may take longer, and wait for another instance's longer, than the
             // limits every connection starts with (`PostgresSettings.clientConfiguration`): none
             // here, restored before the connection goes back to the pool.
@@ -68,7 +68,7 @@ public struct PostgresMigrator: Sendable {
                 _ = try? await connection.query("RESET lock_timeout", logger: logger)
                 throw error
             }
-        }
+        } }
     }
 
     private func createMigrationsTable(_ connection: PostgresConnection, logger: Logger) async throws {

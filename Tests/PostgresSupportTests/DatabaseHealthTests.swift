@@ -68,4 +68,50 @@ import Testing
             return try await connection.query("SELECT 1", logger: logger).collect().count
         } == 1)
     }
+
+    @Test("a call whose connection closes under it is given up, not left waiting forever: postgres-nio drops a statement written to a closed connection without answering it (the pool can lease one a crash has just closed)")
+    func callOnClosedConnectionIsGivenUp() async throws {
+        let server = try await PostgresServer.shared()
+        let settings = try PostgresSettings(url: server.url(database: "postgres"))
+        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: PostgresMigratorTests.poolLogger)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let health = DatabaseHealth(client: client, name: "test", logger: PostgresMigratorTests.poolLogger, closedGrace: .milliseconds(100))
+        let logger = PostgresMigratorTests.poolLogger
+        let started = ContinuousClock.now
+        await #expect(throws: DatabaseHealth.Unavailable.self) {
+            try await health.run({ _ in false }) { connection in
+                try await connection.close()
+                // Without the health's watch this never returns.
+                return try await connection.query("SELECT 1", logger: logger).collect().count
+            }
+        }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        // One lost connection is not an outage: the next call runs.
+        #expect(try await health.run({ _ in false }) { connection in
+            try await connection.query("SELECT 1", logger: logger).collect().count
+        } == 1)
+    }
+
+    @Test("failingOnClose: a statement on a connection that closed ends with ClosedUnderCall instead of waiting forever; on an open one it answers")
+    func failingOnClose() async throws {
+        let server = try await PostgresServer.shared()
+        let settings = try PostgresSettings(url: server.url(database: "postgres"))
+        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: PostgresMigratorTests.poolLogger)
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let logger = PostgresMigratorTests.poolLogger
+        let answered = try await client.withConnection { connection in
+            try await connection.failingOnClose { try await connection.query("SELECT 1", logger: logger).collect().count }
+        }
+        #expect(answered == 1)
+        await #expect(throws: PostgresConnection.ClosedUnderCall.self) {
+            try await client.withConnection { connection in
+                try await connection.close()
+                return try await connection.failingOnClose(grace: .milliseconds(50)) {
+                    try await connection.query("SELECT 1", logger: logger).collect().count
+                }
+            }
+        }
+    }
 }
