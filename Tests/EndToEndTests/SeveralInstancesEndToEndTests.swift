@@ -75,7 +75,7 @@ struct SeveralInstancesEndToEndTests {
             for name in ["identity-a", "identity-b"] { try startIdentity(name) }
             for name in ["token-a", "token-b"] { try startToken(name) }
             for (name, port) in gatewayPorts {
-                try stack.start("gateway", name: name, environment: gatewayEnvironment.merging(["GATEHOUSE_HTTP_PORT": "\(port)"]) { $1 })
+                try stack.start("gateway", name: name, environment: gatewayEnvironment.merging(["GATEHOUSE_HTTP_PORT": "\(port)"]) { $1 }, captureLog: true)
             }
             for port in gatewayPorts.values { try await stack.waitReady(port: port) }
         }
@@ -256,7 +256,7 @@ struct SeveralInstancesEndToEndTests {
         await a.close()
     }
 
-    @Test("PostgreSQL restarted under refresh load: calls fail fast with 503, recover on their own, and no acknowledged refresh is lost")
+    @Test("PostgreSQL restarted under refresh and sign-up load: calls fail fast with 503, recover on their own, and no acknowledged refresh or sign-up is lost")
     func databaseRestart() async throws {
         let server = try await PostgresServer.start()
         // A long RPC deadline: a refusal that came only from the deadline would take 10 s. A refresh
@@ -266,6 +266,14 @@ struct SeveralInstancesEndToEndTests {
         let topology = try Topology(
             databaseURL: server.url(database: try await server.createDatabase()), rpcTimeoutMs: 10_000, extra: ["GATEHOUSE_REFRESH_GRACE": "300"])
         defer { topology.stack.stopAll() }
+        // What a failure shows: the sign-ups' answers in order, and every service's log.
+        let timeline = Accounts()
+        func recordLogs() {
+            Issue.record("sign-ups: \(timeline.all.suffix(60).joined(separator: "\n"))")
+            for name in ["identity-a", "identity-b", "token-a", "token-b", "gateway-a", "gateway-b"] {
+                Issue.record("\(name): \(topology.stack.log(of: name).suffix(8000))")
+            }
+        }
         do {
             try await topology.start()
             let stack = topology.stack
@@ -296,6 +304,30 @@ struct SeveralInstancesEndToEndTests {
                     return current
                 }
             }
+            // And sign-ups through both gateways (identity writes on the same database): each
+            // acknowledged one must sign in afterwards.
+            // (A sign-up need not be refused at all: on a quick restart the one in flight may just
+            // wait for its connection. The refreshes show the refusals.)
+            let signedUp = Accounts(), slowestSignUp = Slowest()
+            let signUps = Task { () -> Void in
+                var step = 0
+                while !stop.isSet {
+                    step += 1
+                    let email = "restart-\(step)@example.com"
+                    let t0 = ContinuousClock.now
+                    let r = try await stack.request(
+                        "POST", "/v1/accounts", json: ["email": email, "password": Self.password], port: step % 2 == 0 ? topology.a : topology.b)
+                    timeline.add("\(Date()) sign-up \(step): \(r.status) in \(ContinuousClock.now - t0)")
+                    if r.status == 201 {
+                        signedUp.add(email)
+                    } else {
+                        // A sign-up that committed just before the crash may have lost its answer: its retry is 409.
+                        #expect([503, 409].contains(r.status), "sign-up answered \(r.status) \(String(decoding: r.body, as: UTF8.self))")
+                        slowestSignUp.record(ContinuousClock.now - t0)
+                        try await Task.sleep(for: .milliseconds(20))
+                    }
+                }
+            }
             try await waitUntil("refreshes before the crash") { acknowledged.value >= 40 }
             await server.crash()
             // While it is down: refused with 503, quickly (the RPC deadline is 10 s), never a 500.
@@ -303,8 +335,31 @@ struct SeveralInstancesEndToEndTests {
             let before = acknowledged.value
             try await server.startAgain()
             // Back on their own within seconds.
+            let signedUpBefore = signedUp.all.count
             try await waitUntil("refreshes acknowledged again", timeout: .seconds(30), interval: .milliseconds(100)) { acknowledged.value >= before + 40 }
+            try await waitUntil("sign-ups acknowledged again", timeout: .seconds(30), interval: .milliseconds(100)) {
+                signedUp.all.count >= signedUpBefore + 5
+            }
             stop.set()
+            try await signUps.value
+            #expect(slowestSignUp.value < .seconds(3), "a sign-up's refusal took \(slowestSignUp.value)")
+            // No acknowledged sign-up was lost: each signs in, through both gateways. One identity
+            // instance may still be finding the database back (its pool retries connecting with a
+            // backoff) while the other already serves: a 503 is tried again, within seconds.
+            var signInsFailed = 0
+            let recovered = ContinuousClock.now + .seconds(15)
+            for (i, email) in signedUp.all.enumerated() {
+                var r = try await stack.request(
+                    "POST", "/v1/sessions", json: ["email": email, "password": Self.password], port: i % 2 == 0 ? topology.a : topology.b)
+                while r.status == 503 && ContinuousClock.now < recovered {
+                    try await Task.sleep(for: .milliseconds(100))
+                    r = try await stack.request(
+                        "POST", "/v1/sessions", json: ["email": email, "password": Self.password], port: i % 2 == 0 ? topology.a : topology.b)
+                }
+                #expect(r.status == 200, "\(email): \(r.status) \(String(decoding: r.body, as: UTF8.self))")
+                if r.status != 200 { signInsFailed += 1 }
+            }
+            if signInsFailed > 0 || slowestSignUp.value >= .seconds(3) { recordLogs() }
             var last: [String] = []
             for loop in loops { last.append(try await loop.value) }
             #expect(slowest.value < .seconds(3), "a refusal took \(slowest.value)")
@@ -314,9 +369,7 @@ struct SeveralInstancesEndToEndTests {
                 #expect(r.status == 200, "user \(i): \(r.status) \(String(decoding: r.body, as: UTF8.self))")
             }
         } catch {
-            for name in ["identity-a", "identity-b", "token-a", "token-b"] {
-                Issue.record("\(name): \(topology.stack.log(of: name).suffix(2000))")
-            }
+            recordLogs()
             await server.stop()
             throw error
         }
