@@ -11,6 +11,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "gatehouse", targets: ["gatehouse"]),
+        // What an app links (Foundation only): issue 23.
+        .library(name: "GatehouseClient", targets: ["GatehouseClient"]),
         .library(name: "ProtoCodec", targets: ["ProtoCodec"]),
         .library(name: "GatehouseRPC", targets: ["GatehouseRPC", "RPCRouting", "GatehouseContracts"]),
         .library(name: "ZeroMQ", targets: ["ZeroMQ"]),
@@ -47,6 +49,8 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
+        // MARK: The client library (Foundation only: none of the server's dependencies)
+        .target(name: "GatehouseClient", swiftSettings: swiftSettings),
         // MARK: Foundation: codec, ZeroMQ, RPC
         .target(name: "ProtoCodec", swiftSettings: swiftSettings),
         // Every message type, method name and error code of proto/*.proto, and nothing else.
@@ -401,6 +405,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail",
+                // The Swift client library, driven against the running stack (issue 23).
+                "GatehouseClient",
                 // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
                 "ProviderTestSupport",
                 // Reads the identity database's outbox read-only (password reset, until mail delivery lands).
