@@ -51,6 +51,9 @@ let package = Package(
     targets: [
         // MARK: The client library (Foundation only: none of the server's dependencies)
         .target(name: "GatehouseClient", swiftSettings: swiftSettings),
+        // Seeds 000 and 002 walked through with the library (run by EndToEndTests).
+        .executableTarget(
+            name: "gatehouse-client-example", dependencies: ["GatehouseClient"], path: "Examples/ClientWalkthrough", swiftSettings: swiftSettings),
         // MARK: Foundation: codec, ZeroMQ, RPC
         .target(name: "ProtoCodec", swiftSettings: swiftSettings),
         // Every message type, method name and error code of proto/*.proto, and nothing else.
@@ -405,8 +408,8 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail",
-                // The Swift client library, driven against the running stack (issue 23).
-                "GatehouseClient",
+                // The Swift client library, driven against the running stack (issue 23), and its example.
+                "GatehouseClient", "gatehouse-client-example",
                 // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
                 "ProviderTestSupport",
                 // Reads the identity database's outbox read-only (password reset, until mail delivery lands).

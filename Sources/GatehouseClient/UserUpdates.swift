@@ -67,11 +67,13 @@ extension GatehouseClient {
                 return
             }
             request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+            // The server sends a keep-alive comment every few seconds: a stream silent this long is dead.
+            request.timeoutInterval = max(configuration.requestTimeout, 120)
             if let lastEventID { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
             var closedReason: String?
             var status = 0
             do {
-                for try await item in EventSourceConnection.open(request, idleTimeout: max(configuration.requestTimeout, 120)) {
+                for try await item in EventSourceConnection.open(request, idleTimeout: request.timeoutInterval) {
                     switch item {
                     case .opened(let opened, _):
                         status = opened
