@@ -8,7 +8,8 @@ let swiftSettings: [SwiftSetting] = [
 
 let package = Package(
     name: "gatehouse",
-    platforms: [.macOS(.v15)],
+    // iOS for the client library (GatehouseClient); the server targets need macOS 15.
+    platforms: [.macOS(.v15), .iOS(.v16)],
     products: [
         .executable(name: "gatehouse", targets: ["gatehouse"]),
         // What an app links (Foundation only): issue 23.
