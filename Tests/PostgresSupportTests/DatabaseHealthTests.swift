@@ -11,9 +11,7 @@ import Testing
     @Test("a database that crashes: the first call fails unavailable after the stall limit, not at the pool's minute; later calls at once; a call runs again once it answers")
     func failsFastAndRecovers() async throws {
         let server = try await PostgresServer.start()
-        let settings = try PostgresSettings(url: server.url(database: "postgres"))
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 4), backgroundLogger: PostgresMigratorTests.poolLogger)
-        let running = Task { await client.run() }
+        let (client, running) = try Self.client(of: server, connections: 4)
         defer { running.cancel() }
         let health = DatabaseHealth(client: client, name: "test", logger: PostgresMigratorTests.poolLogger, probeInterval: .milliseconds(50))
         let select: @Sendable (PostgresConnection) async throws -> Int = { connection in
@@ -40,9 +38,7 @@ import Testing
     @Test("one statement's failure (a statement time-out, a division by zero) passes through and leaves the database up")
     func statementFailuresPassThrough() async throws {
         let server = try await PostgresServer.shared()
-        let settings = try PostgresSettings(url: server.url(database: "postgres"))
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: PostgresMigratorTests.poolLogger)
-        let running = Task { await client.run() }
+        let (client, running) = try Self.client(of: server, connections: 2)
         defer { running.cancel() }
         let health = DatabaseHealth(client: client, name: "test", logger: PostgresMigratorTests.poolLogger)
         let logger = PostgresMigratorTests.poolLogger
@@ -72,9 +68,7 @@ import Testing
     @Test("a call whose connection closes under it is given up, not left waiting forever: postgres-nio drops a statement written to a closed connection without answering it (the pool can lease one a crash has just closed)")
     func callOnClosedConnectionIsGivenUp() async throws {
         let server = try await PostgresServer.shared()
-        let settings = try PostgresSettings(url: server.url(database: "postgres"))
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: PostgresMigratorTests.poolLogger)
-        let running = Task { await client.run() }
+        let (client, running) = try Self.client(of: server, connections: 2)
         defer { running.cancel() }
         let health = DatabaseHealth(client: client, name: "test", logger: PostgresMigratorTests.poolLogger, closedGrace: .milliseconds(100))
         let logger = PostgresMigratorTests.poolLogger
@@ -96,9 +90,7 @@ import Testing
     @Test("failingOnClose: a statement on a connection that closed ends with ClosedUnderCall instead of waiting forever; on an open one it answers")
     func failingOnClose() async throws {
         let server = try await PostgresServer.shared()
-        let settings = try PostgresSettings(url: server.url(database: "postgres"))
-        let client = PostgresClient(configuration: try settings.clientConfiguration(maximumConnections: 2), backgroundLogger: PostgresMigratorTests.poolLogger)
-        let running = Task { await client.run() }
+        let (client, running) = try Self.client(of: server, connections: 2)
         defer { running.cancel() }
         let logger = PostgresMigratorTests.poolLogger
         let answered = try await client.withConnection { connection in
@@ -113,5 +105,13 @@ import Testing
                 }
             }
         }
+    }
+
+    /// A pool of `connections` on `server`'s `postgres` database, running until the task is cancelled.
+    static func client(of server: PostgresServer, connections: Int) throws -> (PostgresClient, Task<Void, Never>) {
+        let settings = try PostgresSettings(url: server.url(database: "postgres"))
+        let client = PostgresClient(
+            configuration: try settings.clientConfiguration(maximumConnections: connections), backgroundLogger: PostgresMigratorTests.poolLogger)
+        return (client, Task { await client.run() })
     }
 }
