@@ -121,22 +121,26 @@ final class EventSourceConnection: NSObject, URLSessionDataDelegate, @unchecked 
         session?.invalidateAndCancel()
     }
 
-    func urlSession(
-        _ session: URLSession, dataTask: URLSessionDataTask, didReceive response: URLResponse,
-        completionHandler: @escaping (URLSession.ResponseDisposition) -> Void
-    ) {
-        let http = response as? HTTPURLResponse
+    /// Reports the response once, from the task (not from `didReceive response:`, whose
+    /// completion handler's type differs between the platforms' SDKs: a near miss would never be
+    /// called).
+    private func openIfNeeded(_ task: URLSessionTask) {
+        guard let http = task.response as? HTTPURLResponse else { return }
+        let first = lock.withLock {
+            guard status == 0 else { return false }
+            status = http.statusCode
+            return true
+        }
+        guard first else { return }
         var headers: [String: String] = [:]
-        for (name, value) in http?.allHeaderFields ?? [:] {
+        for (name, value) in http.allHeaderFields {
             headers[String(describing: name).lowercased()] = String(describing: value)
         }
-        let status = http?.statusCode ?? 0
-        lock.withLock { self.status = status }
-        continuation.yield(.opened(status: status, headers: headers))
-        completionHandler(.allow)
+        continuation.yield(.opened(status: http.statusCode, headers: headers))
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        openIfNeeded(dataTask)
         let events: [ServerSentEvent] = lock.withLock {
             guard status == 200 else {
                 if refusedBody.count < 65_536 { refusedBody.append(data) }
@@ -148,6 +152,7 @@ final class EventSourceConnection: NSObject, URLSessionDataDelegate, @unchecked 
     }
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        if error == nil { openIfNeeded(task) }
         let (status, body) = lock.withLock { (self.status, refusedBody) }
         if let error {
             let code = (error as? URLError)?.code ?? .unknown

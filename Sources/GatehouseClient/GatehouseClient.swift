@@ -97,7 +97,9 @@ public final class GatehouseClient: Sendable {
     /// A valid access token for the signed-in user's calls to your own back end: the current
     /// one, or a new one when it is close to expiry. Concurrent callers share one refresh, and
     /// the rotated refresh token is saved before the new access token is returned.
-    /// Throws `notSignedIn`, `sessionEnded` (signed out now), `network`.
+    /// Throws `notSignedIn`; `sessionEnded` or `userDisabled` (the device is signed out now);
+    /// `network`, `unavailable` or `rateLimited` (try again later; the session stays); or the
+    /// token store's own error when the rotated session cannot be saved.
     public func accessToken() async throws -> String {
         try await keeper.accessToken()
     }
@@ -132,8 +134,7 @@ public final class GatehouseClient: Sendable {
     public func signIn(email: String, password: String, allowMigration: Bool? = nil) async throws -> SignInResult {
         var body: [String: Any] = ["email": email, "password": password]
         if let allowMigration { body["allowMigration"] = allowMigration }
-        let bearer = try await anonymousBearer()
-        return try await adopting(call("POST", "/v1/sessions", body: body, bearer: bearer, expect: [200]))
+        return try await signingIn("/v1/sessions", body: body)
     }
 
     /// Finishes a sign-in that threw `migrationRequired`, with the user's choice
@@ -151,8 +152,7 @@ public final class GatehouseClient: Sendable {
     public func signIn(with credential: ProviderCredential, allowMigration: Bool? = nil) async throws -> SignInResult {
         var body = Self.body(of: credential)
         if let allowMigration { body["allowMigration"] = allowMigration }
-        let bearer = try await anonymousBearer()
-        return try await adopting(call("POST", "/v1/sessions/provider", body: body, bearer: bearer, expect: [200]))
+        return try await signingIn("/v1/sessions/provider", body: body)
     }
 
     /// Gives the anonymous user of this device an email and password, keeping its id
@@ -171,8 +171,9 @@ public final class GatehouseClient: Sendable {
         try await adopting(authenticated("POST", "/v1/me/providers", body: Self.body(of: credential), expect: [200])).user
     }
 
-    /// Removes a provider (`apple.com`, `google.com`, `password`, …) from the signed-in user
-    /// (`DELETE /v1/me/providers/{provider}`).
+    /// Removes a linked provider (`apple.com`, `google.com`, `oidc.<name>`) from the signed-in
+    /// user (`DELETE /v1/me/providers/{provider}`); `lastSignInMethod` when it is the user's only
+    /// way to sign in.
     @discardableResult
     public func unlink(provider: String) async throws -> User {
         let answer = try await authenticated("DELETE", "/v1/me/providers/\(Self.pathComponent(provider))", expect: [200])
@@ -191,7 +192,9 @@ public final class GatehouseClient: Sendable {
 
     /// Proves a linked provider again (`POST /v1/me/reauthenticate` with its ID token).
     public func reauthenticate(with credential: ProviderCredential) async throws {
-        _ = try await adopting(authenticated("POST", "/v1/me/reauthenticate", body: Self.body(of: credential), expect: [200]))
+        var body: [String: Any] = ["provider": credential.provider, "idToken": credential.idToken]
+        if let nonce = credential.rawNonce { body["nonce"] = nonce }
+        _ = try await adopting(authenticated("POST", "/v1/me/reauthenticate", body: body, expect: [200]))
     }
 
     /// Sets a new password (`PUT /v1/me/password`; a recent login is required). A user without
@@ -201,8 +204,10 @@ public final class GatehouseClient: Sendable {
         try await updatingUser(authenticated("PUT", "/v1/me/password", body: ["password": newPassword], expect: [200]))
     }
 
-    /// Changes the email address (`PUT /v1/me/email`; a recent login is required): at once when
-    /// the address was not verified, else once the code mailed to the new address is confirmed.
+    /// Changes the email address (`PUT /v1/me/email`; a recent login is required): a code is
+    /// mailed to the new address and the change happens when it is confirmed (`.pending`, then
+    /// `confirmEmailChange(code:)`); `.changed` when nothing needed confirming (the same address,
+    /// or only its letter case).
     public func changeEmail(to newEmail: String) async throws -> EmailChangeResult {
         let answer = try await authenticated("PUT", "/v1/me/email", body: ["email": newEmail], expect: [200, 202])
         if answer.status == 202 { return .pending(try Transport.decode(PendingEmailChange.self, answer)) }
@@ -289,9 +294,18 @@ public final class GatehouseClient: Sendable {
     /// Signs out of this device (`DELETE /v1/sessions/current`). The device forgets the
     /// session even when the server cannot be reached; the server is told if it can be.
     public func signOut() async {
-        guard let session = await keeper.current else { return }
-        await keeper.end()
-        if let request = try? transport.request("DELETE", "/v1/sessions/current", bearer: session.accessToken) {
+        guard let session = await keeper.take() else { return }
+        // The server ends the session of the access token it is shown: an expired one is first
+        // exchanged (the answer's tokens are used for this call only).
+        var token = session.accessToken
+        if session.expiresAt.timeIntervalSince(configuration.now()) < 5,
+            let request = try? transport.request("POST", "/v1/sessions/refresh", body: ["refreshToken": session.refreshToken]),
+            let answer = try? await transport.send(request), answer.status == 200,
+            let fresh = try? Transport.decode(SessionOnlyBody.self, answer).session
+        {
+            token = fresh.accessToken
+        }
+        if let request = try? transport.request("DELETE", "/v1/sessions/current", bearer: token) {
             _ = try? await transport.send(request)
         }
     }
@@ -300,86 +314,5 @@ public final class GatehouseClient: Sendable {
     public func signOutEverywhere() async throws {
         _ = try await authenticated("DELETE", "/v1/sessions", expect: [204])
         await keeper.end()
-    }
-
-    // MARK: Calls
-
-    /// An unauthenticated call; the answer when its status is one of `expect`.
-    func call(
-        _ method: String, _ path: String, query: [URLQueryItem] = [], body: [String: Any]? = nil, bearer: String? = nil, expect: Set<Int>
-    ) async throws -> Transport.Answer {
-        let answer = try await transport.send(transport.request(method, path, query: query, body: body, bearer: bearer))
-        guard expect.contains(answer.status) else { throw Transport.error(of: answer) }
-        return answer
-    }
-
-    /// A call with the session's access token. An access token the server finds expired (the
-    /// device's clock is behind) is refreshed once and the call sent again; a session the server
-    /// ended signs the device out (`sessionEnded`).
-    func authenticated(
-        _ method: String, _ path: String, query: [URLQueryItem] = [], body: [String: Any]? = nil, expect: Set<Int>
-    ) async throws -> Transport.Answer {
-        var token = try await keeper.accessToken()
-        var retried = false
-        while true {
-            let answer = try await transport.send(transport.request(method, path, query: query, body: body, bearer: token))
-            if expect.contains(answer.status) { return answer }
-            let error = Transport.error(of: answer)
-            if case .sessionEnded(let code) = error {
-                if code == "token_expired" || code == "invalid_token", !retried {
-                    retried = true
-                    token = try await keeper.accessToken(force: token)
-                    continue
-                }
-                await keeper.end()
-            }
-            if case .userDisabled = error { await keeper.end() }
-            throw error
-        }
-    }
-
-    /// The access token when the device holds an anonymous user (sign-ins send it so the
-    /// server can migrate it), else nil.
-    private func anonymousBearer() async throws -> String? {
-        guard case .anonymous = await keeper.state else { return nil }
-        return try? await keeper.accessToken()
-    }
-
-    /// Adopts the `{user, session, migration}` of a sign-in answer.
-    private func adopting(_ answer: Transport.Answer) async throws -> SignInResult {
-        let reply = try Transport.decode(UserAndSessionBody.self, answer)
-        guard let session = reply.session else { throw GatehouseError.invalidResponse("a sign-in answer without a session") }
-        _ = try await keeper.adopt(session, user: reply.user)
-        return SignInResult(user: reply.user, migration: reply.migration)
-    }
-
-    /// Records the user of an answer that is one.
-    private func updatingUser(_ answer: Transport.Answer) async throws -> User {
-        let user = try Transport.decode(User.self, answer)
-        await keeper.update(user: user)
-        return user
-    }
-
-    /// `GET /v1/me` if signed in, errors ignored: after a change made by a code.
-    private func refreshUserQuietly() async {
-        guard await keeper.current != nil else { return }
-        _ = try? await reloadUser()
-    }
-
-    static func body(of credential: ProviderCredential) -> [String: Any] {
-        var body: [String: Any] = ["provider": credential.provider, "idToken": credential.idToken]
-        if let nonce = credential.rawNonce { body["nonce"] = nonce }
-        if let code = credential.authorizationCode { body["authorizationCode"] = code }
-        if let name = credential.fullName {
-            var parts: [String: Any] = [:]
-            if let given = name.givenName { parts["givenName"] = given }
-            if let family = name.familyName { parts["familyName"] = family }
-            body["fullName"] = parts
-        }
-        return body
-    }
-
-    static func pathComponent(_ text: String) -> String {
-        text.addingPercentEncoding(withAllowedCharacters: .alphanumerics.union(CharacterSet(charactersIn: "-._~"))) ?? text
     }
 }

@@ -10,7 +10,8 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
     /// No session on this device: sign in first.
     case notSignedIn
     /// The session ended (its refresh token was revoked, reused or expired, or the user was
-    /// deleted or disabled): the device is signed out.
+    /// deleted): when the answer was to a call made with the device's session, the device is
+    /// signed out.
     case sessionEnded(code: String)
     /// `invalid_credentials`: the email or password is wrong (the same for an unknown email).
     case invalidCredentials
@@ -18,6 +19,12 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
     case emailExists
     /// `invalid_email`: not an email address.
     case invalidEmail
+    /// `invalid_argument`: a value the server refuses (too long, malformed); the message names it.
+    case invalidArgument(message: String)
+    /// `email_already_verified`: nothing to verify.
+    case emailAlreadyVerified
+    /// `unknown_provider`: the server has no such provider configured.
+    case unknownProvider
     /// `weak_password`: the policy refused the password; `reasons` says why.
     case weakPassword(reasons: [String])
     /// `user_not_found`: no such user (an anonymous caller's sign-in to an unknown email: sign up
@@ -67,8 +74,12 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         case .invalidCredentials: return "The email or password is incorrect."
         case .emailExists: return "An account with this email address already exists."
         case .invalidEmail: return "This is not a valid email address."
+        case .invalidArgument(let message): return message.isEmpty ? "Some of the information entered is not valid." : message
+        case .emailAlreadyVerified: return "This email address is already verified."
+        case .unknownProvider: return "This sign-in method is not available."
         case .weakPassword(let reasons):
-            return reasons.isEmpty ? "This password is too weak." : "This password is too weak: \(reasons.joined(separator: "; "))."
+            let hints = reasons.compactMap { Self.passwordHints[$0] }
+            return hints.isEmpty ? "This password is too weak." : "This password is too weak: \(hints.joined(separator: "; "))."
         case .userNotFound: return "There is no account with this email address."
         case .userDisabled: return "This account has been disabled."
         case .emailNotVerified: return "Please verify your email address first: open the link in the mail we sent you."
@@ -97,6 +108,22 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         return false
     }
 
+    /// Whether a call that can be tried again later (the server was not reached, or was busy).
+    public var isRetryable: Bool {
+        switch self {
+        case .network, .unavailable, .rateLimited: return true
+        default: return false
+        }
+    }
+
+    /// Whether the server said the session no longer works (its refresh: the device signs out).
+    var endsSession: Bool {
+        switch self {
+        case .sessionEnded, .userDisabled: return true
+        default: return false
+        }
+    }
+
     /// The server's stable code (`invalid_credentials`, …), nil for failures that are not an answer of the server.
     public var code: String? {
         switch self {
@@ -106,6 +133,9 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         case .invalidCredentials: return "invalid_credentials"
         case .emailExists: return "email_exists"
         case .invalidEmail: return "invalid_email"
+        case .invalidArgument: return "invalid_argument"
+        case .emailAlreadyVerified: return "email_already_verified"
+        case .unknownProvider: return "unknown_provider"
         case .weakPassword: return "weak_password"
         case .userNotFound: return "user_not_found"
         case .userDisabled: return "user_disabled"
@@ -121,6 +151,13 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         }
     }
 
+    /// What each `weak_password` reason means, for a person.
+    static let passwordHints: [String: String] = [
+        "empty": "enter a password", "too_short": "use at least 8 characters", "too_long": "use fewer characters",
+        "common_password": "it is one of the most common passwords", "matches_email": "it must not be your email address",
+        "invalid_characters": "it contains characters that cannot be typed",
+    ]
+
     /// The codes with which the server says a session (its tokens) no longer works.
     static let sessionCodes: Set<String> = [
         "invalid_token", "token_expired", "invalid_refresh_token", "refresh_token_reused", "session_expired", "session_revoked",
@@ -129,6 +166,8 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
     /// The error for a problem+json answer of `status` (`body` as sent), with `Retry-After`.
     static func fromProblem(status: Int, body: Data, retryAfter: String?) -> GatehouseError {
         guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let code = object["code"] as? String else {
+            // Not Gatehouse's answer: a proxy in front of it that timed out or found it down.
+            if [408, 502, 503, 504].contains(status) { return .unavailable(code: "http_\(status)", retryAfter: nil) }
             return .server(status: status, code: "", message: "")
         }
         let message = object["detail"] as? String ?? ""
@@ -137,6 +176,9 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         case "invalid_credentials": return .invalidCredentials
         case "email_exists": return .emailExists
         case "invalid_email": return .invalidEmail
+        case "invalid_argument": return .invalidArgument(message: message)
+        case "email_already_verified": return .emailAlreadyVerified
+        case "unknown_provider": return .unknownProvider
         case "weak_password": return .weakPassword(reasons: object["reasons"] as? [String] ?? [])
         case "user_not_found": return .userNotFound
         case "user_disabled": return .userDisabled

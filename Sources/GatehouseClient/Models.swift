@@ -151,14 +151,21 @@ public struct ProviderCredential: Sendable, Equatable {
     /// Sign in with Apple: the credential's `authorizationCode`, so the server can revoke the
     /// user's Apple tokens when the account is deleted.
     public var authorizationCode: String?
+    /// The user's name as the provider's SDK gave it (Google, OpenID Connect); set on the user
+    /// when it has none.
+    public var displayName: String?
 
     /// A credential of `provider`.
-    public init(provider: String, idToken: String, rawNonce: String? = nil, fullName: PersonNameParts? = nil, authorizationCode: String? = nil) {
+    public init(
+        provider: String, idToken: String, rawNonce: String? = nil, fullName: PersonNameParts? = nil, authorizationCode: String? = nil,
+        displayName: String? = nil
+    ) {
         self.provider = provider
         self.idToken = idToken
         self.rawNonce = rawNonce
         self.fullName = fullName
         self.authorizationCode = authorizationCode
+        self.displayName = displayName
     }
 
     /// Sign in with Apple: the identity token, the raw nonce whose SHA-256 the request carried,
@@ -167,9 +174,9 @@ public struct ProviderCredential: Sendable, Equatable {
         ProviderCredential(provider: "apple.com", idToken: idToken, rawNonce: rawNonce, fullName: fullName, authorizationCode: authorizationCode)
     }
 
-    /// Google Sign-In: the ID token (and the nonce, if the request had one).
-    public static func google(idToken: String, rawNonce: String? = nil) -> ProviderCredential {
-        ProviderCredential(provider: "google.com", idToken: idToken, rawNonce: rawNonce)
+    /// Google Sign-In: the ID token (and the nonce, if the request had one, and the name the SDK gave).
+    public static func google(idToken: String, rawNonce: String? = nil, displayName: String? = nil) -> ProviderCredential {
+        ProviderCredential(provider: "google.com", idToken: idToken, rawNonce: rawNonce, displayName: displayName)
     }
 }
 
@@ -245,7 +252,7 @@ public enum SignUpResult: Sendable, Equatable {
 
 /// The outcome of an email change.
 public enum EmailChangeResult: Sendable, Equatable {
-    /// Changed at once (the address was not verified): the user as it is now.
+    /// Nothing needed confirming (the same address, or only its letter case): the user as it is now.
     case changed(User)
     /// A code was mailed to the new address; the change happens when it is confirmed
     /// (`confirmEmailChange(code:)`).

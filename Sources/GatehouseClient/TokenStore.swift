@@ -6,7 +6,9 @@ import Security
 
 /// Where a `GatehouseClient` keeps the session between launches. `save` is called with the
 /// rotated refresh token before the new access token is handed out, so a crash never leaves
-/// the app holding only a used refresh token; a `save` that throws fails the call.
+/// the app holding only a used refresh token. A `save` that throws fails the sign-in or the
+/// `accessToken()` that needed it (the session stays in memory and is saved before its next
+/// use); a failed save of the user's profile alone, or a failed `clear`, is not reported.
 public protocol TokenStore: Sendable {
     /// The saved session, nil when there is none.
     func load() throws -> StoredSession?
@@ -58,8 +60,18 @@ public final class FileTokenStore: TokenStore, @unchecked Sendable {
         let data = try GatehouseJSON.encoder.encode(session)
         try lock.withLock {
             let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-            guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
+            // Made 0600 from the start (O_EXCL: a new file, never one planted there), never
+            // readable by others even for a moment.
+            let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard descriptor >= 0 else { throw CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary.path]) }
+            let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+            do {
+                try handle.write(contentsOf: data)
+                try handle.synchronize()
+                try handle.close()
+            } catch {
+                try? FileManager.default.removeItem(at: temporary)
+                throw error
             }
             do {
                 if rename(temporary.path, url.path) != 0 { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }

@@ -59,7 +59,11 @@ struct Transport: Sendable {
 
     /// The request for `method` `path` (with `query`), `body` as JSON, `bearer` as the access token.
     func request(_ method: String, _ path: String, query: [URLQueryItem] = [], body: [String: Any]? = nil, bearer: String? = nil) throws -> URLRequest {
-        guard var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false) else {
+        // Joined as text: `appendingPathComponent` would escape a `%` of the path again, and
+        // doubles the slash after a base URL ending in one on some platforms.
+        var base = baseURL.absoluteString
+        while base.hasSuffix("/") { base.removeLast() }
+        guard var components = URLComponents(string: base + path) else {
             throw GatehouseError.invalidResponse("bad base URL \(baseURL)")
         }
         if !query.isEmpty { components.queryItems = query }

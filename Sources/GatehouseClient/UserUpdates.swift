@@ -9,13 +9,16 @@ extension GatehouseClient {
     /// change made anywhere (this device, another device, an administrator).
     ///
     /// - It reconnects by itself after a network failure or a server restart (with a growing
-    ///   wait, from `Configuration.reconnectDelay`), resuming with `Last-Event-ID`: no change is
-    ///   missed or repeated.
+    ///   wait, from `Configuration.reconnectDelay`, at least the server's `retry:` and
+    ///   `Retry-After`), resuming with `Last-Event-ID`: the server sends the changes after it, or
+    ///   a fresh snapshot when they are no longer in its log.
     /// - It survives the access token's expiry: it refreshes the token and reconnects.
     /// - It ends with `streamClosed(reason:message:)` when the server ends it for good
     ///   (`account_deleted`, `account_disabled`, `migrated`, `signed_out`,
-    ///   `signed_out_everywhere`, `session_revoked`); those that end the session sign the device
-    ///   out. It ends with `notSignedIn` or `sessionEnded` when there is no session to use.
+    ///   `signed_out_everywhere`, `session_revoked`, `too_many_streams`); all but the last end the
+    ///   session, and the device is signed out. It ends with `notSignedIn` or `sessionEnded` when
+    ///   there is no session to use, and with `streamClosed(reason: "signed_out")` when the device
+    ///   signs out or in as someone else meanwhile.
     /// - Cancelling the consuming task closes the connection.
     public func userUpdates() -> AsyncThrowingStream<User, any Error> {
         AsyncThrowingStream { continuation in
@@ -25,7 +28,9 @@ extension GatehouseClient {
     }
 
     /// The reasons of `event: closed` after which the device's session is over.
-    static let sessionEndingReasons: Set<String> = ["account_deleted", "account_disabled", "signed_out", "signed_out_everywhere", "session_revoked"]
+    static let sessionEndingReasons: Set<String> = [
+        "account_deleted", "account_disabled", "migrated", "signed_out", "signed_out_everywhere", "session_revoked",
+    ]
 
     private struct ClosedEvent: Decodable {
         let reason: String
@@ -41,24 +46,33 @@ extension GatehouseClient {
         var lastEventID: String?
         var delay = configuration.reconnectDelay
         var serverRetry: TimeInterval = 0
+        var retryAfter: TimeInterval = 0
         var refreshedFor401 = false
+        /// The session this stream follows: a sign-out or another sign-in ends the stream.
+        var following: Int?
         func pause() async {
-            let wait = max(delay, serverRetry)
+            let wait = max(delay, serverRetry, retryAfter)
             delay = min(delay * 2, configuration.maximumReconnectDelay)
+            retryAfter = 0
             try? await Task.sleep(nanoseconds: UInt64(max(wait, 0) * 1_000_000_000))
         }
         while !Task.isCancelled {
             let token: String
-            let generation = await keeper.generation
+            let generation: Int
             do {
-                token = try await keeper.accessToken()
-            } catch let error as GatehouseError where error.isNetworkError {
+                (token, generation) = try await keeper.credentials()
+            } catch let error as GatehouseError where error.isRetryable {
                 await pause()
                 continue
             } catch {
                 output.finish(throwing: error)
                 return
             }
+            if let following, following != generation {
+                output.finish(throwing: GatehouseError.streamClosed(reason: "signed_out", message: "Signed out on this device."))
+                return
+            }
+            following = generation
             var request: URLRequest
             do {
                 request = try transport.request("GET", "/v1/me/events", bearer: token)
@@ -75,11 +89,13 @@ extension GatehouseClient {
             do {
                 for try await item in EventSourceConnection.open(request, idleTimeout: request.timeoutInterval) {
                     switch item {
-                    case .opened(let opened, _):
+                    case .opened(let opened, let headers):
                         status = opened
                         if opened == 200 {
                             refreshedFor401 = false
                             delay = configuration.reconnectDelay
+                        } else if let seconds = headers["retry-after"].flatMap({ TimeInterval($0.trimmingCharacters(in: .whitespaces)) }) {
+                            retryAfter = min(seconds, configuration.maximumReconnectDelay)
                         }
                     case .refused(let body):
                         throw GatehouseError.fromProblem(status: status, body: body, retryAfter: nil)
@@ -89,7 +105,7 @@ extension GatehouseClient {
                         switch event.name {
                         case "snapshot", "change":
                             let user = try GatehouseJSON.decoder.decode(UserEvent.self, from: Data(event.data.utf8)).user
-                            await keeper.update(user: user)
+                            await keeper.update(user: user, ifGeneration: generation)
                             output.yield(user)
                         case "token_expiring":
                             // Refresh ahead, so the reconnection after `token_expired` is quick.
@@ -112,13 +128,19 @@ extension GatehouseClient {
                 return
             } catch let error as GatehouseError {
                 switch error {
-                case .network, .unavailable:
+                case _ where error.isRetryable:
                     await pause()
+                    continue
+                case .server(_, "invalid_last_event_id", _):
+                    // The id is not one the server knows (another server's, or garbled): a fresh snapshot.
+                    lastEventID = nil
                     continue
                 case .sessionEnded(let code) where (code == "token_expired" || code == "invalid_token") && !refreshedFor401:
                     // The device's clock was behind the server's: refresh once and reconnect.
                     refreshedFor401 = true
-                    do { _ = try await keeper.accessToken(force: token) } catch {
+                    do { _ = try await keeper.accessToken(force: token) } catch let error as GatehouseError where error.isRetryable {
+                        await pause()
+                    } catch {
                         output.finish(throwing: error)
                         return
                     }
@@ -139,14 +161,14 @@ extension GatehouseClient {
             switch closedReason {
             case "token_expired":
                 // The server closed the stream as the token expired: a new token, at once.
-                do { _ = try await keeper.accessToken(force: token) } catch let error as GatehouseError where error.isNetworkError {
+                do { _ = try await keeper.accessToken(force: token) } catch let error as GatehouseError where error.isRetryable {
                     await pause()
                 } catch {
                     output.finish(throwing: error)
                     return
                 }
             default:
-                // `shutting_down`, `resync`, `too_many_streams`, or the connection dropped.
+                // `shutting_down`, `resync`, or the connection dropped: again, after a wait.
                 await pause()
             }
         }
