@@ -103,7 +103,10 @@ actor SessionKeeper {
         return try await task.value.accessToken
     }
 
-    /// Exchanges `old`'s refresh token; the rotated session is saved before it is returned.
+    /// Exchanges `old`'s refresh token; the rotated session is saved before it is returned. A
+    /// sign-out or a newer sign-in while the refresh was on the wire keeps its own session (the
+    /// rotated tokens of the session it replaced are not saved), and a user recorded meanwhile (a
+    /// live change) is kept.
     private func refresh(_ old: StoredSession) async throws -> StoredSession {
         refreshCount += 1
         let request = try transport.request("POST", "/v1/sessions/refresh", body: ["refreshToken": old.refreshToken])
@@ -115,13 +118,15 @@ actor SessionKeeper {
             throw error
         }
         let body = try Transport.decode(SessionOnlyBody.self, answer).session
+        guard let current = session else { throw GatehouseError.notSignedIn }
+        guard current.refreshToken == old.refreshToken else { return current }
         let new = StoredSession(
             accessToken: body.accessToken, refreshToken: body.refreshToken, expiresAt: now().addingTimeInterval(TimeInterval(body.expiresIn)),
-            user: old.user)
+            user: current.user)
         // Saved before anyone gets the new access token: a crash after this keeps the new
         // refresh token, never only the used one.
         try store.save(new)
-        if session?.refreshToken == old.refreshToken { session = new }
+        session = new
         return new
     }
 }
