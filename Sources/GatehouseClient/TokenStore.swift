@@ -53,19 +53,21 @@ public final class FileTokenStore: TokenStore, @unchecked Sendable {
         }
     }
 
-    /// Writes `session` to a new file (0600) beside the old one, then renames it over it.
+    /// Writes `session` to a new file beside the old one, then renames it over it. The new file
+    /// is made 0600 by `open` itself: the tokens are never readable by others, not even for a
+    /// moment (`FileManager.createFile` writes the file first and sets its mode afterwards).
     public func save(_ session: StoredSession) throws {
         let data = try GatehouseJSON.encoder.encode(session)
         try lock.withLock {
             let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString)")
-            guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600]) else {
-                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path])
-            }
-            do {
-                if rename(temporary.path, url.path) != 0 { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path]) }
-            } catch {
-                try? FileManager.default.removeItem(at: temporary)
-                throw error
+            let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+            guard descriptor >= 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: temporary.path]) }
+            let written = data.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+            let saved = written == data.count && fchmod(descriptor, 0o600) == 0 && fsync(descriptor) == 0
+            close(descriptor)
+            guard saved, rename(temporary.path, url.path) == 0 else {
+                unlink(temporary.path)
+                throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
             }
         }
     }
