@@ -171,8 +171,9 @@ public final class GatehouseClient: Sendable {
         try await adopting(authenticated("POST", "/v1/me/providers", body: Self.body(of: credential), expect: [200])).user
     }
 
-    /// Removes a provider (`apple.com`, `google.com`, `password`, …) from the signed-in user
-    /// (`DELETE /v1/me/providers/{provider}`).
+    /// Removes a provider (`apple.com`, `google.com`, `oidc.<name>`) from the signed-in user
+    /// (`DELETE /v1/me/providers/{provider}`; a recent login is required). The password is not a
+    /// provider here (the server answers `invalid_argument`).
     @discardableResult
     public func unlink(provider: String) async throws -> User {
         let answer = try await authenticated("DELETE", "/v1/me/providers/\(Self.pathComponent(provider))", expect: [200])
@@ -201,8 +202,9 @@ public final class GatehouseClient: Sendable {
         try await updatingUser(authenticated("PUT", "/v1/me/password", body: ["password": newPassword], expect: [200]))
     }
 
-    /// Changes the email address (`PUT /v1/me/email`; a recent login is required): at once when
-    /// the address was not verified, else once the code mailed to the new address is confirmed.
+    /// Changes the email address (`PUT /v1/me/email`; a recent login is required): once the code
+    /// mailed to the new address is confirmed (`pending`), or at once (`changed`) when only the
+    /// letter case of the address changes.
     public func changeEmail(to newEmail: String) async throws -> EmailChangeResult {
         let answer = try await authenticated("PUT", "/v1/me/email", body: ["email": newEmail], expect: [200, 202])
         if answer.status == 202 { return .pending(try Transport.decode(PendingEmailChange.self, answer)) }
