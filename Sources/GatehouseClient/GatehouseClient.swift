@@ -172,8 +172,9 @@ public final class GatehouseClient: Sendable {
     }
 
     /// Removes a linked provider (`apple.com`, `google.com`, `oidc.<name>`) from the signed-in
-    /// user (`DELETE /v1/me/providers/{provider}`); `lastSignInMethod` when it is the user's only
-    /// way to sign in.
+    /// user (`DELETE /v1/me/providers/{provider}`; a recent login is required);
+    /// `lastSignInMethod` when it is the user's only way to sign in. The password is not a
+    /// provider here (the server answers `invalid_argument`).
     @discardableResult
     public func unlink(provider: String) async throws -> User {
         let answer = try await authenticated("DELETE", "/v1/me/providers/\(Self.pathComponent(provider))", expect: [200])

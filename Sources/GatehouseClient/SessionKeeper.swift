@@ -160,9 +160,10 @@ actor SessionKeeper {
         }
         guard still else { return }
         let body = try Transport.decode(SessionOnlyBody.self, answer).session
+        // The user as it is now: a change that arrived (a stream) while the refresh ran stays.
         let new = StoredSession(
             accessToken: body.accessToken, refreshToken: body.refreshToken, expiresAt: now().addingTimeInterval(TimeInterval(body.expiresIn)),
-            user: old.user)
+            user: session?.user ?? old.user)
         session = new
         do {
             try store.save(new)
