@@ -101,6 +101,36 @@ extension ClientLibraryTests {
         #expect(await phone.currentState == .signedIn(renamed), "cancelling the stream keeps the session")
     }
 
+    @Test("userUpdates() reconnects by itself after the gateway is killed (kill -9) and started again, resuming with Last-Event-ID: a change made while it was down arrives once, and the stream goes on")
+    func updatesResumeAfterGatewayRestart() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        let environment = try await stack.startStreamingRoles()
+        let phone = Self.client(stack)
+        let user = try await phone.signUp(email: "gateway-restart@example.com", password: Self.password).user
+        let key = try await stack.adminKey()
+        let updates = Self.consume(phone.userUpdates())
+        try await Self.waitForValues(updates.seen, 1, "the first value")
+        try await stack.waitForOpenStreams(1)
+
+        await stack.kill("gateway")
+        // While it is down, an administrator renames the user (the identity role's admin listener).
+        let renamed = try await stack.request(
+            "PATCH", "/admin/v1/users/\(user.id)", json: ["displayName": "While down"], bearer: key, port: stack.adminPort)
+        #expect(renamed.status == 200, "\(String(decoding: renamed.body, as: UTF8.self))")
+        try stack.start("gateway", environment: environment)
+        try await stack.waitReady()
+
+        try await Self.waitForValues(updates.seen, 2, "the change made while the gateway was down")
+        #expect(!updates.seen.ended, "the stream reconnected: \(String(describing: updates.seen.error))")
+        #expect(updates.seen.values.last?.displayName == "While down")
+        let later = try await phone.updateProfile(ProfileUpdate(displayName: "After the restart"))
+        try await Self.waitForValues(updates.seen, 3, "a change after the reconnection")
+        #expect(updates.seen.values.map(\.displayName) == [nil, "While down", "After the restart"], "each change once, in order")
+        #expect(updates.seen.values.last == later)
+        updates.task.cancel()
+    }
+
     @Test("userUpdates() survives the access token's expiry: at token_expiring the client refreshes once, at closed token_expired it reconnects with the new token, and a later change arrives on the same stream, once")
     func updatesSurviveTokenExpiry() async throws {
         let stack = Stack()
