@@ -93,10 +93,13 @@ final class EventSourceConnection: NSObject, URLSessionDataDelegate, @unchecked 
     private var task: URLSessionDataTask?
 
     /// The items of the response to `request`; cancelling their consumer cancels the request.
-    static func open(_ request: URLRequest, idleTimeout: TimeInterval) -> AsyncThrowingStream<Item, any Error> {
+    /// The session is made from `base` (the app's: its proxy, protocol classes, headers and TLS
+    /// settings apply), with a delegate of its own.
+    static func open(_ request: URLRequest, base: URLSessionConfiguration, idleTimeout: TimeInterval) -> AsyncThrowingStream<Item, any Error> {
         let (stream, continuation) = AsyncThrowingStream.makeStream(of: Item.self)
         let connection = EventSourceConnection(continuation: continuation)
-        let configuration = URLSessionConfiguration.default
+        // A copy: the app's own configuration object is not changed.
+        let configuration = (base.copy() as? URLSessionConfiguration) ?? .default
         configuration.timeoutIntervalForRequest = idleTimeout
         configuration.timeoutIntervalForResource = 7 * 24 * 3600
         configuration.requestCachePolicy = .reloadIgnoringLocalCacheData

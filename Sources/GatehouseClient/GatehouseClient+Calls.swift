@@ -39,7 +39,7 @@ extension GatehouseClient {
                     (token, generation) = fresh
                     continue
                 }
-                await keeper.end(ifGeneration: generation)
+                await keeper.end(ifGeneration: generation, because: error)
             }
             throw error
         }

@@ -20,6 +20,9 @@ actor SessionKeeper {
     private(set) var refreshCount = 0
     /// Grows at every sign-in and sign-out (not at a refresh).
     private(set) var generation = 0
+    /// Why the server ended the last session, until the next sign-in: what a call made after
+    /// it throws instead of `notSignedIn`.
+    private var endedBecause: GatehouseError?
 
     init(store: any TokenStore, transport: Transport, now: @escaping @Sendable () -> Date, refreshLeeway: TimeInterval, restored: StoredSession?) {
         self.store = store
@@ -63,6 +66,7 @@ actor SessionKeeper {
         session = new
         unsaved = false
         generation += 1
+        endedBecause = nil
         refreshing = nil
         announce(from: old)
         return new
@@ -81,14 +85,15 @@ actor SessionKeeper {
     }
 
     /// Forgets the session if it is still the one of `generation` (a call's or a stream's,
-    /// whose session the server ended; a newer sign-in stays).
-    func end(ifGeneration expected: Int) {
+    /// whose session the server ended, `because` says how; a newer sign-in stays).
+    func end(ifGeneration expected: Int, because reason: GatehouseError? = nil) {
         guard generation == expected else { return }
-        end()
+        end(because: reason)
     }
 
-    /// Forgets the session (the store too, as far as it can).
-    func end() {
+    /// Forgets the session (the store too, as far as it can); `because`: the server ended it so.
+    func end(because reason: GatehouseError? = nil) {
+        endedBecause = reason
         let old = state
         generation += 1
         try? store.clear()
@@ -110,7 +115,7 @@ actor SessionKeeper {
     /// Refreshed if needed: one refresh for every concurrent caller. With `force`, refreshed
     /// unless the session already has a token other than `force` (a refresh ran meanwhile).
     func credentials(force stale: String? = nil) async throws -> (token: String, generation: Int) {
-        guard let current = session else { throw GatehouseError.notSignedIn }
+        guard let current = session else { throw endedBecause ?? GatehouseError.notSignedIn }
         if unsaved {
             try store.save(current)
             unsaved = false
@@ -155,7 +160,7 @@ actor SessionKeeper {
         let still = session?.refreshToken == old.refreshToken
         guard answer.status == 200 else {
             let error = Transport.error(of: answer)
-            if error.endsSession, still { end() }
+            if error.endsSession, still { end(because: error) }
             throw error
         }
         guard still else { return }

@@ -20,6 +20,8 @@ extension GatehouseClient {
     ///   there is no session to use, and with `streamClosed(reason: "signed_out")` when the device
     ///   signs out or in as someone else meanwhile.
     /// - Cancelling the consuming task closes the connection.
+    /// - Its connections use the configuration of the client's `URLSession` (proxy, protocol
+    ///   classes, TLS settings), not its delegate: a stream needs a delegate of its own.
     public func userUpdates() -> AsyncThrowingStream<User, any Error> {
         AsyncThrowingStream { continuation in
             let driver = Task { await self.runUserUpdates(continuation) }
@@ -87,7 +89,7 @@ extension GatehouseClient {
             var closedReason: String?
             var status = 0
             do {
-                for try await item in EventSourceConnection.open(request, idleTimeout: request.timeoutInterval) {
+                for try await item in EventSourceConnection.open(request, base: transport.session.configuration, idleTimeout: request.timeoutInterval) {
                     switch item {
                     case .opened(let opened, let headers):
                         status = opened
@@ -113,7 +115,9 @@ extension GatehouseClient {
                         case "closed":
                             let closed = try GatehouseJSON.decoder.decode(ClosedEvent.self, from: Data(event.data.utf8))
                             if !closed.resumable {
-                                if Self.sessionEndingReasons.contains(closed.reason) { await keeper.end(ifGeneration: generation) }
+                                if Self.sessionEndingReasons.contains(closed.reason) {
+                                    await keeper.end(ifGeneration: generation, because: .sessionEnded(code: closed.reason))
+                                }
                                 output.finish(throwing: GatehouseError.streamClosed(reason: closed.reason, message: closed.message ?? ""))
                                 return
                             }
@@ -146,7 +150,7 @@ extension GatehouseClient {
                     }
                     continue
                 case .sessionEnded:
-                    await keeper.end(ifGeneration: generation)
+                    await keeper.end(ifGeneration: generation, because: error)
                     output.finish(throwing: error)
                     return
                 default:

@@ -27,7 +27,8 @@ final class HeldRefreshProtocol: URLProtocol, @unchecked Sendable {
         return URLSession(configuration: configuration)
     }
 
-    override class func canInit(with request: URLRequest) -> Bool { true }
+    /// Only the refreshes: every other request (event streams too) goes out as it is.
+    override class func canInit(with request: URLRequest) -> Bool { request.url?.path == "/v1/sessions/refresh" }
     override class func canonicalRequest(for request: URLRequest) -> URLRequest { request }
 
     override func startLoading() {
@@ -210,14 +211,19 @@ extension ClientLibraryTests {
         #expect(seen.dropLast().allSatisfy { $0 == .signedIn($0.user ?? user) && $0.user?.id == user.id }, "\(seen)")
         #expect(await a.currentState == .signedOut)
         #expect(try storeA.load() == nil)
-        // A already forgot the session; C learns of the revocation at its next call.
-        #expect(await Self.failure { try await a.reloadUser() } == .notSignedIn)
+        // A already forgot the session, and says why; C learns of the revocation at its next call.
+        #expect(await Self.failure { try await a.reloadUser() } == .sessionEnded(code: reason))
         let ended = await Self.failure { try await c.reloadUser() }
         guard case .sessionEnded? = ended else {
             Issue.record("expected sessionEnded: \(String(describing: ended))")
             return
         }
         #expect(await c.currentState == .signedOut)
+        #expect(await Self.failure { try await c.reloadUser() } == ended, "later calls say the same, until a sign-in")
+        _ = try await c.signIn(email: "revoked@example.com", password: Self.password)
+        #expect(try await c.reloadUser().id == user.id)
+        await c.signOut()
+        #expect(await Self.failure { try await c.reloadUser() } == .notSignedIn, "a sign-out of its own is just signed out")
     }
 
     @Test("a refresh that ends after the session changed neither brings back the user as it was before a live change, nor replaces the saved session of a newer sign-in")
