@@ -135,11 +135,7 @@ final class EventSourceConnection: NSObject, URLSessionDataDelegate, @unchecked 
             return true
         }
         guard first else { return }
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            headers[String(describing: name).lowercased()] = String(describing: value)
-        }
-        continuation.yield(.opened(status: http.statusCode, headers: headers))
+        continuation.yield(.opened(status: http.statusCode, headers: http.lowercasedHeaders))
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {

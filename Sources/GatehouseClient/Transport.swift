@@ -94,11 +94,7 @@ struct Transport: Sendable {
             throw GatehouseError.network(code: URLError.Code.unknown.rawValue, message: "\(error)")
         }
         guard let http = response as? HTTPURLResponse else { throw GatehouseError.invalidResponse("not an HTTP answer") }
-        var headers: [String: String] = [:]
-        for (name, value) in http.allHeaderFields {
-            headers[String(describing: name).lowercased()] = String(describing: value)
-        }
-        return Answer(status: http.statusCode, body: data, headers: headers)
+        return Answer(status: http.statusCode, body: data, headers: http.lowercasedHeaders)
     }
 
     /// The error of an answer that is not a success.
@@ -113,6 +109,17 @@ struct Transport: Sendable {
         } catch {
             throw GatehouseError.invalidResponse("cannot read \(T.self): \(error)")
         }
+    }
+}
+
+extension HTTPURLResponse {
+    /// The header fields, names in lower case.
+    var lowercasedHeaders: [String: String] {
+        var headers: [String: String] = [:]
+        for (name, value) in allHeaderFields {
+            headers[String(describing: name).lowercased()] = String(describing: value)
+        }
+        return headers
     }
 }
 
