@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IdentityCore
+import SQLiteSupport
 
 // `gatehouse store copy` (issue 24 §1), the identity side: a stopped identity service's
 // identity.sqlite read table by table, row by row, as it is stored, for a copy into PostgreSQL
@@ -36,17 +37,7 @@ extension SQLiteUserStore {
         /// Opens the file at `path` read-only; throws when it is missing or not fully migrated
         /// (start and stop the identity service of this version once first).
         public init(path: String) throws {
-            guard FileManager.default.fileExists(atPath: path) else { throw CopyError("no identity database at \(path)") }
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.label = "identity-copy-source"
-            queue = try DatabaseQueue(path: path, configuration: configuration)
-            let applied = try queue.read { db in try SQLiteUserStore.migrator.appliedIdentifiers(db) }
-            let missing = Set(SQLiteUserStore.migrator.migrations).subtracting(applied)
-            guard missing.isEmpty else {
-                throw CopyError(
-                    "\(path) lacks migrations \(missing.sorted().joined(separator: ", ")): start this version's identity service on it once, then stop it and copy")
-            }
+            queue = try SQLiteFiles.openCopySource(path, service: "identity", migrator: SQLiteUserStore.migrator, makeError: CopyError.init)
         }
 
         /// The tables that hold data (not SQLite's own, not the migrations' record).

@@ -87,56 +87,16 @@ extension PostgresTokenStore {
 
     // MARK: Audit
 
-    /// The page of the audit log `request` asks for, as `AuditLogTable.page` reads it (its limit
-    /// already checked: 0 is `maxAuditPage`), in one statement: in `seq` order, after
-    /// `afterSeq`, of one user when given, from the first event at or after `since` when given;
-    /// `nextAfterSeq` is the last listed `seq`, or the request's `afterSeq`.
+    /// The page of the audit log `request` asks for, as `AuditLogTable.page` reads it
+    /// (`PostgresAuditLog.page`).
     public func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse {
-        let after = Int64(clamping: request.afterSeq)
-        let limit = Int64(request.limit == 0 ? maxAuditPage : request.limit)
-        // Whether to filter by time is a flag of its own: any value of `since` is a valid time.
-        let user = request.userID
-        let filterSince = request.since != nil
-        let since = request.since?.millisecondsSince1970 ?? 0
-        let events = try await run { [self] connection in
-            try await rows(
-                """
-                SELECT seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail FROM token_audit_log
-                WHERE seq > \(after)
-                    AND (NOT \(filterSince) OR seq >= (SELECT min(seq) FROM token_audit_log WHERE occurred_at >= \(since)))
-                    AND (\(user) = '' OR user_id = \(user))
-                    AND (NOT \(filterSince) OR occurred_at >= \(since))
-                ORDER BY seq LIMIT \(limit)
-                """, on: connection
-            ).map { row in
-                let (seq, at, kind, user, actor, reason, email, ip, agent, session, detail) = try row.decode(
-                    (Int64, Int64, String, String, String, String, String, String, String, String, String).self)
-                return AuditEvent(
-                    seq: UInt64(seq), occurredAt: Date(millisecondsSince1970: at), kind: kind, userID: user, actor: actor,
-                    reason: reason, email: email, ip: ip, userAgent: agent, sessionID: session, detailJSON: detail)
-            }
-        }
-        return ListAuditResponse(events: events, nextAfterSeq: events.last?.seq ?? request.afterSeq)
+        try await run { [queryLogger] connection in try await PostgresAuditLog.token.page(request, on: connection, logger: queryLogger) }
     }
 
     /// Deletes the events that happened before `cutoff`, oldest first, at most `batch` a
     /// statement (its own transaction); how many went.
     @discardableResult
     public func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int {
-        let batch = max(1, batch)
-        var deleted = 0
-        while true {
-            let count = try await count(
-                """
-                WITH deleted AS (
-                    DELETE FROM token_audit_log WHERE seq IN (
-                        SELECT seq FROM token_audit_log WHERE occurred_at < \(cutoff.millisecondsSince1970) ORDER BY occurred_at LIMIT \(batch))
-                    RETURNING 1
-                )
-                SELECT count(*) FROM deleted
-                """)
-            deleted += count
-            if count < batch { return deleted }
-        }
+        try await PostgresAuditLog.token.prune(before: cutoff, batch: batch, logger: queryLogger) { body in try await run(body) }
     }
 }

@@ -189,38 +189,10 @@ extension PostgresUserStore {
         try await transaction { _ in }
     }
 
-    /// The page of the audit log `request` asks for, as `AuditLogTable.page` reads it (its limit
-    /// already checked: 0 is `maxAuditPage`), in one statement: in `seq` order, after
-    /// `afterSeq`, of one user when given, from the first event at or after `since` when given;
-    /// `nextAfterSeq` is the last listed `seq`, or the request's `afterSeq`.
+    /// The page of the audit log `request` asks for, as `AuditLogTable.page` reads it
+    /// (`PostgresAuditLog.page`).
     public func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse {
-        let after = Int64(clamping: request.afterSeq)
-        let limit = Int64(request.limit == 0 ? maxAuditPage : max(0, request.limit))
-        // Whether to filter by time is a flag of its own: any value of `since` is a valid time.
-        let user = request.userID
-        let filterSince = request.since != nil
-        let since = request.since?.millisecondsSince1970 ?? 0
-        let events = try await run { [queryLogger] connection in
-            var events: [AuditEvent] = []
-            let rows = try await connection.query(
-                """
-                SELECT seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail FROM audit_log
-                WHERE seq > \(after)
-                    AND (NOT \(filterSince) OR seq >= (SELECT min(seq) FROM audit_log WHERE occurred_at >= \(since)))
-                    AND (\(user) = '' OR user_id = \(user))
-                    AND (NOT \(filterSince) OR occurred_at >= \(since))
-                ORDER BY seq LIMIT \(limit)
-                """, logger: queryLogger)
-            for try await (seq, at, kind, user, actor, reason, email, ip, agent, session, detail) in rows.decode(
-                (Int64, Int64, String, String, String, String, String, String, String, String, String).self)
-            {
-                events.append(AuditEvent(
-                    seq: UInt64(seq), occurredAt: Date(millisecondsSince1970: at), kind: kind, userID: user, actor: actor,
-                    reason: reason, email: email, ip: ip, userAgent: agent, sessionID: session, detailJSON: detail))
-            }
-            return events
-        }
-        return ListAuditResponse(events: events, nextAfterSeq: events.last?.seq ?? request.afterSeq)
+        try await run { [queryLogger] connection in try await PostgresAuditLog.identity.page(request, on: connection, logger: queryLogger) }
     }
 
     /// Deletes the events that happened before `cutoff`, oldest first, at most `batch` a
@@ -228,25 +200,7 @@ extension PostgresUserStore {
     /// until VACUUM (SQLite's store overwrites them with `secure_delete`).
     @discardableResult
     public func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int {
-        let batch = Int64(max(1, batch))
-        var deleted = 0
-        while true {
-            let count = try await run { [queryLogger] connection in
-                let rows = try await connection.query(
-                    """
-                    WITH deleted AS (
-                        DELETE FROM audit_log WHERE seq IN (
-                            SELECT seq FROM audit_log WHERE occurred_at < \(cutoff.millisecondsSince1970) ORDER BY occurred_at LIMIT \(batch))
-                        RETURNING 1
-                    )
-                    SELECT count(*) FROM deleted
-                    """, logger: queryLogger)
-                for try await n in rows.decode(Int64.self) { return Int(n) }
-                return 0
-            }
-            deleted += count
-            if count < batch { return deleted }
-        }
+        try await PostgresAuditLog.identity.prune(before: cutoff, batch: batch, logger: queryLogger) { body in try await run(body) }
     }
 
     // MARK: The sweep of inactive anonymous users

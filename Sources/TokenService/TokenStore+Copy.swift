@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import SQLiteSupport
 
 /// Reading a whole `token.sqlite` to copy it into another store (`gatehouse store copy`).
 extension TokenStore {
@@ -68,16 +69,7 @@ extension TokenStore {
         /// Opens the file at `path` read-only; throws when it is missing or not fully migrated
         /// (start and stop the token service of this version once first).
         public init(path: String) throws {
-            guard FileManager.default.fileExists(atPath: path) else { throw CopyError("no token database at \(path)") }
-            var configuration = Configuration()
-            configuration.readonly = true
-            configuration.label = "token-copy-source"
-            queue = try DatabaseQueue(path: path, configuration: configuration)
-            let applied = try queue.read { db in try TokenStore.migrator.appliedIdentifiers(db) }
-            let missing = Set(TokenStore.migrator.migrations).subtracting(applied)
-            guard missing.isEmpty else {
-                throw CopyError("\(path) lacks migrations \(missing.sorted().joined(separator: ", ")): start this version's token service on it once, then stop it and copy")
-            }
+            queue = try SQLiteFiles.openCopySource(path, service: "token", migrator: TokenStore.migrator, makeError: CopyError.init)
         }
 
         /// The rows of each kind.
