@@ -1,15 +1,23 @@
+import AsyncHTTPClient
 import Foundation
-#if canImport(FoundationNetworking)
-import FoundationNetworking
-#endif
+import GatehouseSupport
+import NIOCore
+import NIOHTTP1
 
 /// The admin API over HTTP, for `gatehouse users` (issue 22 §2): `GATEHOUSE_ADMIN_URL` and the key
 /// of `GATEHOUSE_ADMIN_KEY` (or `GATEHOUSE_ADMIN_KEY_FILE`).
+///
+/// Over AsyncHTTPClient, not Foundation's URL loading: FoundationNetworking links libcurl, which the server
+/// image does not ship (a `--static-swift-stdlib` binary importing it needs `libcurl.so.4` at
+/// start, for every role; issue 35).
 public struct AdminAPIClient: Sendable {
     /// The admin listener's base URL.
     public let baseURL: URL
     let key: String
     let timeout: TimeInterval
+
+    /// The largest answer read (a page of users or audit events is far smaller).
+    static let maxResponseBytes = 64 << 20
 
     /// A failed call: the problem's code and detail, or why no answer came.
     public struct Failure: Error, CustomStringConvertible {
@@ -32,7 +40,7 @@ public struct AdminAPIClient: Sendable {
         }
         baseURL = url
         if let path = config.string(ConfigTable.adminKeyFile), !path.isEmpty {
-            guard let contents = try? String(contentsOfFile: path, encoding: .utf8) else {
+            guard let contents = SecretFiles.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
                 throw ConfigError(message: "\(ConfigTable.adminKeyFile.env) (\(ConfigTable.adminKeyFile.flag)): cannot read \(path)")
             }
             key = contents.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -52,21 +60,27 @@ public struct AdminAPIClient: Sendable {
     {
         var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)!
         if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
-        var request = URLRequest(url: components.url!)
-        request.httpMethod = method
-        request.timeoutInterval = timeout
-        request.setValue("Bearer \(key)", forHTTPHeaderField: "Authorization")
-        if let body { request.httpBody = try JSONSerialization.data(withJSONObject: body) }
-        if let rawBody { request.httpBody = rawBody }
-        if request.httpBody != nil { request.setValue("application/json", forHTTPHeaderField: "Content-Type") }
+        var request = HTTPClientRequest(url: components.url!.absoluteString)
+        request.method = HTTPMethod(rawValue: method)
+        request.headers.add(name: "Authorization", value: "Bearer \(key)")
+        var bytes: Data?
+        if let body { bytes = try JSONSerialization.data(withJSONObject: body) }
+        if let rawBody { bytes = rawBody }
+        if let bytes {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: bytes))
+        }
+        let status: Int
         let data: Data
-        let response: URLResponse
-        do { (data, response) = try await URLSession.shared.data(for: request) } catch {
+        do {
+            let response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
+            status = Int(response.status.code)
+            data = Data(try await response.body.collect(upTo: Self.maxResponseBytes).readableBytesView)
+        } catch {
             throw Failure(
                 status: 0, code: "unavailable",
-                detail: "no answer from the admin API at \(baseURL.absoluteString) (\(error.localizedDescription)); is the identity role running, and is \(ConfigTable.adminURL.env) its admin listener?")
+                detail: "no answer from the admin API at \(baseURL.absoluteString) (\(error)); is the identity role running, and is \(ConfigTable.adminURL.env) its admin listener?")
         }
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
         let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
         guard (200..<300).contains(status) else {
             throw Failure(status: status, code: object["code"] as? String ?? "http_\(status)", detail: object["detail"] as? String ?? "HTTP \(status)")

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import PostgresSupport
 
 /// The configuration keys of a shared database (issue 24): the token service on PostgreSQL, run
@@ -42,7 +43,7 @@ public struct DatabaseSettings: Sendable {
         guard let url = config.string(key), !url.isEmpty else { return nil }
         let passwordFile = config.string(ConfigTable.databasePasswordFile).flatMap { $0.isEmpty ? nil : $0 }
         let postgres: PostgresSettings
-        do { postgres = try PostgresSettings(url: url, passwordFile: passwordFile) } catch {
+        do { postgres = try PostgresSettings(url: url, passwordFile: passwordFile, readFile: SecretFiles.contents(atPath:)) } catch {
             throw ConfigError(message: "\(key.env) (\(key.flag)): \(error)")
         }
         return DatabaseSettings(

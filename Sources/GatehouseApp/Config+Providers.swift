@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GatehouseSupport
 import IdentityService
 import ProviderTokens
 
@@ -66,7 +67,7 @@ extension IdentityRoleSettings {
             throw ConfigError(message: "GATEHOUSE_APPLE_TEAM_ID is set but GATEHOUSE_APPLE_CLIENT_IDS is not: Sign in with Apple needs its client ids")
         }
         let path = config.string(ConfigTable.applePrivateKeyFile)!
-        guard let pem = FileManager.default.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
+        guard let pem = SecretFiles.contents(atPath: path).map({ String(decoding: $0, as: UTF8.self) }) else {
             throw ConfigError(message: "GATEHOUSE_APPLE_PRIVATE_KEY_FILE (--apple-private-key-file): cannot read \(path)")
         }
         let sealing: SymmetricKey

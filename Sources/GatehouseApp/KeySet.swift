@@ -41,8 +41,15 @@ public enum KeySet {
         public let description: String
     }
 
+    /// The key-encryption key's file: never replaced by `generate` (issue 35). Replacing it would
+    /// lock away every signing key sealed with the old one; `gatehouse keys rotate-encryption-key`
+    /// re-seals them instead.
+    public static let keyEncryptionKeyFile = "key-encryption.key"
+
     /// Writes a new key set into `directory` (created with mode 0700 if missing). Refuses to
-    /// overwrite any existing file unless `force`; then nothing is written.
+    /// overwrite any existing file unless `force`; then nothing is written. With `force` the CURVE
+    /// files are rewritten in place (their owner and mode kept), and an existing
+    /// `key-encryption.key` is kept as it is. Returns the files written.
     @discardableResult
     public static func generate(into directory: URL, force: Bool) throws -> [File] {
         let fm = FileManager.default
@@ -55,7 +62,8 @@ public enum KeySet {
         if !force {
             let existing = files.filter { fm.fileExists(atPath: directory.appendingPathComponent($0.name).path) }
             if !existing.isEmpty {
-                throw Error(description: "refusing to overwrite \(existing.map(\.name).joined(separator: ", ")) in \(directory.path); pass --force to replace the whole key set")
+                throw Error(
+                    description: "refusing to overwrite \(existing.map(\.name).joined(separator: ", ")) in \(directory.path); pass --force to replace the CURVE key pairs and allow lists (rotation of the service links: restart every role afterwards). An existing \(keyEncryptionKeyFile) is always kept: rotate it with `gatehouse keys rotate-encryption-key`")
             }
         }
         let identity = try CurveKeyPair.generate()
@@ -86,10 +94,14 @@ public enum KeySet {
                 """,
             "key-encryption.key": KeyEncryptionKey.newKey().text,
         ]
+        var written: [File] = []
         for file in files {
-            try writeFile(contents[file.name]!, to: directory.appendingPathComponent(file.name), mode: file.mode)
+            let url = directory.appendingPathComponent(file.name)
+            if file.name == keyEncryptionKeyFile, fm.fileExists(atPath: url.path) { continue }
+            try writeFile(contents[file.name]!, to: url, mode: file.mode)
+            written.append(file)
         }
-        return files
+        return written
     }
 
     /// Writes `text` to `url` with exactly `mode` (not widened by the umask, fixed on an existing file).
@@ -121,7 +133,10 @@ public enum KeySet {
             if let key = file.configKey { line += "  → \(key)" }
             lines.append(line)
         }
-        lines.append("Secret keys (*.key) stay 0600 and must never be committed or logged. Rotating a key means generating a new set and restarting all three roles.")
+        if !written.contains(where: { $0.name == keyEncryptionKeyFile }) {
+            lines.append("  \(keyEncryptionKeyFile.padding(toLength: 19, withPad: " ", startingAt: 0)) kept as it was (it seals the signing keys; rotate it with `gatehouse keys rotate-encryption-key`)")
+        }
+        lines.append("Secret keys (*.key) stay 0600 and must never be committed or logged. Rotating the CURVE keys means `--force` and restarting all three roles.")
         return lines.joined(separator: "\n")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GatehouseContracts
 import GatehouseRPC
 import ZeroMQ
@@ -105,7 +106,7 @@ public struct LinkSecurity: Sendable {
     /// This process's key pair, from the secret key in the file at `secretKeyPath`.
     static func ownKeyPair(_ secretKeyPath: String) throws -> CurveKeyPair {
         let secretKey = ConfigTable.curveSecretKeyFile
-        guard let data = FileManager.default.contents(atPath: secretKeyPath) else {
+        guard let data = SecretFiles.contents(atPath: secretKeyPath) else {
             throw ConfigError(message: "\(secretKey.env) (\(secretKey.flag)): cannot read the file")
         }
         let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
@@ -145,7 +146,7 @@ public struct LinkSecurity: Sendable {
         guard let path = config.string(key), !path.isEmpty else {
             throw ConfigError(message: "\(key.env) (\(key.flag)) is required when \(ConfigTable.curveSecretKeyFile.env) is set: \(key.help)")
         }
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = SecretFiles.contents(atPath: path) else {
             throw ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(path)")
         }
         return try parseKeys(String(decoding: data, as: UTF8.self), key: key, path: path)

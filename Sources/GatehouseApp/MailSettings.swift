@@ -58,12 +58,10 @@ public struct MailSettings: Sendable {
         var password: String?
         if let file = config.string(ConfigTable.smtpPasswordFile), !file.isEmpty {
             let key = ConfigTable.smtpPasswordFile
-            // FileHandle rather than FileManager.contents, which gives nothing for /dev/null.
-            let unreadable = ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(file)")
-            guard let handle = FileHandle(forReadingAtPath: file) else { throw unreadable }
-            defer { try? handle.close() }
-            let data: Data
-            do { data = try handle.readToEnd() ?? Data() } catch { throw unreadable }
+            // Through a file handle (SecretFiles), not FileManager.contents, which gives nothing for /dev/null.
+            guard let data = SecretFiles.contents(atPath: file) else {
+                throw ConfigError(message: "\(key.env) (\(key.flag)): cannot read \(file)")
+            }
             var text = String(decoding: data, as: UTF8.self)
             while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
             password = text

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import Logging
 import PostgresNIO
 import PostgresStores
@@ -48,7 +49,7 @@ public enum StoreCopy {
 
     /// The target's settings; a bad URL or password file refused as `--to`'s.
     static func settings(_ url: String, passwordFile: String?, _ error: (String) -> any Error) throws -> PostgresSettings {
-        do { return try PostgresSettings(url: url, passwordFile: passwordFile) } catch let cause {
+        do { return try PostgresSettings(url: url, passwordFile: passwordFile, readFile: SecretFiles.contents(atPath:)) } catch let cause {
             throw error("--to: \(cause)")
         }
     }

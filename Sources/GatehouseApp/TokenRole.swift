@@ -94,7 +94,7 @@ public struct TokenRoleSettings: Sendable {
     /// A 32-byte key from a file: raw bytes, 64 hex characters or base64.
     /// `source` names where the path came from, for the error message.
     static func readKey(_ path: String, source: String = "GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file)") throws -> SymmetricKey {
-        guard let data = FileManager.default.contents(atPath: path) else {
+        guard let data = SecretFiles.contents(atPath: path) else {
             throw ConfigError(message: "\(source): cannot read the file")
         }
         if data.count == 32 { return SymmetricKey(data: data) }

@@ -30,7 +30,7 @@ public final class BalancedRPCClient: RPCCaller, Sendable {
     /// Clients of `endpoints` (a comma-separated list is split), each with `configuration` but its
     /// endpoint.
     public init(
-        endpoints: [String], configuration: RPCClient.Configuration, context: ZMQContext = .shared,
+        endpoints: [String], configuration: RPCClient.Configuration, context: ZMQContext? = nil,
         logger: Logger = Logger(label: "gatehouse.rpc.client")
     ) throws {
         let list = endpoints.flatMap(Self.split)

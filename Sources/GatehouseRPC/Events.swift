@@ -115,17 +115,23 @@ public final class EventSubscriber: Sendable {
     public let events: AsyncStream<Event>
 
     /// Connects to `endpoints` (reconnecting in the background) and subscribes to `topics`
-    /// (prefixes; `[""]` for everything).
-    public init(endpoints: [String], topics: [String], curve: CurveClientKeys? = nil, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.events")) throws {
+    /// (prefixes; `[""]` for everything). One socket per endpoint, each on `context`, or when nil
+    /// on `ZMQContext.forConnecting(to:)` its endpoint's: a slow name lookup of one publisher
+    /// (stopped, its name no longer answered at once) delays no other publisher's events.
+    public init(endpoints: [String], topics: [String], curve: CurveClientKeys? = nil, context: ZMQContext? = nil, logger: Logger = Logger(label: "gatehouse.events")) throws {
         io = try IOThread()
         let (stream, continuation) = AsyncStream.makeStream(of: Event.self, bufferingPolicy: .bufferingNewest(10_000))
         events = stream
-        let socket = try context.socket(.sub)
-        try socket.set([.linger(0), .reconnectInterval(100), .reconnectIntervalMax(1000), .maxMessageSize(1 << 20)])
-        try socket.configureCurveClient(curve)
-        for topic in topics { try socket.set(.subscribe(Array(topic.utf8))) }
-        for endpoint in endpoints { try socket.connect(endpoint) }
-        let loop = SubscriberLoop(io: io, socket: socket, continuation: continuation, logger: logger)
+        var sockets: [Socket] = []
+        for endpoint in endpoints {
+            let socket = try (context ?? .forConnecting(to: endpoint)).socket(.sub)
+            try socket.set([.linger(0), .reconnectInterval(100), .reconnectIntervalMax(1000), .maxMessageSize(1 << 20)])
+            try socket.configureCurveClient(curve)
+            for topic in topics { try socket.set(.subscribe(Array(topic.utf8))) }
+            try socket.connect(endpoint)
+            sockets.append(socket)
+        }
+        let loop = SubscriberLoop(io: io, sockets: sockets, continuation: continuation, logger: logger)
         io.start(name: "events-sub") { loop.run() }
     }
 
@@ -140,33 +146,35 @@ public final class EventSubscriber: Sendable {
 
 private final class SubscriberLoop {
     let io: IOThread<EventSubscriber.Command>
-    let socket: Socket
+    let sockets: [Socket]
     let continuation: AsyncStream<Event>.Continuation
     let logger: Logger
     let poller = Poller()
     var commands: [EventSubscriber.Command] = []
 
-    init(io: IOThread<EventSubscriber.Command>, socket: Socket, continuation: AsyncStream<Event>.Continuation, logger: Logger) {
+    init(io: IOThread<EventSubscriber.Command>, sockets: [Socket], continuation: AsyncStream<Event>.Continuation, logger: Logger) {
         self.io = io
-        self.socket = socket
+        self.sockets = sockets
         self.continuation = continuation
         self.logger = logger
     }
 
     func run() {
-        poller.add(socket, events: .readable)
+        for socket in sockets { poller.add(socket, events: .readable) }
         poller.add(fileDescriptor: io.signal.fileDescriptor, events: .readable)
         loop: while true {
             do { _ = try poller.poll(timeoutMilliseconds: -1) } catch { break }
             io.drain(into: &commands)
             if !commands.isEmpty { break loop }
             do {
-                while let frames = try socket.receiveMultipart(dontWait: true) {
-                    guard frames.count == 2 else {
-                        logger.warning("dropping an event of \(frames.count) frames")
-                        continue
+                for socket in sockets {
+                    while let frames = try socket.receiveMultipart(dontWait: true) {
+                        guard frames.count == 2 else {
+                            logger.warning("dropping an event of \(frames.count) frames")
+                            continue
+                        }
+                        continuation.yield(Event(topic: String(decoding: frames[0], as: UTF8.self), payload: frames[1]))
                     }
-                    continuation.yield(Event(topic: String(decoding: frames[0], as: UTF8.self), payload: frames[1]))
                 }
             } catch {
                 logger.error("event subscriber failed: \(error)")
@@ -174,6 +182,6 @@ private final class SubscriberLoop {
             }
         }
         continuation.finish()
-        socket.close()
+        for socket in sockets { socket.close() }
     }
 }

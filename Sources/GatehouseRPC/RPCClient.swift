@@ -114,7 +114,10 @@ public final class RPCClient: RPCCaller, Sendable {
     public var executor: any TaskExecutor { core.executor }
 
     /// Connects to `configuration.endpoint` (in the background) and starts the I/O thread.
-    public init(configuration: Configuration, context: ZMQContext = .shared, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {
+    /// `context` nil: `ZMQContext.forConnecting(to:)`, so a slow name lookup for this endpoint
+    /// holds up no other socket.
+    public init(configuration: Configuration, context: ZMQContext? = nil, logger: Logger = Logger(label: "gatehouse.rpc.client")) throws {
+        let context = context ?? .forConnecting(to: configuration.endpoint)
         // Make the socket here so configuration errors surface to the caller, then move it
         // into the core's `ClientSocket`, the only way to reach it from then on.
         let socket = try context.socket(.dealer)

@@ -32,9 +32,11 @@ public struct PostgresSettings: Sendable, Equatable, CustomStringConvertible {
     /// A PEM file of the certificate authorities `verify-full` trusts (`sslrootcert`); nil: the system's.
     public var rootCertificateFile: String?
 
-    /// Reads `url`; `passwordFile` (its first line) replaces a password in the URL. Throws a
-    /// `PostgresSettingsError` saying what to fix, never echoing a password.
-    public init(url text: String, passwordFile: String? = nil) throws(PostgresSettingsError) {
+    /// Reads `url`; `passwordFile` (its first line, read with `readFile`) replaces a password in
+    /// the URL. Throws a `PostgresSettingsError` saying what to fix, never echoing a password.
+    public init(
+        url text: String, passwordFile: String? = nil, readFile: (String) -> Data? = { FileManager.default.contents(atPath: $0) }
+    ) throws(PostgresSettingsError) {
         guard let url = URLComponents(string: text), let scheme = url.scheme, ["postgres", "postgresql"].contains(scheme) else {
             throw PostgresSettingsError("the database URL must be postgres://user@host:port/database (postgresql:// works too)")
         }
@@ -67,7 +69,7 @@ public struct PostgresSettings: Sendable, Equatable, CustomStringConvertible {
             }
         }
         if let passwordFile {
-            guard let data = FileManager.default.contents(atPath: passwordFile) else {
+            guard let data = readFile(passwordFile) else {
                 throw PostgresSettingsError("the database password file \(passwordFile) cannot be read")
             }
             let line = String(decoding: data, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""

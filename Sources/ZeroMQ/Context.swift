@@ -1,4 +1,5 @@
 import CZeroMQ
+import Synchronization
 
 /// A ZeroMQ context. Thread-safe (libzmq guarantees it), so it is `Sendable`; the sockets it
 /// makes are not.
@@ -60,3 +61,38 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+
+extension ZMQContext {
+    private static let byHost = Mutex<[String: ZMQContext]>([:])
+
+    /// The context for a socket that connects to `endpoint`. libzmq resolves a host name in its
+    /// I/O thread, synchronously, at every (re)connection: with one context for everything, a slow
+    /// DNS answer for one stopped peer (20 s seen in a container network) froze every socket of
+    /// the process, its own server included (issue 35). So an endpoint that names a host (not an
+    /// address, not `ipc://` or `inproc://`) gets a context of its own, one I/O thread, shared by
+    /// every socket to that endpoint and kept for the process's life: a slow lookup then delays
+    /// only the connections to that peer. Everything else uses `shared`.
+    public static func forConnecting(to endpoint: String) -> ZMQContext {
+        guard namesHost(endpoint) else { return .shared }
+        return byHost.withLock { contexts in
+            if let context = contexts[endpoint] { return context }
+            // zmq_ctx_new only fails when the process is out of file descriptors or memory.
+            // swiftlint:disable:next force_try
+            let context = try! ZMQContext()
+            contexts[endpoint] = context
+            return context
+        }
+    }
+
+    /// Whether `endpoint` is `tcp://` with a host name rather than an IPv4 or IPv6 address.
+    public static func namesHost(_ endpoint: String) -> Bool {
+        guard endpoint.hasPrefix("tcp://") else { return false }
+        var address = Substring(endpoint.dropFirst("tcp://".count))
+        if let semicolon = address.lastIndex(of: ";") { address = address[address.index(after: semicolon)...] }
+        if address.hasPrefix("[") { return false }
+        guard let colon = address.lastIndex(of: ":") else { return false }
+        let host = address[..<colon]
+        if host.isEmpty || host == "*" { return false }
+        return !host.allSatisfy { $0 == "." || $0.isASCII && $0.isNumber }
+    }
+}

@@ -14,6 +14,26 @@ struct Gatehouse: AsyncParsableCommand {
             RestoreCommand.self, HashBenchmarkCommand.self, Users.self, MailCommand.self, AuditCommand.self, AdminCommand.self, StoreCommand.self,
         ]
     )
+
+    /// Gives up root first when `GATEHOUSE_RUN_AS` says so (the container image: issue 35), then
+    /// runs the command as ArgumentParser's own `main` does.
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        do { try PrivilegeDrop.apply(arguments: arguments) } catch {
+            FileHandle.standardError.write(Data("gatehouse: \(error)\n".utf8))
+            Foundation.exit(70)
+        }
+        do {
+            var command = try parseAsRoot(arguments)
+            if var asyncCommand = command as? AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }
 
 /// Reads the configuration and runs a role; a bad value ends the process with a message naming the key.

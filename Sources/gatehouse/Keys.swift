@@ -11,12 +11,12 @@ struct Keys: ParsableCommand {
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Write a new key set: CURVE key pairs for identity, token and gateway, their allow lists, and a key-encryption key.",
-            discussion: "Secret keys are written with mode 0600 and never printed. The file names match the docker-compose secrets.")
+            discussion: "Secret keys are written with mode 0600 and never printed. The file names match the docker-compose secrets. An existing key-encryption.key is never replaced (it seals the signing keys): rotate it with `gatehouse keys rotate-encryption-key`.")
 
         @Option(name: .long, help: "Folder to write the key set to (created with mode 0700 if missing).")
         var out: String
 
-        @Flag(name: .long, help: "Replace an existing key set.")
+        @Flag(name: .long, help: "Replace existing CURVE key pairs and allow lists (link key rotation). An existing key-encryption.key is always kept.")
         var force = false
 
         func run() throws {

@@ -86,3 +86,18 @@ struct SourceRulesTests {
         return keywords.contains(bare)
     }
 }
+
+/// The server binary links no FoundationNetworking (issue 35): it pulls in libcurl, which the
+/// runtime image does not ship, and every role then dies at start on `libcurl.so.4`.
+@Suite("No FoundationNetworking in the server")
+struct NoFoundationNetworkingTests {
+    @Test("only the client library imports FoundationNetworking")
+    func onlyTheClientLibrary() throws {
+        var offenders: [String] = []
+        for file in try SourceRulesTests.swiftFiles() where !file.path.contains("/Sources/GatehouseClient/") {
+            let text = try String(contentsOf: file, encoding: .utf8)
+            if text.contains("import FoundationNetworking") || text.contains("URLSession") { offenders.append(file.path) }
+        }
+        #expect(offenders.isEmpty, "\(offenders)")
+    }
+}

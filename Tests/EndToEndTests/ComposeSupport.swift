@@ -191,6 +191,9 @@ extension DeployTests {
             let declared = (service["secrets"] as? [Any] ?? []).compactMap { ($0 as? [String: Any])?["source"] as? String ?? $0 as? String }
             var environment: [String: String] = ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
             var merged = image
+            // The processes run as the test's own user: the image's switch from root to its user
+            // (GATEHOUSE_RUN_AS) is the container's business, tested on a real engine (deploy-e2e).
+            merged.removeValue(forKey: PrivilegeDrop.variable)
             for (key, value) in service["environment"] as? [String: Any] ?? [:] { merged[key] = "\(value)" }
             for (key, value) in overrides where merged[key] != nil { merged[key] = value }
             for (key, value) in merged where overrides[key] != nil {

@@ -21,7 +21,11 @@ struct DeployTests {
         #expect(manifest.contains(#".executable(name: "gatehouse""#))
         #expect(dockerfile.contains(#"ENTRYPOINT ["gatehouse"]"#))
         #expect(dockerfile.contains(#"CMD ["gatehouse", "healthcheck"]"#))
-        #expect(dockerfile.contains("USER gatehouse"))
+        // Started as root, every command switches to the user gatehouse (uid 10001) at once, after
+        // reading the secrets compose bind-mounts as the operator's 0600 files (issue 35).
+        #expect(dockerfile.contains("ENV GATEHOUSE_RUN_AS=10001:10001"))
+        #expect(!dockerfile.contains("VOLUME"), "a VOLUME gives the gateway an anonymous volume it never uses")
+        #expect(dockerfile.contains("chmod 0700 /data"))
 
         // The build stage installs what scripts/setup installs for building (not the test tools).
         let setup = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("scripts/setup"), encoding: .utf8)

@@ -68,9 +68,15 @@ struct CurveLinkTests {
         let before = try read("identity.key")
         #expect(throws: KeySet.Error.self) { try KeySet.generate(into: dir, force: false) }
         #expect(try read("identity.key") == before)
-        try KeySet.generate(into: dir, force: true)
+        let keyEncryptionKey = try read("key-encryption.key")
+        let rewritten = try KeySet.generate(into: dir, force: true)
         #expect(try read("identity.key") != before)
         #expect(try Self.mode(dir.appendingPathComponent("identity.key")) == 0o600)
+        // Rotating the link keys never touches the key-encryption key (issue 35): replacing it
+        // locked the token service out of its own signing keys.
+        #expect(try read("key-encryption.key") == keyEncryptionKey)
+        #expect(!rewritten.map(\.name).contains("key-encryption.key"))
+        #expect(KeySet.report(rewritten, directory: dir).contains("key-encryption.key  kept as it was"))
     }
 
     @Test("configuration errors name the key: missing allow list or server key, malformed keys")
