@@ -10,7 +10,7 @@ extension ConfigTable {
     /// The admin listener's port.
     public static let adminPort = ConfigKey(env: "GATEHOUSE_ADMIN_PORT", defaultValue: "8081", secret: false, roles: "serve, identity", help: "Port the admin API listens on; 0 turns the admin listener off.")
     /// Where `gatehouse users` and `gatehouse admin` reach the admin API.
-    public static let adminURL = ConfigKey(env: "GATEHOUSE_ADMIN_URL", defaultValue: "http://127.0.0.1:8081", secret: false, roles: "cli", help: "Base URL of the admin API for `gatehouse users ...` (list, get, create, update, disable, enable, delete, revoke-sessions, set-claims).")
+    public static let adminURL = ConfigKey(env: "GATEHOUSE_ADMIN_URL", defaultValue: "http://127.0.0.1:8081", secret: false, roles: "cli", help: "Base URL of the admin API for `gatehouse users ...` (list, get, create, update, disable, enable, delete, revoke-sessions, set-claims) and `gatehouse keys rotate-signing`.")
     /// The admin API key the CLI presents.
     public static let adminKey = ConfigKey(env: "GATEHOUSE_ADMIN_KEY", defaultValue: nil, secret: true, roles: "cli", help: "Admin API key (gha_<id>.<secret>) that `gatehouse users ...` presents; made by `gatehouse admin keys create`. Use the environment or GATEHOUSE_ADMIN_KEY_FILE, not the flag: a flag shows in the process list.")
     /// A file holding the admin API key.

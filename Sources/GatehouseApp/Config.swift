@@ -95,6 +95,8 @@ public enum ConfigTable {
     public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")
     /// How often the token service sweeps ended sessions and old refresh tokens.
     public static let sweepInterval = ConfigKey(env: "GATEHOUSE_SWEEP_INTERVAL", defaultValue: "600", secret: false, roles: "serve, token", help: "Seconds between sweeps of ended sessions and old refresh tokens; 0 turns the sweep off.")
+    /// Days after which the token service replaces its newest signing key by itself.
+    public static let signingKeyRotationDays = ConfigKey(env: "GATEHOUSE_SIGNING_KEY_ROTATION_DAYS", defaultValue: "0", secret: false, roles: "serve, token", help: "Days (1–3650) after which the token service makes a new signing key by itself, when its newest key is older; 0 turns the schedule off (`gatehouse keys rotate-signing` still rotates). The old key stays published until its last token has expired. With several instances on one database, one rotation per due time.")
     /// How often the token service publishes its revocation heartbeat (the gateway's gap detector).
     public static let revocationHeartbeatMs = ConfigKey(env: "GATEHOUSE_REVOCATION_HEARTBEAT_MS", defaultValue: "1000", secret: false, roles: "serve, token, gateway", help: "Milliseconds between the token service's `token.heartbeat`s, by which a gateway notices missed revocation events or a restarted token service; a gateway polls `token.listRevocations` when the feed is silent for three intervals. Use the same value for both roles.")
     /// How long a rotated refresh token still answers with its successor (a client's retry).
@@ -173,7 +175,7 @@ public enum ConfigTable {
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustedProxies, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
-        accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, refreshGrace, durability, keyEncryptionKeyFile,
+        accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, signingKeyRotationDays, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
         httpHeadTimeoutMs, httpBodyTimeoutMs, httpIdleTimeoutMs, httpMaxConnections, httpMaxConnectionsPerAddress,
         revocationHeartbeatMs,

@@ -86,7 +86,7 @@ public enum GatehouseRoles {
         // drain, and the hook (first in the list) closes the clients and the database last.
         try await runGroup(
             [
-                hook, identity.server, token.server, token.sweeper, token.heartbeat, token.keySync, identity.anonymousSweeper,
+                hook, identity.server, token.server, token.sweeper, token.heartbeat, token.keySync, token.keyRotation, identity.anonymousSweeper,
                 identity.outboxDelivery, identity.changeLog,
             ] + [identity.adminAPI, identity.appleRevocations].compactMap { $0 } + [gateway.application], logger: logger)
     }

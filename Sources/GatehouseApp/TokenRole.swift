@@ -50,6 +50,8 @@ public struct TokenRoleSettings: Sendable {
         service.sessionRetention = TimeInterval(try config.int(ConfigTable.sessionRetention, in: 3_600...31_536_000))
         service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
         sweepInterval = try config.int(ConfigTable.sweepInterval, in: 0...86_400)
+        let rotationDays = try config.int(ConfigTable.signingKeyRotationDays, in: 0...3650)
+        service.keyRotationInterval = rotationDays == 0 ? nil : TimeInterval(rotationDays) * 86_400
         heartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
         let algorithm = try config.required(ConfigTable.signingAlgorithm)
         guard let alg = SigningAlgorithm.allCases.first(where: { $0.rawValue.lowercased() == algorithm.lowercased() }) else {
@@ -133,11 +135,14 @@ public struct TokenRole: Sendable {
     /// Reloads the signing keys every `GATEHOUSE_KEY_SYNC_INTERVAL` (several instances) and when
     /// a published key starts signing; run it in the role's service group.
     public let keySync: KeySync
+    /// Makes a new signing key when the newest is `GATEHOUSE_SIGNING_KEY_ROTATION_DAYS` old; run it
+    /// in the role's service group.
+    public let keyRotation: KeyRotationSchedule
     /// The PostgreSQL pool's run loop, when the store is PostgreSQL: ended by `close()`.
     let database: Task<Void, Never>?
 
     /// The services to run in the role's group.
-    public var services: [any Service] { [server, sweeper, heartbeat, keySync] }
+    public var services: [any Service] { [server, sweeper, heartbeat, keySync, keyRotation] }
 
     /// Closes the sockets and the database pool (after the services stopped).
     public func close() async {
@@ -193,7 +198,8 @@ public struct TokenRole: Sendable {
             server: server, service: service, publisher: publisher, identityClient: identityClient, rpcEndpoint: bound,
             sweeper: TokenSweeper(service: service, interval: settings.sweepInterval == 0 ? nil : .seconds(settings.sweepInterval), logger: logger),
             heartbeat: RevocationHeartbeatService(feed: service.revocationFeed, interval: settings.heartbeat),
-            keySync: KeySync(service: service, logger: logger), database: database)
+            keySync: KeySync(service: service, logger: logger), keyRotation: KeyRotationSchedule(service: service, logger: logger),
+            database: database)
     }
 }
 
@@ -288,6 +294,41 @@ public struct KeySync: Service {
                 } catch is CancellationError { return } catch {
                     failures += 1
                     logger.warning("cannot reload the signing keys; trying again: \(error)")
+                }
+            }
+        }
+    }
+}
+
+/// Runs `TokenService.rotateKeysIfDue()` until graceful shutdown, when a rotation interval is
+/// configured (`GATEHOUSE_SIGNING_KEY_ROTATION_DAYS`): every `checkInterval` it compares the newest
+/// key's age, read from the service's clock, with the interval (in memory: no store access until a
+/// rotation is due); the store decides the rotation itself, so of several instances one rotates.
+/// A failed rotation is logged and tried again at the next check. Off, it only waits for shutdown.
+public struct KeyRotationSchedule: Service {
+    let service: TokenService
+    let logger: Logger
+    var checkInterval: Duration = .seconds(1)
+
+    /// Checks until graceful shutdown (see the type).
+    public func run() async throws {
+        guard service.configuration.keyRotationInterval != nil else {
+            try? await gracefulShutdown()
+            return
+        }
+        try? await cancelWhenGracefulShutdown {
+            var failures = 0
+            while true {
+                // After a failure (the store unreachable): 1 s, doubling up to a minute.
+                try await Task.sleep(for: failures == 0 ? checkInterval : .seconds(min(60, 1 << min(failures - 1, 6))))
+                do {
+                    if let rotated = try await service.rotateKeysIfDue() {
+                        logger.notice("scheduled signing key rotation: \(rotated.kid) signs from \(rotated.activatesAt.map { "\($0)" } ?? "now"); \(rotated.previousKid) is published until \(rotated.previousRetiresAt.map { "\($0)" } ?? "-")")
+                    }
+                    failures = 0
+                } catch is CancellationError { return } catch {
+                    failures += 1
+                    logger.warning("scheduled signing key rotation failed; trying again: \(error)")
                 }
             }
         }

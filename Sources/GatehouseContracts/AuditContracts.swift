@@ -142,6 +142,9 @@ public struct AuditEvent: Codable, Sendable, Hashable {
         public static let sessionsRevoked = "sessions.revoked"
         /// A refresh token was used again after its grace window: its session was revoked.
         public static let refreshTokenReused = "refresh_token.reused"
+        /// A new signing key was made (token service; `detailJSON`: `kid`, `previousKid`,
+        /// `activatesAt`); `reason` `scheduled` for the rotation `GATEHOUSE_SIGNING_KEY_ROTATION_DAYS` makes.
+        public static let signingKeyRotated = "signing_key.rotated"
     }
 }
 

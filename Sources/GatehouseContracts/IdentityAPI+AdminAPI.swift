@@ -45,8 +45,10 @@ public struct AdminKey: Codable, Sendable, Hashable {
         public static let claims = "claims"
         /// Read the audit log.
         public static let audit = "audit"
+        /// Rotate the JWT signing keys.
+        public static let signingKeys = "signing_keys"
         /// Every scope, sorted.
-        public static let all = [audit, claims, sessions, usersRead, usersWrite]
+        public static let all = [audit, claims, sessions, signingKeys, usersRead, usersWrite]
     }
 }
 

@@ -215,6 +215,17 @@ public struct JWKSDocument: Codable, Sendable, Hashable {
     enum CodingKeys: Int, CodingKey { case json = 1 }
 }
 
+/// `token.rotateKeys` request: who asks, for the token service's audit log.
+public struct RotateKeysRequest: Codable, Sendable, Hashable {
+    /// The audit actor: `admin_key:<id>` from the admin API (through the identity service); ""
+    /// for the operator (a tool with the token service's own key). An empty message is a
+    /// request of the operator, so callers of the former `Empty` request keep working.
+    public var actor: String
+    /// A rotation asked for by `actor` ("": the operator).
+    public init(actor: String = "") { self.actor = actor }
+    enum CodingKeys: Int, CodingKey { case actor = 1 }
+}
+
 /// `token.rotateKeys` reply.
 public struct RotateKeysResponse: Codable, Sendable, Hashable {
     /// The new signing key's id.
@@ -223,16 +234,25 @@ public struct RotateKeysResponse: Codable, Sendable, Hashable {
     public var previousKid: String
     /// When the previous key's last token has expired (plus leeway) and it stops being published.
     public var previousRetiresAt: Date?
+    /// When the new key starts signing (published from now on; later than now with several
+    /// instances on one database, so that every instance publishes it first).
+    public var activatesAt: Date?
+    /// The ids of every key published after the rotation (the new one included), sorted.
+    public var publishedKids: [String]
     /// A rotation's outcome.
-    public init(kid: String, previousKid: String, previousRetiresAt: Date?) {
+    public init(kid: String, previousKid: String, previousRetiresAt: Date?, activatesAt: Date? = nil, publishedKids: [String] = []) {
         self.kid = kid
         self.previousKid = previousKid
         self.previousRetiresAt = previousRetiresAt
+        self.activatesAt = activatesAt
+        self.publishedKids = publishedKids
     }
     enum CodingKeys: Int, CodingKey {
         case kid = 1
         case previousKid = 2
         case previousRetiresAt = 3
+        case activatesAt = 4
+        case publishedKids = 5
     }
 }
 
@@ -336,8 +356,10 @@ public enum TokenAPI {
     public static let verifyAccessToken = RPCMethod<VerifyRequest, VerifiedClaims>(name: "token.verifyAccessToken", idempotent: true, callers: [.gateway])
     /// The JWKS document of every published key, for verifying access tokens. Idempotent.
     public static let jwks = RPCMethod<Empty, JWKSDocument>(name: "token.jwks", idempotent: true, callers: [.gateway])
-    /// Makes a new signing key; the old one stays published until its last token expires.
-    public static let rotateKeys = RPCMethod<Empty, RotateKeysResponse>(name: "token.rotateKeys")
+    /// Makes a new signing key; the old one stays published until its last token expires. The
+    /// identity service calls it for the admin API (`POST /admin/v1/signing-keys/rotate`), naming
+    /// the admin key as the actor; the gateway may not. Errors: `invalid_argument` (actor).
+    public static let rotateKeys = RPCMethod<RotateKeysRequest, RotateKeysResponse>(name: "token.rotateKeys", callers: [.identity])
     /// The sessions revoked whose access tokens may still be valid, with the revocation feed's
     /// position (what a gateway loads at start and after missing events). Idempotent.
     public static let listRevocations = RPCMethod<Empty, RevocationSnapshot>(name: "token.listRevocations", idempotent: true, callers: [.gateway])

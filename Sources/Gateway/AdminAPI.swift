@@ -93,6 +93,7 @@ struct AdminRoutes: Sendable {
             (.put, "/admin/v1/users/:id/claims", setClaims),
             (.post, "/admin/v1/users/:id/links", generateLink),
             (.get, "/admin/v1/audit", listAudit),
+            (.post, "/admin/v1/signing-keys/rotate", rotateSigningKeys),
             (.get, "/admin/openapi.json", openAPI),
         ]
     }

@@ -99,11 +99,21 @@ extension PostgresTokenStore {
     /// Adds `key`, to sign from `key.activatesAt`; the key signing until then (`signing_until`
     /// unset) stops at that instant and stays published until `previousRetireAfter`. Key
     /// writes are serialised by a transaction-scoped advisory lock, so of two rotations at once
-    /// the second closes the first's key, as SQLite's one writer would.
-    public func insertKey(_ key: TokenStore.StoredKey, previousRetireAfter: Date) async throws {
+    /// the second closes the first's key, as SQLite's one writer would. `audit` is appended in
+    /// the same transaction. With `ifNewestBefore` the newest key's creation time is compared
+    /// under the lock: of instances whose schedules fall due together, the first rotates and the
+    /// others find its key. Whether it added the key.
+    @discardableResult
+    public func insertKey(
+        _ key: TokenStore.StoredKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?
+    ) async throws -> Bool {
         try await transaction { [self] connection in
             try await rows("SELECT pg_advisory_xact_lock(\(Self.keysLock))", on: connection)
-            // A statement after the lock: its snapshot sees every key committed before it.
+            // Statements after the lock: their snapshots see every key committed before it.
+            if let cutoff {
+                let newest = try await rows("SELECT max(created_at) FROM token_signing_key", on: connection).first?.decode(Int64?.self)
+                if let newest, newest >= Self.ms(cutoff) { return false }
+            }
             try await rows(
                 """
                 WITH previous AS (
@@ -113,6 +123,18 @@ extension PostgresTokenStore {
                 INSERT INTO token_signing_key (kid, algorithm, private_key, encrypted, created_at, activates_at)
                 VALUES (\(key.kid), \(key.algorithm), \(key.privateKey), \(key.encrypted), \(Self.ms(key.createdAt)), \(Self.ms(key.activatesAt)))
                 """, on: connection)
+            if let e = audit {
+                // The audit position drawn from the counter row, as a revocation's is.
+                try await rows(
+                    """
+                    WITH counter AS (UPDATE token_revocation_counter SET audit_seq = audit_seq + 1 RETURNING audit_seq)
+                    INSERT INTO token_audit_log (seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail)
+                    SELECT c.audit_seq, \(Self.ms(e.occurredAt)), \(e.kind), \(e.userID), \(e.actor), \(e.reason), \(e.email), \(e.ip),
+                        \(e.userAgent), \(e.sessionID), \(e.detailJSON)
+                    FROM counter c
+                    """, on: connection)
+            }
+            return true
         }
     }
 

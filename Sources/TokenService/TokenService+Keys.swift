@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import TokenCore
 
 extension TokenService {
@@ -55,6 +56,7 @@ extension TokenService {
         guard let active else { throw RPCError(.internal, "no active signing key") }
         try await keys.load(active: active, others: others)
         pendingActivation.withLock { $0 = nextActivation }
+        newestKeyCreatedAt.withLock { $0 = stored.map(\.createdAt).max() }
         return nextActivation
     }
 
@@ -82,15 +84,61 @@ extension TokenService {
     /// With several instances (`keyActivationDelay` > 0) the new key is published at once and
     /// signs only after the delay, by which time every instance has loaded it (`KeySync`): no
     /// instance signs with a key another one does not publish. The reply's `kid` is the new key.
-    public func rotateKeys() async throws -> RotateKeysResponse {
+    /// The rotation is audited (`signing_key.rotated`) with `actor` in the transaction that stores
+    /// the key.
+    public func rotateKeys(actor: String = AuditEvent.Actor.operator) async throws -> RotateKeysResponse {
+        // Always made: `ifNewestBefore` is nil.
+        try await rotate(actor: actor, reason: "", ifNewestBefore: nil)!
+    }
+
+    /// `token.rotateKeys`: `actor` "" is the operator (the service's own key), else an admin key.
+    func rotateKeys(_ request: RotateKeysRequest) async throws -> RotateKeysResponse {
+        if request.actor.isEmpty { return try await rotateKeys() }
+        let prefix = "admin_key:"
+        let id = request.actor.utf8.dropFirst(prefix.utf8.count)
+        guard request.actor.hasPrefix(prefix), (1...64).contains(id.count), id.allSatisfy(\.isBase64URL) else {
+            throw TokenError.invalidArgument("actor: \"\" (the operator) or admin_key:<id>, the id 1 to 64 base64url characters")
+        }
+        return try await rotateKeys(actor: request.actor)
+    }
+
+    /// The scheduled rotation (`GATEHOUSE_SIGNING_KEY_ROTATION_DAYS`): when the newest key was made
+    /// more than `configuration.keyRotationInterval` ago, a new one. The store decides, in the
+    /// transaction that adds the key, so instances sharing it whose schedules fall due together
+    /// make one key. Nil when not due (or another instance rotated first: its key is loaded).
+    /// The check against the keys in memory costs no store access while nothing is due.
+    @discardableResult
+    public func rotateKeysIfDue() async throws -> RotateKeysResponse? {
+        guard let interval = configuration.keyRotationInterval else { return nil }
+        let cutoff = clock.now.addingTimeInterval(-interval)
+        guard let newest = newestKeyCreatedAt.withLock({ $0 }), newest < cutoff else { return nil }
+        guard let rotated = try await rotate(actor: AuditEvent.Actor.system, reason: "scheduled", ifNewestBefore: cutoff) else {
+            try await loadKeys()  // another instance rotated: publish its key here now
+            return nil
+        }
+        return rotated
+    }
+
+    /// Makes, stores (with its audit event) and loads a new key; nil when the store found a key
+    /// made at or after `cutoff` and added none.
+    func rotate(actor: String, reason: String, ifNewestBefore cutoff: Date?) async throws -> RotateKeysResponse? {
         let previous = keys.activeKid
-        let activatesAt = clock.now.addingTimeInterval(configuration.keyActivationDelay)
+        let now = clock.now
+        let activatesAt = now.addingTimeInterval(configuration.keyActivationDelay)
+        let retiresAt = activatesAt.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway)
         let key = try newKey(activatesAt: activatesAt)
-        try await store.insertKey(key.stored, previousRetireAfter: activatesAt.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
-        logger.info("new signing key \(key.kid) (\(key.algorithm)), signing from \(activatesAt)")
+        var detail = JSONObjectWriter()
+        detail.string("kid", key.kid)
+        detail.string("previousKid", previous)
+        detail.int("activatesAt", Int(activatesAt.timeIntervalSince1970 * 1000))
+        let event = AuditEvent(
+            occurredAt: now, kind: AuditEvent.Kind.signingKeyRotated, actor: actor, reason: reason,
+            detailJSON: String(decoding: detail.finish(), as: UTF8.self))
+        guard try await store.insertKey(key.stored, previousRetireAfter: retiresAt, audit: event, ifNewestBefore: cutoff) else { return nil }
+        logger.info("new signing key \(key.kid) (\(key.algorithm)), signing from \(activatesAt)\(reason.isEmpty ? "" : " (\(reason))")")
         try await loadKeys()
         return RotateKeysResponse(
-            kid: key.kid, previousKid: previous,
-            previousRetiresAt: activatesAt.addingTimeInterval(configuration.accessTokenTTL + configuration.leeway))
+            kid: key.kid, previousKid: previous, previousRetiresAt: retiresAt, activatesAt: activatesAt,
+            publishedKids: keys.published(at: clock.now).map(\.kid))
     }
 }

@@ -49,6 +49,9 @@ public struct TokenConfiguration: Sendable {
     /// How often each instance reloads the keys from the store (`KeySync`); nil: only at start and
     /// after its own rotation (one instance).
     public var keySyncInterval: TimeInterval?
+    /// Seconds after which the newest signing key is replaced by a new one without any command
+    /// (`GATEHOUSE_SIGNING_KEY_ROTATION_DAYS`, `KeyRotationSchedule`); nil: only when asked.
+    public var keyRotationInterval: TimeInterval?
 
     /// Settings with these three and the defaults for the rest.
     public init(databasePath: String, issuer: String, audience: String) {
@@ -78,6 +81,8 @@ public final class TokenService: Sendable {
     let logger: Logger
     /// When the next published key starts signing, as of the last load (nil: none waiting).
     let pendingActivation = Mutex<Date?>(nil)
+    /// When the newest stored key was made, as of the last load.
+    let newestKeyCreatedAt = Mutex<Date?>(nil)
 
     /// Opens and migrates the database (the SQLite file at `configuration.databasePath`, or
     /// `store` when given), loads the signing keys (generating the first one) and the
@@ -313,7 +318,7 @@ public final class TokenService: Sendable {
         router.register(TokenAPI.listSessions) { request, _ in try await self.listSessions(request) }
         router.register(TokenAPI.verifyAccessToken) { request, _ in try await self.verifyAccessToken(request) }
         router.register(TokenAPI.jwks) { _, _ in JWKSDocument(json: self.keys.jwksJSON(at: self.clock.now)) }
-        router.register(TokenAPI.rotateKeys) { _, _ in try await self.rotateKeys() }
+        router.register(TokenAPI.rotateKeys) { request, _ in try await self.rotateKeys(request) }
         router.register(TokenAPI.listRevocations) { _, _ in try await self.listRevocations() }
         router.register(TokenAPI.lastActivity) { request, _ in try await self.lastActivity(request) }
         router.register(TokenAPI.listAudit) { request, _ in try await self.listAudit(request) }

@@ -30,8 +30,12 @@ public protocol TokenStorage: Sendable {
     /// Every stored key, oldest first.
     func keys() async throws -> [TokenStore.StoredKey]
     /// Adds `key`, to sign from `key.activatesAt`: the key signing until then stops at that
-    /// instant and stays published until `previousRetireAfter`.
-    func insertKey(_ key: TokenStore.StoredKey, previousRetireAfter: Date) async throws
+    /// instant and stays published until `previousRetireAfter`; appends `audit` in the same
+    /// transaction. With `ifNewestBefore`, adds it only when the newest stored key was made before
+    /// that time, deciding in the store: of instances sharing it that try at once, one rotates.
+    /// Whether it added the key.
+    @discardableResult
+    func insertKey(_ key: TokenStore.StoredKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore: Date?) async throws -> Bool
     /// Adds `key` as the first signing key unless a key exists already; whether it did. Instances
     /// starting together on an empty database make one first key.
     func insertFirstKey(_ key: TokenStore.StoredKey) async throws -> Bool

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseContracts
 import GRDB
 
 extension TokenStore {
@@ -65,13 +66,22 @@ extension TokenStore {
     }
 
     /// Adds `key`, to sign from `key.activatesAt`; the key signing until then stops at that
-    /// instant and stays published until `previousRetireAfter`.
-    public func insertKey(_ key: StoredKey, previousRetireAfter: Date) async throws {
+    /// instant and stays published until `previousRetireAfter`. `audit` is appended in the same
+    /// transaction. With `ifNewestBefore`, only when the newest key was made before that time
+    /// (a scheduled rotation: decided in the transaction, so one rotation per due time); whether
+    /// it added the key.
+    @discardableResult
+    public func insertKey(_ key: StoredKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?) async throws -> Bool {
         try await write { db in
+            if let cutoff, let newest = try Int64.fetchOne(db, sql: "SELECT max(createdAt) FROM signingKey"), newest >= Self.ms(cutoff) {
+                return false
+            }
             try db.execute(
                 sql: "UPDATE signingKey SET signingUntil = ?, retireAfter = ? WHERE signingUntil IS NULL",
                 arguments: [Self.ms(key.activatesAt), Self.ms(previousRetireAfter)])
             try Self.insert(key, in: db)
+            if let audit { try Self.appendAudit(audit, in: db) }
+            return true
         }
     }
 

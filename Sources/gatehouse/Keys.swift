@@ -2,11 +2,12 @@ import ArgumentParser
 import Foundation
 import GatehouseApp
 
-/// `gatehouse keys`: CURVE key material for the service links.
-struct Keys: ParsableCommand {
+/// `gatehouse keys`: CURVE key material for the service links, the key-encryption key, and the
+/// rotation of the JWT signing keys (through the admin API).
+struct Keys: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Manage the CURVE keys that secure links between the services, and the key that seals signing keys at rest.",
-        subcommands: [Generate.self, RotateEncryptionKey.self])
+        abstract: "Manage the CURVE keys that secure links between the services, the key that seals signing keys at rest, and the JWT signing keys.",
+        subcommands: [Generate.self, RotateEncryptionKey.self, RotateSigning.self])
 
     struct Generate: ParsableCommand {
         static let configuration = CommandConfiguration(
@@ -56,6 +57,39 @@ struct Keys: ParsableCommand {
                 FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
                 throw ExitCode.failure
             }
+        }
+    }
+}
+
+/// `gatehouse keys rotate-signing`: the admin API's `POST /admin/v1/signing-keys/rotate`
+/// (GATEHOUSE_ADMIN_URL, an admin key with the `signing_keys` scope).
+struct RotateSigning: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rotate-signing",
+        abstract: "Make a new JWT signing key through the admin API (GATEHOUSE_ADMIN_URL, GATEHOUSE_ADMIN_KEY with the signing_keys scope).",
+        discussion: """
+            The token service publishes the new key in the JWKS at once and signs with it from the time printed \
+            (at once with one token instance; two GATEHOUSE_KEY_SYNC_INTERVALs and a second later with several). \
+            The key it replaces stays published until its last access token has expired. --json prints the admin API's answer.
+            """)
+    @Argument(parsing: .captureForPassthrough, help: "[--json] [FLAGS...]") var words: [String] = []
+
+    func run() async throws {
+        var rest = words
+        if rest.first == "--help" || rest.first == "-h" { throw CleanExit.helpRequest(Self.self) }
+        let json = takeFlag("--json", from: &rest)
+        try await withAdminAPI(rest) { client in
+            let reply = try await client.call("POST", "admin/v1/signing-keys/rotate")
+            if json { return UserText.json(reply) }
+            var lines = [
+                "new signing key: \(reply["kid"] as? String ?? "")",
+                "signs from: \(reply["activatesAt"] as? String ?? "")",
+            ]
+            if let previous = reply["previousKid"] as? String {
+                lines.append("previous key: \(previous), published until \(reply["previousRetiresAt"] as? String ?? "-")")
+            }
+            lines.append("published keys: \((reply["publishedKids"] as? [String] ?? []).joined(separator: ", "))")
+            return lines.joined(separator: "\n")
         }
     }
 }

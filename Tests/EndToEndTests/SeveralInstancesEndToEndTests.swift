@@ -186,7 +186,7 @@ struct SeveralInstancesEndToEndTests {
         let stack = topology.stack
         let a = try topology.tokenClient("token-a"), b = try topology.tokenClient("token-b")
         let oldKid = try #require(Self.kid(try await Self.signUp(stack, port: topology.a).access))
-        let rotated = try await a.call(TokenAPI.rotateKeys, Empty())
+        let rotated = try await a.call(TokenAPI.rotateKeys, RotateKeysRequest())
         #expect(rotated.previousKid == oldKid && rotated.kid != oldKid)
         // Instance B publishes the new key within one sync interval (1 s), and neither signs with it.
         try await waitUntil("token-b publishing the rotated key", timeout: .seconds(10)) {

@@ -241,7 +241,7 @@ struct CurveLinkTests {
         await tokenServer.waitUntilStopped()
     }
 
-    @Test("the token role with CURVE keys: the gateway's key cannot mint a session, the identity service's can; an unknown key is refused")
+    @Test("the token role with CURVE keys: the gateway's key cannot mint a session or rotate the signing keys, the identity service's can; an unknown key is refused")
     func tokenRoleLeastPrivilege() async throws {
         let keys = try Self.keySet()
         defer { try? FileManager.default.removeItem(at: keys) }
@@ -274,6 +274,18 @@ struct CurveLinkTests {
         let identity = try client(identityPair)
         let minted = try await identity.call(TokenAPI.issueSession, issue)
         #expect(!minted.accessToken.isEmpty)
+        // Signing keys: the identity service's key may rotate them (the admin API's
+        // `POST /admin/v1/signing-keys/rotate`), the gateway's may not.
+        let before = role.service.keys.activeKid
+        do {
+            _ = try await gateway.call(TokenAPI.rotateKeys, RotateKeysRequest())
+            Issue.record("the gateway's key rotated the signing keys")
+        } catch let error as RPCError {
+            #expect(error.code == .permissionDenied)
+        }
+        #expect(role.service.keys.activeKid == before)
+        let rotated = try await identity.call(TokenAPI.rotateKeys, RotateKeysRequest(actor: "admin_key:AAAAAAAAAAAAAAAA"))
+        #expect(rotated.previousKid == before && role.service.keys.activeKid == rotated.kid)
         let stranger = try client(try CurveKeyPair.generate())
         await #expect(throws: RPCError.self) { try await stranger.call(TokenAPI.issueSession, issue, timeout: .milliseconds(800)) }
         for c in [gateway, identity, stranger] { await c.close() }

@@ -150,4 +150,22 @@ struct TokenSweeperTests {
             }
         }
     }
+
+    @Test("GATEHOUSE_SIGNING_KEY_ROTATION_DAYS: off by default and at 0, days to seconds, other values refused naming the key and its range")
+    func rotationSchedule() throws {
+        let plain = ["GATEHOUSE_ALLOW_PLAINTEXT": "true"]
+        #expect(try TokenRoleSettings(config: Config(environment: plain)).service.keyRotationInterval == nil)
+        let off = try TokenRoleSettings(config: Config(environment: plain.merging(["GATEHOUSE_SIGNING_KEY_ROTATION_DAYS": "0"]) { $1 }))
+        #expect(off.service.keyRotationInterval == nil)
+        let set = try TokenRoleSettings(config: Config(environment: plain, arguments: ["--signing-key-rotation-days", "90"]))
+        #expect(set.service.keyRotationInterval == TimeInterval(90 * 86_400))
+        for value in ["-1", "3651", "ninety", "1.5"] {
+            do {
+                _ = try TokenRoleSettings(config: Config(environment: plain.merging(["GATEHOUSE_SIGNING_KEY_ROTATION_DAYS": value]) { $1 }))
+                Issue.record("GATEHOUSE_SIGNING_KEY_ROTATION_DAYS=\(value) was accepted")
+            } catch let error as ConfigError {
+                #expect(error.message.contains("GATEHOUSE_SIGNING_KEY_ROTATION_DAYS (--signing-key-rotation-days) must be an integer in 0...3650"), "\(error.message)")
+            }
+        }
+    }
 }

@@ -306,9 +306,15 @@ extension JWKSDocument {
     static let contractFixture = JWKSDocument(json: #"{"keys":[]}"#)
 }
 
+extension RotateKeysRequest {
+    /// Every field set.
+    static let contractFixture = RotateKeysRequest(actor: "admin_key:AAAAAAAAAAAAAAAA")
+}
+
 extension RotateKeysResponse {
     /// Every field set, `previousRetiresAt` present.
-    static let contractFixture = RotateKeysResponse(kid: "key-27", previousKid: "key-26", previousRetiresAt: instant(27))
+    static let contractFixture = RotateKeysResponse(
+        kid: "key-27", previousKid: "key-26", previousRetiresAt: instant(27), activatesAt: instant(127), publishedKids: ["key-26", "key-27"])
 }
 
 extension SessionRevokedEvent {

@@ -125,6 +125,7 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.token.v1.VerifyRequest", VerifyRequest.self, .contractFixture),
     ContractCase("gatehouse.token.v1.VerifiedClaims", VerifiedClaims.self, .contractFixture),
     ContractCase("gatehouse.token.v1.JWKSDocument", JWKSDocument.self, .contractFixture),
+    ContractCase("gatehouse.token.v1.RotateKeysRequest", RotateKeysRequest.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RotateKeysResponse", RotateKeysResponse.self, .contractFixture),
     ContractCase("gatehouse.token.v1.SessionRevokedEvent", SessionRevokedEvent.self, .contractFixture),
     ContractCase("gatehouse.token.v1.RevocationHeartbeat", RevocationHeartbeat.self, .contractFixture),
