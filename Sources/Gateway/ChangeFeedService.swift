@@ -100,7 +100,7 @@ struct ChangeFeedService: Service {
     }
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown { await feed() }
+        await cancelWhenGracefulShutdown { await feed() }
     }
 
     func feed() async {

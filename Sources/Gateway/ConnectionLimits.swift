@@ -124,7 +124,7 @@ final class ConnectionMetrics: Sendable {
         }
         self.timeouts = timeouts
         open = registry.makeGauge(
-            descriptor: .init(namespace: "gatehouse", subsystem: "http", metricName: "open_connections", helpText: "HTTP connections open now."))
+            descriptor: .init(namespace: "gatehouse", subsystem: "http", metricName: "open_connections", unitName: "", helpText: "HTTP connections open now."))
     }
 
     func refused(_ decision: ConnectionAdmission.Decision) {

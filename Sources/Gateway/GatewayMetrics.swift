@@ -151,7 +151,7 @@ public final class GatewayMetrics: Sendable {
     /// service did not answer) `gatehouse_identity_up` drops to 0 and the last figures stay.
     func recordHashPool(_ stats: IdentityStats?) {
         func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
-            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "identity", metricName: name, helpText: help))
+            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "identity", metricName: name, unitName: "", helpText: help))
         }
         gauge("stats_up", "1 when the identity service answered the last stats call of a scrape, else 0.").set(Int64(stats == nil ? 0 : 1))
         guard let stats else { return }
@@ -167,7 +167,7 @@ public final class GatewayMetrics: Sendable {
     /// Sets the mail outbox's gauges (issue 19) from the identity service's figures.
     private func recordMail(_ stats: IdentityStats) {
         func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
-            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "mail", metricName: name, helpText: help))
+            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "mail", metricName: name, unitName: "", helpText: help))
         }
         gauge("queued", "Mails waiting in the identity service's outbox.").set(stats.mailQueued)
         gauge("sent", "Mails delivered since the identity service started.").set(stats.mailSent)
@@ -181,7 +181,7 @@ public final class GatewayMetrics: Sendable {
     /// Sets the revocation-state gauges (at each scrape).
     func recordRevocations(_ state: RevocationState) {
         func gauge(_ name: String, _ help: String) -> Prometheus.Gauge {
-            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "revocation", metricName: name, helpText: help))
+            registry.makeGauge(descriptor: .init(namespace: "gatehouse", subsystem: "revocation", metricName: name, unitName: "", helpText: help))
         }
         gauge("state_current", "1 when the revocation state is loaded and no event is known missing; 0 while bearer requests wait or get 503.")
             .set(Int64(state.isCurrent ? 1 : 0))

@@ -26,7 +26,7 @@ struct RevocationFeedService: Service {
     var onRevoked: @Sendable (SessionRevokedEvent) -> Void = { _ in }
 
     func run() async throws {
-        try? await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in
                 group.addTask { await feed() }
                 group.addTask { await loader() }

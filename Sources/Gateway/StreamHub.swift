@@ -17,17 +17,22 @@ final class StreamMetrics: Sendable {
     private let closed: [StreamCloseReason: Prometheus.Counter]
 
     init(registry: PrometheusCollectorRegistry) {
-        open = registry.makeGauge(name: "gatehouse_event_streams", help: "Open GET /v1/me/events streams.")
+        open = registry.makeGauge(descriptor: .init(metricName: "gatehouse_event_streams", unitName: "", helpText: "Open GET /v1/me/events streams."))
         eventsWritten = registry.makeCounter(
-            name: "gatehouse_event_stream_events_total", help: "Events written to GET /v1/me/events streams (heartbeat comments not counted).")
+            descriptor: .init(
+                metricName: "gatehouse_event_stream_events_total", unitName: "",
+                helpText: "Events written to GET /v1/me/events streams (heartbeat comments not counted)."))
         gaps = registry.makeCounter(
-            name: "gatehouse_change_feed_gaps_total",
-            help: "Gaps found in the identity service's user.changed feed (a seq or heartbeat past the last event), caught up with identity.listChanges.")
+            descriptor: .init(
+                metricName: "gatehouse_change_feed_gaps_total", unitName: "",
+                helpText: "Gaps found in the identity service's user.changed feed (a seq or heartbeat past the last event), caught up with identity.listChanges."))
         var closed: [StreamCloseReason: Prometheus.Counter] = [:]
         for reason in StreamCloseReason.allCases {
             closed[reason] = registry.makeCounter(
-                name: "gatehouse_event_streams_closed_total", labels: [("reason", reason.rawValue)],
-                help: "GET /v1/me/events streams ended, by reason (the closed event's reason; disconnected, slow_reader: no event).")
+                descriptor: .init(
+                    metricName: "gatehouse_event_streams_closed_total", unitName: "",
+                    helpText: "GET /v1/me/events streams ended, by reason (the closed event's reason; disconnected, slow_reader: no event)."),
+                labels: [("reason", reason.rawValue)])
         }
         self.closed = closed
     }

@@ -321,7 +321,7 @@ public final class OutboxWorker: Sendable {
         guard due else { return }
         let purged = try await store.purgeOutbox(before: now.addingTimeInterval(-policy.retention))
         // One-time codes (reset, verification, change, revert) expired or used a day ago: nothing can use them any more.
-        try await store.purgeCodes(before: now.addingTimeInterval(-86_400))
+        _ = try await store.purgeCodes(before: now.addingTimeInterval(-86_400))
         if purged > 0 { logger.info("purged \(purged) sent or dead mails older than \(Int(policy.retention / 86_400)) days from the outbox") }
         if let mailbox = transport as? any RetainingMailTransport {
             do {

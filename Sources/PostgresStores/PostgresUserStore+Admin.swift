@@ -42,7 +42,7 @@ extension PostgresUserStore {
 
     /// Stores a new key (with the running call's audit event).
     public func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws {
-        try await transaction { connection in
+        _ = try await transaction { connection in
             try await connection.query(
                 """
                 INSERT INTO admin_keys (id, name, scopes, secret_hash, created_at)
@@ -96,7 +96,7 @@ extension PostgresUserStore {
 
     /// Notes that key `id` was used at `now` (the caller writes at most once a minute per key).
     public func touchAdminKey(id: String, at now: Date) async throws {
-        try await transaction { connection in
+        _ = try await transaction { connection in
             try await connection.query(
                 "UPDATE admin_keys SET last_used_at = \(now.millisecondsSince1970) WHERE id = \(id)", logger: self.queryLogger)
         }

@@ -36,7 +36,7 @@ extension PostgresUserStore: SharedResumeHandles, SharedReplayGuard {
 
     /// Stores a resume handle's sealed entry (`SharedResumeHandles`).
     public func putResumeHandle(digest: Data, anonymousUserID: UserID, sessionID: String, sealed: Data, expiresAt: Date) async throws {
-        try await run { [queryLogger] connection in
+        _ = try await run { [queryLogger] connection in
             try await connection.query(
                 """
                 INSERT INTO resume_handles (digest, anonymous_user_id, session_id, sealed, expires_at)

@@ -273,14 +273,14 @@ extension PostgresUserStore {
     /// Removes a revocation that is done (or can never succeed). PostgreSQL keeps the deleted
     /// row's bytes until VACUUM reclaims them (SQLite overwrites them: `secure_delete`).
     public func finishAppleRevocation(id: Int64) async throws {
-        try await transaction { connection in
+        _ = try await transaction { connection in
             try await connection.query("DELETE FROM apple_revocations WHERE id = \(id)", logger: self.queryLogger)
         }
     }
 
     /// Schedules another attempt of a revocation that failed.
     public func retryAppleRevocation(id: Int64, at next: Date) async throws {
-        try await transaction { connection in
+        _ = try await transaction { connection in
             try await connection.query(
                 "UPDATE apple_revocations SET attempts = attempts + 1, next_attempt_at = \(next.millisecondsSince1970) WHERE id = \(id)",
                 logger: self.queryLogger)

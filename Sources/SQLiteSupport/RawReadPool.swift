@@ -1,4 +1,4 @@
-public import GRDB
+import GRDB
 import GRDBSQLite
 import Synchronization
 

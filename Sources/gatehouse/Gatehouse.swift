@@ -25,7 +25,7 @@ struct Gatehouse: AsyncParsableCommand {
         }
         do {
             var command = try parseAsRoot(arguments)
-            if var asyncCommand = command as? AsyncParsableCommand {
+            if var asyncCommand = command as? any AsyncParsableCommand {
                 try await asyncCommand.run()
             } else {
                 try command.run()

@@ -8,7 +8,7 @@ import FoundationNetworking
 
 /// A URL protocol that holds each `POST /v1/sessions/refresh` to a gateway port the test
 /// registered until the test opens that port's gate, then sends it on (every other request at once).
-final class HeldRefreshProtocol: URLProtocol, @unchecked Sendable {
+final class HeldRefreshProtocol: URLProtocol {
     private static let lock = NSLock()
     nonisolated(unsafe) private static var gates: [Int: Gate] = [:]
     private var forwarding: Task<Void, Never>?
@@ -46,7 +46,7 @@ final class HeldRefreshProtocol: URLProtocol, @unchecked Sendable {
         let gate = forwarded.url?.path == "/v1/sessions/refresh" ? Self.lock.withLock { Self.gates[forwarded.url?.port ?? 0] } : nil
         // URLProtocol and its client are not Sendable; this protocol's task is their only user.
         nonisolated(unsafe) let loader = self
-        nonisolated(unsafe) let client = self.client
+        let client = self.client
         forwarding = Task {
             await gate?.wait()
             do {

@@ -66,7 +66,7 @@ struct CoreScenarioTests {
         let stack = Stack()
         defer { stack.stopAll() }
         // A provider-only user (no password), written into the identity database before it starts.
-        try await Self.seedProviderOnlyUser(in: stack, email: "gina@example.com")
+        _ = try await Self.seedProviderOnlyUser(in: stack, email: "gina@example.com")
         try await stack.startThreeRoles()
         #expect(try await stack.request("POST", "/v1/accounts", json: ["email": "cy@example.com", "password": Self.password]).status == 201)
         var answers: [Stack.Response] = []

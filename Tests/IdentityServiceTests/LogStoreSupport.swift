@@ -22,7 +22,7 @@ extension Harness {
         if let store = store as? SQLiteUserStore {
             try await store.files.pool.write { db in try db.execute(sql: sqlite) }
         } else if let store = store as? PostgresUserStore {
-            try await store.client.withConnection { connection in
+            _ = try await store.client.withConnection { connection in
                 try await connection.query(postgres, logger: store.queryLogger)
             }
         } else {

@@ -49,7 +49,7 @@ import Testing
         }
         await #expect(throws: PSQLError.self) {
             try await health.run(isConnectionFailure) { connection in
-                try await connection.query("SET statement_timeout = 50", logger: logger).collect()
+                _ = try await connection.query("SET statement_timeout = 50", logger: logger).collect()
                 return try await connection.query("SELECT pg_sleep(1)", logger: logger).collect().count
             }
         }
@@ -60,7 +60,7 @@ import Testing
         }
         #expect(!health.isDown)
         #expect(try await health.run(isConnectionFailure) { connection in
-            try await connection.query("RESET statement_timeout", logger: logger).collect()
+            _ = try await connection.query("RESET statement_timeout", logger: logger).collect()
             return try await connection.query("SELECT 1", logger: logger).collect().count
         } == 1)
     }
