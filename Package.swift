@@ -26,6 +26,8 @@ let package = Package(
         .library(name: "IdentityService", targets: ["IdentityService"]),
         .library(name: "TokenCore", targets: ["TokenCore"]),
         .library(name: "TokenService", targets: ["TokenService"]),
+        .library(name: "TokenPorts", targets: ["TokenPorts"]),
+        .library(name: "SQLiteStores", targets: ["SQLiteStores"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -106,7 +108,7 @@ let package = Package(
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
-                "PostgresSupport", "PostgresStores",
+                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -219,7 +221,7 @@ let package = Package(
         .target(
             name: "PostgresStores",
             dependencies: [
-                "IdentityCore", "IdentityService", "Mail", "ProviderTokens", "GatehouseSupport", "PostgresSupport", "TokenService",
+                "IdentityCore", "IdentityService", "Mail", "ProviderTokens", "GatehouseSupport", "PostgresSupport", "TokenPorts",
                 "TokenCore", "GatehouseContracts",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -278,12 +280,27 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The token service's storage port: `TokenStorage`, its rows and outcomes (no store in it).
+        .target(
+            name: "TokenPorts",
+            dependencies: ["TokenCore", "GatehouseContracts", "GatehouseSupport"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "TokenService",
             dependencies: [
-                "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "SQLiteSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "TokenCore", "TokenPorts", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The stores on SQLite (the embedded default): adapters of the ports, beside PostgresStores.
+        .target(
+            name: "SQLiteStores",
+            dependencies: [
+                "TokenCore", "TokenPorts", "GatehouseContracts", "GatehouseSupport", "SQLiteSupport",
+                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -292,7 +309,7 @@ let package = Package(
         // acknowledged session id and latest refresh token (stops after 60 s).
         .executableTarget(
             name: "token-crash-writer",
-            dependencies: ["TokenService", "TokenCore", "GatehouseContracts", "RPCRouting"],
+            dependencies: ["TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "GatehouseContracts", "RPCRouting"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -362,7 +379,7 @@ let package = Package(
             name: "GatehouseAppTests",
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway", "SMTPClient", "PostgresSupport",
+                "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "GatehouseTestSupport", "Gateway", "SMTPClient", "PostgresSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -379,6 +396,8 @@ let package = Package(
             swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
+        // The token core's decisions, table by table (no I/O).
+        .testTarget(name: "TokenCoreTests", dependencies: ["TokenCore"], swiftSettings: swiftSettings),
         .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "MailTests", dependencies: ["Mail"], swiftSettings: swiftSettings),
         // Delivers through SMTPTransport to a real SMTP server (aiosmtpd, Tests/Interop/smtp_server.py).
@@ -423,8 +442,8 @@ let package = Package(
         .testTarget(
             name: "TokenServiceTests",
             dependencies: [
-                "TokenService", "TokenCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                "token-crash-writer", "GatehouseTestSupport",
+                "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "GatehouseContracts", "GatehouseSupport", "RPCRouting",
+                "ProtoCodec", "token-crash-writer", "GatehouseTestSupport",
                 "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -448,6 +467,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
+                "TokenPorts", "SQLiteStores",
                 "ProtoCodec", "GatehouseTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -52,6 +52,8 @@ let package = Package(
                 .product(name: "GatehouseRPC", package: "gatehouse"),
                 .product(name: "TokenCore", package: "gatehouse"),
                 .product(name: "TokenService", package: "gatehouse"),
+                .product(name: "TokenPorts", package: "gatehouse"),
+                .product(name: "SQLiteStores", package: "gatehouse"),
             ],
             path: "Benchmarks/TokenBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import TokenPorts
+import SQLiteStores
 import Logging
 import TokenService
 
@@ -23,7 +25,7 @@ public enum KeyEncryptionKey {
     /// making a new key would lock them away, and start-up stops with what to do.
     static func loadOrCreate(at path: String, databasePath: String, logger: Logger) throws -> SymmetricKey {
         if FileManager.default.fileExists(atPath: path) { return try TokenRoleSettings.readKey(path, source: "the key-encryption key made on first start") }
-        if try TokenStore.holdsSealedSecrets(path: databasePath) {
+        if try SQLiteTokenStore.holdsSealedSecrets(path: databasePath) {
             throw ConfigError(message: "\(databasePath) holds signing keys sealed with a key-encryption key, but \(path) does not exist and GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) is not set: point it at the key used before, or see \"Recovering from a lost key\" in the README")
         }
         let key = try make(at: path)
@@ -57,10 +59,10 @@ public enum KeyEncryptionKey {
         let oldPath = oldKeyFile ?? folder.appendingPathComponent(defaultFileName).path
         let oldKey = oldKeyLost ? nil : try TokenRoleSettings.readKey(oldPath, source: oldKeyFile == nil ? "the old key (default \(defaultFileName))" : "--old-key-file")
         let newKey = try TokenRoleSettings.readKey(newKeyFile, source: "--new-key-file")
-        let report: TokenStore.RewrapReport
+        let report: SQLiteTokenStore.RewrapReport
         do {
-            report = try TokenService.rotateEncryptionKey(databasePath: databasePath, oldKey: oldKey, newKey: newKey, discardUnreadable: oldKeyLost)
-        } catch let error as TokenStore.RewrapError {
+            report = try rewrap(databasePath: databasePath, oldKey: oldKey, newKey: newKey, discardUnreadable: oldKeyLost)
+        } catch let error as SQLiteTokenStore.RewrapError {
             throw ConfigError(message: error.description)
         }
         var lines = ["Re-sealed \(report.keys) signing key(s) of \(databasePath) with \(newKeyFile)."]
@@ -69,5 +71,20 @@ public enum KeyEncryptionKey {
         }
         lines.append("Now set GATEHOUSE_KEY_ENCRYPTION_KEY_FILE=\(newKeyFile) (or move it to \(folder.appendingPathComponent(defaultFileName).path)) and start the token service.")
         return lines.joined(separator: "\n")
+    }
+
+    /// Re-seals the secrets of the token database at `databasePath` with `newKey`, opening them
+    /// with `oldKey` (nil: they may be plain text). See `SQLiteTokenStore.rewrap`.
+    static func rewrap(
+        databasePath: String, oldKey: SymmetricKey?, newKey: SymmetricKey, discardUnreadable: Bool
+    ) throws -> SQLiteTokenStore.RewrapReport {
+        try SQLiteTokenStore.rewrap(
+            path: databasePath, discardUnreadable: discardUnreadable,
+            open: { sealed, isSealed in
+                guard isSealed else { return sealed }
+                guard let oldKey, let box = try? AES.GCM.SealedBox(combined: sealed) else { return nil }
+                return try? AES.GCM.open(box, using: oldKey)
+            },
+            seal: { try TokenService.seal($0, with: newKey) })
     }
 }

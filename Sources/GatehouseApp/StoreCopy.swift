@@ -1,4 +1,6 @@
 import Foundation
+import TokenPorts
+import SQLiteStores
 import GatehouseSupport
 import Logging
 import PostgresNIO
@@ -13,7 +15,7 @@ public enum StoreCopy {
     /// What a copy did.
     public struct Report: Sendable {
         /// The rows copied (equal in both stores).
-        public var counts: TokenStore.CopyCounts
+        public var counts: TokenCopyCounts
         /// Refresh tokens picked at random that found their sessions in the copy.
         public var sampled: Int
         /// The source file.
@@ -25,7 +27,7 @@ public enum StoreCopy {
     /// Parses `sqlite:DIR` (the data folder holding `token.sqlite`).
     public static func sqliteFolder(_ from: String) throws -> URL {
         guard from.hasPrefix("sqlite:"), from.count > "sqlite:".count else {
-            throw TokenStore.CopyError("--from must be sqlite:DIR, the data folder that holds token.sqlite or identity.sqlite (e.g. sqlite:/data), not '\(from)'")
+            throw TokenCopyError("--from must be sqlite:DIR, the data folder that holds token.sqlite or identity.sqlite (e.g. sqlite:/data), not '\(from)'")
         }
         return URL(fileURLWithPath: String(from.dropFirst("sqlite:".count)))
     }
@@ -35,10 +37,10 @@ public enum StoreCopy {
     /// 100 refresh tokens picked at random find the same session. Refuses while a process has the file open (stop
     /// the token service first) and when the target already holds a token store.
     public static func copyTokens(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> Report {
-        let target = try settings(url, passwordFile: passwordFile, TokenStore.CopyError.init)
+        let target = try settings(url, passwordFile: passwordFile, TokenCopyError.init)
         let path = folder.appendingPathComponent("token.sqlite").path
-        try requireStopped(path, service: "token", TokenStore.CopyError.init)
-        let source = try TokenStore.CopySource(path: path)
+        try requireStopped(path, service: "token", TokenCopyError.init)
+        let source = try SQLiteTokenStore.CopySource(path: path)
         return try await withClient(target, logger: logger) { client in
             let store = PostgresTokenStore(client: client, logger: logger)
             try await store.migrate()
@@ -127,11 +129,11 @@ public enum StoreCopy {
                 }
             }
             if present.token {
-                _ = try TokenStore.CopySource(path: folder.appendingPathComponent("token.sqlite").path)
+                _ = try SQLiteTokenStore.CopySource(path: folder.appendingPathComponent("token.sqlite").path)
                 let store = PostgresTokenStore(client: client, logger: logger)
                 try await store.migrate()
                 if try await store.holdsTokenStore() {
-                    throw TokenStore.CopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database; nothing was copied")
+                    throw TokenCopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database; nothing was copied")
                 }
             }
         }

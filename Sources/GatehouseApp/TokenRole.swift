@@ -8,13 +8,19 @@ import PostgresNIO
 import PostgresStores
 import ServiceLifecycle
 import TokenCore
+import TokenPorts
 import TokenService
+import SQLiteStores
 
 /// Settings of the token role, read from the configuration table.
 public struct TokenRoleSettings: Sendable {
-    /// The token service's settings: database path, issuer and audience, lifetimes, signing
-    /// algorithm, durability, key-encryption key.
+    /// The token service's settings: issuer and audience, lifetimes, signing algorithm,
+    /// key-encryption key.
     public var service: TokenConfiguration
+    /// The embedded store's file (`token.sqlite` in the data folder), when no database URL is set.
+    public var databasePath: String
+    /// How far an acknowledged write to `token.sqlite` survives (`GATEHOUSE_DURABILITY`).
+    public var durability: SQLiteTokenStore.Durability
     /// Where the RPC server binds (`GATEHOUSE_TOKEN_BIND`).
     public var rpcBind: String
     /// Where session events are published (`GATEHOUSE_TOKEN_EVENTS_BIND`).
@@ -40,9 +46,8 @@ public struct TokenRoleSettings: Sendable {
     /// the endpoints given override the configured ones.
     public init(config: Config, rpcBind: String? = nil, eventsBind: String? = nil, identityURL: String? = nil) throws {
         let dataDir = try config.required(ConfigTable.dataDir)
-        var service = TokenConfiguration(
-            databasePath: URL(fileURLWithPath: dataDir).appendingPathComponent("token.sqlite").path,
-            issuer: try Self.issuer(config), audience: try config.required(ConfigTable.audience))
+        databasePath = URL(fileURLWithPath: dataDir).appendingPathComponent("token.sqlite").path
+        var service = TokenConfiguration(issuer: try Self.issuer(config), audience: try config.required(ConfigTable.audience))
         service.accessTokenTTL = TimeInterval(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400))
         service.sessionTTL = TimeInterval(try config.int(ConfigTable.sessionTTL, in: 300...31_536_000))
         service.idleTimeout = TimeInterval(try config.int(ConfigTable.sessionIdleTTL, in: 300...31_536_000))
@@ -58,7 +63,7 @@ public struct TokenRoleSettings: Sendable {
             throw ConfigError(message: "GATEHOUSE_SIGNING_ALGORITHM (--signing-algorithm) must be ES256, EdDSA or RS256, not '\(algorithm)'")
         }
         service.algorithm = alg
-        service.durability = try config.powerLossDurability() ? .powerLoss : .processCrash
+        durability = try config.powerLossDurability() ? .powerLoss : .processCrash
         if let path = config.string(ConfigTable.keyEncryptionKeyFile), !path.isEmpty {
             service.encryptionKey = try Self.readKey(path)
             generatedKeyEncryptionKeyPath = nil
@@ -156,14 +161,14 @@ public struct TokenRole: Sendable {
     /// first one), binds the sockets. The service reads the time from `clock`.
     public static func start(_ settings: TokenRoleSettings, clock: WallClock = .system, logger: Logger) async throws -> TokenRole {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
-        let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
+        let publisher = try start.prepareService(databasePath: settings.databasePath, eventsBind: settings.eventsBind)
         var settings = settings
         if let path = settings.generatedKeyEncryptionKeyPath {
             settings.service.encryptionKey = try KeyEncryptionKey.loadOrCreate(
-                at: path, databasePath: settings.service.databasePath, logger: logger)
+                at: path, databasePath: settings.databasePath, logger: logger)
         }
         let identityClient = try start.client(settings.identityURL) { $0.identityServerKey }
-        var store: (any TokenStorage)?
+        let store: any TokenStorage
         var database: Task<Void, Never>?
         if let shared = settings.database {
             // postgres-nio at trace prints every backend message, rows included (token hashes):
@@ -175,6 +180,8 @@ public struct TokenRole: Sendable {
             database = Task { await client.run() }
             store = PostgresTokenStore(client: client, logger: logger)
             logger.info("token store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
+        } else {
+            store = try SQLiteTokenStore(path: settings.databasePath, durability: settings.durability, logger: logger)
         }
         let service: TokenService
         do {
@@ -226,12 +233,8 @@ public struct TokenSweeper: Service {
                 try await sleep(delay)
                 delay = interval
                 do {
-                    if let leader = service.store as? any LeaderElection {
-                        // Several instances: one sweeps at a time, whichever takes the lead.
-                        _ = try await leader.runIfLeader("sweep") { try await service.sweep() }
-                    } else {
-                        try await service.sweep()
-                    }
+                    // Several instances: one sweeps at a time, whichever takes the lead.
+                    _ = try await service.store.runIfLeader("sweep") { try await service.sweep() }
                 } catch is CancellationError { return } catch {
                     logger.warning("token sweep failed; trying again in \(interval): \(error)")
                 }

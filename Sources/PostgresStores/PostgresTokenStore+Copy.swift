@@ -1,6 +1,6 @@
 import Foundation
+import TokenPorts
 import PostgresNIO
-import TokenService
 
 /// `gatehouse store copy`: a `token.sqlite` moved into an empty PostgreSQL token store, in one
 /// transaction (all of it or nothing), everything kept as stored: sealed keys and secret stay
@@ -10,11 +10,11 @@ extension PostgresTokenStore {
     /// Copies everything `source` holds into this store, which must be empty (migrated, no key,
     /// no session, no secret), then checks the copy before committing it: the counts of every kind
     /// of row, and `sample` refresh tokens picked at random finding the same session; and
-    /// `sourceUnchanged` (nothing opened the source meanwhile). Throws `TokenStore.CopyError`
+    /// `sourceUnchanged` (nothing opened the source meanwhile). Throws `TokenCopyError`
     /// when any of it fails, changing nothing. Returns the counts and how many tokens were checked.
     public func copy(
-        from source: TokenStore.CopySource, batch: Int = 500, sample: Int = 100, sourceUnchanged: @escaping @Sendable () -> Bool
-    ) async throws -> (counts: TokenStore.CopyCounts, sampled: Int) {
+        from source: any TokenCopySource, batch: Int = 500, sample: Int = 100, sourceUnchanged: @escaping @Sendable () -> Bool
+    ) async throws -> (counts: TokenCopyCounts, sampled: Int) {
         try await transaction { [self] connection in
             // A large copy is one long transaction: no per-session limit cuts it.
             try await rows("SET LOCAL statement_timeout = 0", on: connection)
@@ -26,7 +26,7 @@ extension PostgresTokenStore {
                 on: connection
             ).first?.decode(Int64.self) ?? 0
             guard present == 0 else {
-                throw TokenStore.CopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database")
+                throw TokenCopyError("the target database already holds a token store (keys, sessions or a secret): copy into an empty database")
             }
             for secret in try source.secrets() {
                 try await rows("INSERT INTO token_meta (name, value) VALUES (\(secret.name), \(secret.value))", on: connection)
@@ -82,17 +82,17 @@ extension PostgresTokenStore {
             let expected = try source.counts()
             let copied = try await counts(on: connection)
             guard copied == expected else {
-                throw TokenStore.CopyError("the copy does not match (nothing was kept): \(expected) in SQLite, \(copied) in PostgreSQL")
+                throw TokenCopyError("the copy does not match (nothing was kept): \(expected) in SQLite, \(copied) in PostgreSQL")
             }
             let picked = try source.sample(sample)
             for (hash, sessionID) in picked {
                 let found = try Self.first(await prepared(SessionByRefreshHash(hash: hash), on: connection))
                 guard found?.id == sessionID else {
-                    throw TokenStore.CopyError("the copy does not match (nothing was kept): a refresh token of session \(sessionID) does not find it")
+                    throw TokenCopyError("the copy does not match (nothing was kept): a refresh token of session \(sessionID) does not find it")
                 }
             }
             guard sourceUnchanged() else {
-                throw TokenStore.CopyError("the source was opened by another process during the copy (nothing was kept): stop the token service and copy again")
+                throw TokenCopyError("the source was opened by another process during the copy (nothing was kept): stop the token service and copy again")
             }
             return (copied, picked.count)
         }
@@ -110,15 +110,15 @@ extension PostgresTokenStore {
         }
     }
 
-    func counts(on connection: PostgresConnection) async throws -> TokenStore.CopyCounts {
+    func counts(on connection: PostgresConnection) async throws -> TokenCopyCounts {
         guard let row = try await rows(
             """
             SELECT (SELECT count(*) FROM token_signing_key), (SELECT count(*) FROM token_session),
                 (SELECT count(*) FROM token_refresh_token), (SELECT count(*) FROM token_audit_log), (SELECT count(*) FROM token_meta)
             """, on: connection
-        ).first else { return TokenStore.CopyCounts() }
+        ).first else { return TokenCopyCounts() }
         let (keys, sessions, tokens, audit, secrets) = try row.decode((Int64, Int64, Int64, Int64, Int64).self)
-        return TokenStore.CopyCounts(
+        return TokenCopyCounts(
             keys: Int(keys), sessions: Int(sessions), refreshTokens: Int(tokens), auditEvents: Int(audit), secrets: Int(secrets))
     }
 

@@ -1,8 +1,8 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
 import PostgresNIO
-import TokenService
 
 extension PostgresTokenStore {
     // MARK: Secrets
@@ -78,7 +78,7 @@ extension PostgresTokenStore {
     static let keysLock = lockKey("gatehouse.token-store.signing-keys")
 
     /// Every stored key, oldest first (insertion order between keys made at one instant).
-    public func keys() async throws -> [TokenStore.StoredKey] {
+    public func keys() async throws -> [StoredSigningKey] {
         try await run { [self] connection in
             try await rows(
                 """
@@ -88,7 +88,7 @@ extension PostgresTokenStore {
             ).map { row in
                 let (kid, algorithm, privateKey, encrypted, created, activates, until, retire) = try row.decode(
                     (String, String, Data, Bool, Int64, Int64, Int64?, Int64?).self)
-                return TokenStore.StoredKey(
+                return StoredSigningKey(
                     kid: kid, algorithm: algorithm, privateKey: privateKey, encrypted: encrypted,
                     createdAt: Date(millisecondsSince1970: created), activatesAt: Date(millisecondsSince1970: activates),
                     signingUntil: until.map(Date.init(millisecondsSince1970:)), retireAfter: retire.map(Date.init(millisecondsSince1970:)))
@@ -105,7 +105,7 @@ extension PostgresTokenStore {
     /// others find its key. Whether it added the key.
     @discardableResult
     public func insertKey(
-        _ key: TokenStore.StoredKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?
+        _ key: StoredSigningKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?
     ) async throws -> Bool {
         try await transaction { [self] connection in
             try await rows("SELECT pg_advisory_xact_lock(\(Self.keysLock))", on: connection)
@@ -140,7 +140,7 @@ extension PostgresTokenStore {
 
     /// Adds `key` unless a key exists; whether it did. Instances starting together on an empty
     /// database take the keys lock in turn: the first inserts, the others find its key.
-    public func insertFirstKey(_ key: TokenStore.StoredKey) async throws -> Bool {
+    public func insertFirstKey(_ key: StoredSigningKey) async throws -> Bool {
         try await transaction { [self] connection in
             try await rows("SELECT pg_advisory_xact_lock(\(Self.keysLock))", on: connection)
             // A statement after the lock: its snapshot sees a key committed by the lock's holder.

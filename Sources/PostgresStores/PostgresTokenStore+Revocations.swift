@@ -1,20 +1,20 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import PostgresNIO
-import TokenService
 
 // Every revoking write (`revoke`, `revokeAll`, the reuse branch of `rotate`) runs in one
 // transaction that revokes, draws the next numbers from the counter row (`UPDATE … SET seq = seq
 // + n RETURNING seq`, whose row lock serialises revocations until commit, so commit order is seq
 // order), inserts one `token_revocation_event` per revoked session and appends the audit event
-// `TokenStore.revocationEvent` makes, at the audit position drawn from the same row.
+// `RevocationAudit.event` makes, at the audit position drawn from the same row.
 extension PostgresTokenStore {
     // MARK: Revoking
 
     /// Revokes one session; returns it if it was active. Two round trips: the session is read
     /// first (its id and user make the audit event), then one statement revokes it if it is
     /// still active, numbers the revocation and appends the event, all or nothing.
-    public func revoke(sessionID: String, reason: String, at now: Date) async throws -> TokenStore.SessionRow? {
+    public func revoke(sessionID: String, reason: String, at now: Date) async throws -> StoredSession? {
         guard var session = try await run({ [self] connection in
             try Self.first(await rows(
                 "SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE id = \(sessionID) AND revoked_at IS NULL",
@@ -22,7 +22,7 @@ extension PostgresTokenStore {
         }) else { return nil }
         session.revokedAt = now
         session.revokeReason = reason
-        let event = TokenStore.revocationEvent([session], reason: reason, at: now, all: false)
+        let event = RevocationAudit.event([session], reason: reason, at: now, all: false)
         guard var revoked = try await run({ [self] connection in
             try await revokeOne(id: sessionID, reason: reason, at: now, audit: event, on: connection)
         }) else {
@@ -36,7 +36,7 @@ extension PostgresTokenStore {
     /// `seq` drawn here), in one statement; the session as revoked, or nil when it was not active.
     func revokeOne(
         id: String, reason: String, at now: Date, audit event: AuditEvent?, on connection: PostgresConnection
-    ) async throws -> TokenStore.SessionRow? {
+    ) async throws -> StoredSession? {
         let at = Self.ms(now)
         let e = event ?? AuditEvent(occurredAt: now, kind: "", actor: "")
         return try Self.first(await rows(
@@ -69,10 +69,10 @@ extension PostgresTokenStore {
     /// to record, five with `scrubClient`.
     public func revokeAll(
         userID: String, reason: String, at now: Date, except: String?, scrubClient: Bool
-    ) async throws -> [TokenStore.SessionRow] {
+    ) async throws -> [StoredSession] {
         let at = Self.ms(now)
         return try await transaction { [self] connection in
-            var revoked: [TokenStore.SessionRow] = []
+            var revoked: [StoredSession] = []
             var auditSeq: Int64?
             for row in try await rows(
                 """
@@ -106,7 +106,7 @@ extension PostgresTokenStore {
                     "UPDATE token_session SET user_agent = '', ip = '' WHERE user_id = \(userID) AND (user_agent <> '' OR ip <> '')",
                     on: connection)
             }
-            if let auditSeq, let event = TokenStore.revocationEvent(revoked, reason: reason, at: now, all: true) {
+            if let auditSeq, let event = RevocationAudit.event(revoked, reason: reason, at: now, all: true) {
                 try await rows(
                     """
                     INSERT INTO token_audit_log (seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail)

@@ -1,10 +1,10 @@
 import Foundation
+import TokenPorts
 import PostgresSupport
-import TokenService
 
 extension PostgresTokenStore {
     /// The numbered, forward-only migrations of the token store (tables prefixed `token_`):
-    /// SQLite's `TokenStore` schema as it stands after its migration 0005, in PostgreSQL's terms,
+    /// SQLite's `SQLiteTokenStore` schema as it stands after its migration 0005, in PostgreSQL's terms,
     /// plus the shared revocation log.
     ///
     /// `ord` columns (identities) keep the insertion order SQLite's `rowid` gives: the tie-break
@@ -142,5 +142,5 @@ extension PostgresTokenStore {
     }
 }
 
-/// `TokenStore.SessionRow`, the row type every `TokenStorage` returns.
-typealias TokenStoreRow = TokenStore.SessionRow
+/// `StoredSession`, the row type every `TokenStorage` returns.
+typealias TokenStoreRow = StoredSession

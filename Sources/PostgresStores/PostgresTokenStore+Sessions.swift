@@ -1,14 +1,15 @@
 import Foundation
 import GatehouseContracts
 import PostgresNIO
-import TokenService
+import TokenCore
+import TokenPorts
 
 extension PostgresTokenStore {
     // MARK: Sessions
 
     /// Stores a new session with its first refresh token (by hash): one statement, so one
     /// transaction and one round trip.
-    public func createSession(_ s: TokenStore.SessionRow, refreshHash: Data) async throws {
+    public func createSession(_ s: StoredSession, refreshHash: Data) async throws {
         try await run { [self] connection in
             try await rows(
                 """
@@ -25,21 +26,21 @@ extension PostgresTokenStore {
 
     /// The session a refresh token belongs to (whatever the token's state): one indexed
     /// look-up, one round trip.
-    public func session(forRefreshHash hash: Data) async throws -> TokenStore.SessionRow? {
+    public func session(forRefreshHash hash: Data) async throws -> StoredSession? {
         try await run { [self] connection in
             try Self.first(await prepared(SessionByRefreshHash(hash: hash), on: connection))
         }
     }
 
     /// The session with this id, or nil.
-    public func session(id: String) async throws -> TokenStore.SessionRow? {
+    public func session(id: String) async throws -> StoredSession? {
         try await run { [self] connection in
             try Self.first(await rows("SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE id = \(id)", on: connection))
         }
     }
 
     /// The user's sessions, oldest first.
-    public func sessions(userID: String) async throws -> [TokenStore.SessionRow] {
+    public func sessions(userID: String) async throws -> [StoredSession] {
         try await run { [self] connection in
             try Self.all(await rows(
                 "SELECT \(unescaped: Self.sessionColumns) FROM token_session WHERE user_id = \(userID) ORDER BY created_at, ord",
@@ -48,12 +49,12 @@ extension PostgresTokenStore {
     }
 
     /// The first session of `rows`, or nil.
-    static func first(_ rows: [PostgresRow]) throws -> TokenStore.SessionRow? {
+    static func first(_ rows: [PostgresRow]) throws -> StoredSession? {
         try rows.first.map { session(try $0.decode(SessionTuple.self)) }
     }
 
     /// Every session of `rows`, in order.
-    static func all(_ rows: [PostgresRow]) throws -> [TokenStore.SessionRow] {
+    static func all(_ rows: [PostgresRow]) throws -> [StoredSession] {
         try rows.map { session(try $0.decode(SessionTuple.self)) }
     }
 
@@ -93,7 +94,7 @@ extension PostgresTokenStore {
 
     // MARK: Rotation
 
-    /// Rotates the refresh token `hash` to `successorHash`, with `TokenStore.rotate`'s outcomes.
+    /// Rotates the refresh token `hash` to `successorHash`, with the outcomes of `RefreshRotation`'s decision.
     ///
     /// One statement, one round trip, for a rotation: it finds the token's session and locks
     /// its row (`FOR UPDATE`), and, when the token is the session's current one and the session
@@ -108,7 +109,7 @@ extension PostgresTokenStore {
     /// the lock, in a transaction that revokes, numbers and records it.
     public func rotate(
         hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
-    ) async throws -> TokenStore.RotationOutcome {
+    ) async throws -> RotationOutcome {
         let at = Self.ms(now)
         let statement = RotateCurrent(
             hash: hash, successorHash: successorHash, at: at, floorNow: Self.floorMS(now), idle: Self.ceilMS(idleTimeout))
@@ -122,18 +123,20 @@ extension PostgresTokenStore {
             return .rotated(session)
         }
         switch Self.decide(found, hash: hash, successorHash: successorHash, now: now, grace: grace, idleTimeout: idleTimeout) {
-        case .answer(let outcome): return outcome
+        case .revoked: return .revoked(session)
+        case .expired: return .expired(session)
+        case .graceReplay: return .graceReplay(session)
         case .rotate, .reuse:
             return try await rotateLocked(hash: hash, successorHash: successorHash, now: now, grace: grace, idleTimeout: idleTimeout)
         }
     }
 
-    /// `rotate` in a transaction, deciding in Swift exactly as `TokenStore.rotate` does, on the
+    /// `rotate` in a transaction, deciding in Swift (`RefreshRotation`), on the
     /// session row locked first: the reuse path (revoke, number, record), and a token that the
     /// one-statement path found current but (by a fraction of a millisecond) not live.
     func rotateLocked(
         hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
-    ) async throws -> TokenStore.RotationOutcome {
+    ) async throws -> RotationOutcome {
         try await transaction { [self] connection in
             guard let found = try Self.lockedToken(await rows(
                     """
@@ -145,8 +148,9 @@ extension PostgresTokenStore {
             else { return .invalid }
             var session = found.session
             switch Self.decide(found, hash: hash, successorHash: successorHash, now: now, grace: grace, idleTimeout: idleTimeout) {
-            case .answer(let outcome):
-                return outcome
+            case .revoked: return .revoked(session)
+            case .expired: return .expired(session)
+            case .graceReplay: return .graceReplay(session)
             case .rotate:
                 let at = Self.ms(now)
                 try await rows(
@@ -160,10 +164,11 @@ extension PostgresTokenStore {
                 session.lastUsedAt = now
                 return .rotated(session)
             case .reuse:
+                let reason = RefreshRotation.reuseReason
                 session.revokedAt = now
-                session.revokeReason = "refresh_token_reused"
-                let event = TokenStore.revocationEvent([session], reason: "refresh_token_reused", at: now, all: false)
-                _ = try await revokeOne(id: session.id, reason: "refresh_token_reused", at: now, audit: event, on: connection)
+                session.revokeReason = reason
+                let event = RevocationAudit.event([session], reason: reason, at: now, all: false)
+                _ = try await revokeOne(id: session.id, reason: reason, at: now, audit: event, on: connection)
                 return .reused(session)
             }
         }
@@ -171,7 +176,7 @@ extension PostgresTokenStore {
 
     /// A token's session as a rotation read it (and locked it), and whether that statement rotated.
     struct LockedToken {
-        var session: TokenStore.SessionRow
+        var session: StoredSession
         var currentHash: Data?
         var rotatedAt: Date?
         var rotated: Bool
@@ -188,24 +193,14 @@ extension PostgresTokenStore {
         return nil
     }
 
-    /// What a rotation does with the session it found (not rotated yet).
-    enum Decision {
-        case answer(TokenStore.RotationOutcome)
-        case rotate
-        case reuse
-    }
-
-    /// `TokenStore.rotate`'s decision, on the same row, with the same comparisons.
+    /// The core's decision (`RefreshRotation`) on the session a rotation found (not rotated yet).
     static func decide(
         _ found: LockedToken, hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval
-    ) -> Decision {
+    ) -> RefreshRotation.Decision {
         let session = found.session
-        if session.revokedAt != nil { return .answer(.revoked(session)) }
-        if now >= session.expiresAt || now >= session.lastUsedAt.addingTimeInterval(idleTimeout) { return .answer(.expired(session)) }
-        if found.currentHash == hash { return .rotate }
-        if found.currentHash == successorHash, let rotatedAt = found.rotatedAt, now.timeIntervalSince(rotatedAt) <= grace {
-            return .answer(.graceReplay(session))
-        }
-        return .reuse
+        let state = RefreshRotation.State(
+            revoked: session.revokedAt != nil, expiresAt: session.expiresAt, lastUsedAt: session.lastUsedAt,
+            currentHash: found.currentHash, rotatedAt: found.rotatedAt)
+        return RefreshRotation.decide(state, presented: hash, successor: successorHash, now: now, grace: grace, idleTimeout: idleTimeout)
     }
 }

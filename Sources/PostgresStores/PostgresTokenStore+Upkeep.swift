@@ -1,12 +1,12 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import PostgresNIO
-import TokenService
 
 extension PostgresTokenStore {
     // MARK: Sweeping
 
-    /// `TokenStore.sweep`'s rules: deletes sessions that ended (revoked, past their absolute
+    /// `SQLiteTokenStore.sweep`'s rules: deletes sessions that ended (revoked, past their absolute
     /// expiry, or idle past `idleTimeout`) more than `retention` before `now`, every refresh
     /// token created more than `idleTimeout + retention` before `now`, and, for the shared
     /// revocation log, the revocation events older than `retention`.
@@ -14,9 +14,9 @@ extension PostgresTokenStore {
     /// Each batch is a statement of its own (its own short transaction): sessions by ranges of
     /// `batch` insertion numbers (`ord`, SQLite's rowid), tokens and events `batch` at a time,
     /// oldest first, so refreshes beside a sweep wait for one small write at a time.
-    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> TokenStore.SweepCounts {
+    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> SweepCounts {
         let batch = max(1, batch)
-        var counts = TokenStore.SweepCounts()
+        var counts = SweepCounts()
         let ended = Self.ms(now.addingTimeInterval(-retention))
         let idle = Self.ms(now.addingTimeInterval(-(idleTimeout + retention)))
         let range = try await run { [self] connection -> (Int64, Int64)? in

@@ -1,4 +1,5 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
 import Logging
@@ -6,10 +7,9 @@ import PostgresNIO
 import PostgresSupport
 import Synchronization
 import TokenCore
-import TokenService
 
 /// The token service's store on PostgreSQL (issue 24), for several token-service instances on
-/// one database: the observable behaviour of SQLite's `TokenStore` (the same rotation outcomes,
+/// one database: the observable behaviour of SQLite's `SQLiteTokenStore` (the same rotation outcomes,
 /// audit events, sweep rules and orders), made safe under concurrent instances.
 ///
 /// - A rotation locks its session row (`SELECT … FOR UPDATE`) in the statement that rotates, so
@@ -26,7 +26,7 @@ import TokenService
 /// Times are milliseconds (BIGINT), as SQLite stores them; every statement is parameterized. No
 /// error of postgres-nio leaves the store: a connection failure or time-out is
 /// `RPCError(.unavailable)`, anything else is logged (without values) and `RPCError(.internal)`.
-public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, LeaderElection {
+public final class PostgresTokenStore: SharedRevocationLog {
     let client: PostgresClient
     let logger: Logger
     /// postgres-nio's own query logging stays off: at trace level it prints rows and binds
@@ -49,6 +49,9 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
     public func migrate() async throws {
         do { try await Self.migrator.migrate(client, logger: logger) } catch { throw translate(error) }
     }
+
+    /// Several instances share it: the database numbers every instance's revocations.
+    public var sharedRevocationLog: (any SharedRevocationLog)? { self }
 
     // MARK: Leader election
 
@@ -159,7 +162,7 @@ public final class PostgresTokenStore: TokenStorage, SharedRevocationLog, Leader
 
     /// The store's errors as the `TokenStorage` contract gives them.
     func translate(_ error: any Error) -> any Error {
-        if error is RPCError || error is TokenError || error is CancellationError || error is TokenStore.CopyError { return error }
+        if error is RPCError || error is TokenError || error is CancellationError || error is TokenCopyError { return error }
         if Task.isCancelled, let error = error as? PSQLError, error.code == .queryCancelled { return CancellationError() }
         if Self.isUnavailable(error) {
             logger.warning("token store: the database is unavailable: \(Self.describe(error))")

@@ -1,4 +1,5 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import TokenCore
 

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
 import TokenCore
@@ -7,7 +8,8 @@ import TokenCore
 extension TokenService {
     // MARK: Keys
 
-    static func seal(_ data: Data, with key: SymmetricKey?) throws -> Data {
+    /// `data` sealed with `key` (AES-256-GCM, nonce and tag combined); `data` itself without a key.
+    public static func seal(_ data: Data, with key: SymmetricKey?) throws -> Data {
         guard let key else { return data }
         guard let combined = try AES.GCM.seal(data, using: key).combined else { throw RPCError(.internal, "sealing failed") }
         return combined
@@ -68,11 +70,11 @@ extension TokenService {
     public var nextKeyActivation: Date? { pendingActivation.withLock { $0 } }
 
     /// A new key of the configured algorithm, sealed for the store, signing from `activatesAt`.
-    func newKey(activatesAt: Date) throws -> (stored: TokenStore.StoredKey, kid: String, algorithm: String) {
+    func newKey(activatesAt: Date) throws -> (stored: StoredSigningKey, kid: String, algorithm: String) {
         let key = try SigningKey.generate(configuration.algorithm)
         let sealed = try Self.seal(Data(key.privateMaterial.utf8), with: configuration.encryptionKey)
         return (
-            TokenStore.StoredKey(
+            StoredSigningKey(
                 kid: key.kid, algorithm: key.algorithm.rawValue, privateKey: sealed, encrypted: configuration.encryptionKey != nil,
                 createdAt: clock.now, activatesAt: activatesAt),
             key.kid, key.algorithm.rawValue

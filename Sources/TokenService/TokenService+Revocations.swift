@@ -1,4 +1,5 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import TokenCore
 
@@ -10,7 +11,7 @@ extension TokenService {
     // revocation survives `kill -9` and is in every later `listRevocations`.
 
     /// Publishes `session.revoked` for a session just revoked (committed), numbered by the feed.
-    func announce(_ session: TokenStore.SessionRow) {
+    func announce(_ session: StoredSession) {
         revocationFeed.announce(SessionRevokedEvent(
             sessionID: session.id, userID: session.userID, reason: session.revokeReason, revokedAt: session.revokedAt ?? clock.now))
     }
@@ -61,7 +62,7 @@ extension TokenService {
     /// With a shared store the database's snapshot gives both (every instance's revocations).
     public func listRevocations() async throws -> RevocationSnapshot {
         let since = clock.now.addingTimeInterval(-(configuration.accessTokenTTL + configuration.leeway))
-        if revocationFeed.isShared, let log = store as? any SharedRevocationLog {
+        if revocationFeed.isShared, let log = store.sharedRevocationLog {
             let (seq, sessions) = try await log.revocationSnapshot(since: since)
             return RevocationSnapshot(epoch: revocationFeed.epoch, seq: seq, sessions: sessions)
         }

@@ -5,15 +5,12 @@ import GatehouseContracts
 import Logging
 import ProtoCodec
 import TokenCore
+import TokenPorts
 import RPCRouting
 import GatehouseSupport
 
 /// Token-service settings.
 public struct TokenConfiguration: Sendable {
-    /// The token database file (`token.sqlite` in the data folder).
-    public var databasePath: String
-    /// How far an acknowledged write survives (process crash by default).
-    public var durability: TokenStore.Durability = .processCrash
     /// The `iss` of access tokens.
     public var issuer: String
     /// The `aud` of access tokens.
@@ -37,11 +34,6 @@ public struct TokenConfiguration: Sendable {
     public var encryptionKey: SymmetricKey?
     /// Clock skew tolerated when verifying `iat`, `nbf` and `exp` (seconds).
     public var leeway: TimeInterval = 30
-    /// Bytes of the database file the refresh-token look-ups read through a memory map; 0 (the
-    /// default) reads with `pread`. Under refresh load every look-up follows a commit, and SQLite
-    /// drops a connection's whole map (munmap, then page faults to map it again) whenever the WAL
-    /// changed since its last read: a map cost 6–8 % of refresh throughput, interleaved A/B.
-    public var pointReadMemoryMap = 0
     /// How long a new signing key is published before it signs (`rotateKeys`): 0 with one
     /// instance; with several on one database, longer than `keySyncInterval`, so every instance
     /// publishes the key before any signs with it.
@@ -53,9 +45,8 @@ public struct TokenConfiguration: Sendable {
     /// (`GATEHOUSE_SIGNING_KEY_ROTATION_DAYS`, `KeyRotationSchedule`); nil: only when asked.
     public var keyRotationInterval: TimeInterval?
 
-    /// Settings with these three and the defaults for the rest.
-    public init(databasePath: String, issuer: String, audience: String) {
-        self.databasePath = databasePath
+    /// Settings with these two and the defaults for the rest.
+    public init(issuer: String, audience: String) {
         self.issuer = issuer
         self.audience = audience
     }
@@ -65,7 +56,7 @@ public struct TokenConfiguration: Sendable {
 public final class TokenService: Sendable {
     /// The settings it was started with.
     public let configuration: TokenConfiguration
-    /// Keys, sessions and refresh tokens: SQLite (`TokenStore`) or a shared database.
+    /// Keys, sessions and refresh tokens: whichever store the composition root gave.
     public let store: any TokenStorage
     /// The signing keys in memory: the active one and those still published.
     public let keys: KeyRing
@@ -84,29 +75,20 @@ public final class TokenService: Sendable {
     /// When the newest stored key was made, as of the last load.
     let newestKeyCreatedAt = Mutex<Date?>(nil)
 
-    /// Opens and migrates the database (the SQLite file at `configuration.databasePath`, or
-    /// `store` when given), loads the signing keys (generating the first one) and the
-    /// refresh-token secret.
+    /// Migrates `store`, loads the signing keys (generating the first one) and the refresh-token
+    /// secret.
     public static func start(
-        configuration: TokenConfiguration, store given: (any TokenStorage)? = nil, identity: any RPCCaller,
+        configuration: TokenConfiguration, store: any TokenStorage, identity: any RPCCaller,
         publish: @escaping @Sendable (String, [UInt8]) -> Void = { _, _ in },
         clock: WallClock = .system,
         random: @escaping @Sendable (Int) -> [UInt8] = TokenService.secureRandom,
         logger: Logger = Logger(label: "gatehouse.token")
     ) async throws -> TokenService {
-        let store: any TokenStorage
-        if let given {
-            store = given
-        } else {
-            store = try TokenStore(
-                path: configuration.databasePath, durability: configuration.durability,
-                pointReadMemoryMap: configuration.pointReadMemoryMap, logger: logger)
-        }
         try await store.migrate()
         let secret = try await openSecrets(store, configuration: configuration, random: random, logger: logger)
         let keys = KeyRing()
         let feed: RevocationFeed
-        if let log = store as? any SharedRevocationLog {
+        if let log = store.sharedRevocationLog {
             let (seq, _) = try await log.revocationSnapshot(since: clock.now)
             feed = RevocationFeed(shared: log, epoch: try await log.revocationEpoch(), position: seq, publish: publish, logger: logger)
         } else {
@@ -197,7 +179,7 @@ public final class TokenService: Sendable {
             userAgent: request.client.userAgent.replacingOccurrences(of: "\u{0}", with: "").truncated(toUTF8Bytes: 512),
             ip: request.client.ip.replacingOccurrences(of: "\u{0}", with: "").truncated(toUTF8Bytes: 64))
         try await store.createSession(
-            TokenStore.SessionRow(
+            StoredSession(
                 id: sessionID, userID: request.userID, createdAt: at, authTime: request.authTime, amr: request.amr, client: client,
                 lastUsedAt: at, expiresAt: at.addingTimeInterval(configuration.sessionTTL), revokedAt: nil, revokeReason: ""),
             refreshHash: Self.hash(refresh))
@@ -259,15 +241,15 @@ public final class TokenService: Sendable {
     }
 
     /// Deletes sessions that ended more than `sessionRetention` ago and refresh tokens that can
-    /// no longer be replayed or reused (see `TokenStore.sweep`). Presenting a deleted token
+    /// no longer be replayed or reused (see `SQLiteTokenStore.sweep`). Presenting a deleted token
     /// answers `invalid_refresh_token`.
     @discardableResult
-    public func sweep() async throws -> TokenStore.SweepCounts {
+    public func sweep() async throws -> SweepCounts {
         // A revoked session stays listed (`listRevocations`) as long as its access tokens may be valid.
         let retention = max(configuration.sessionRetention, configuration.accessTokenTTL + configuration.leeway)
         let counts = try await store.sweep(now: clock.now, retention: retention, idleTimeout: configuration.idleTimeout)
         try await store.pruneAudit(before: clock.now.addingTimeInterval(-configuration.auditRetention))
-        if counts != TokenStore.SweepCounts() {
+        if counts != SweepCounts() {
             logger.info("sweep deleted \(counts.sessions) ended sessions and \(counts.refreshTokens) old refresh tokens")
         }
         return counts

@@ -10,6 +10,7 @@
 import Foundation
 import GatehouseContracts
 import TokenCore
+import SQLiteStores
 import TokenService
 import RPCRouting
 
@@ -29,10 +30,9 @@ func runCrashWriter() async -> Int32 {
     }
     do {
         try FileManager.default.createDirectory(atPath: arguments[1], withIntermediateDirectories: true)
-        let config = TokenConfiguration(
-            databasePath: URL(fileURLWithPath: arguments[1]).appendingPathComponent("token.sqlite").path,
-            issuer: "https://auth.test", audience: "app")
-        let service = try await TokenService.start(configuration: config, identity: LocalCaller(router: fakeIdentity()))
+        let config = TokenConfiguration(issuer: "https://auth.test", audience: "app")
+        let store = try SQLiteTokenStore(path: URL(fileURLWithPath: arguments[1]).appendingPathComponent("token.sqlite").path)
+        let service = try await TokenService.start(configuration: config, store: store, identity: LocalCaller(router: fakeIdentity()))
         let started = Date()
         var index = 0
         while Date().timeIntervalSince(started) < 60 {

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteStores
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
@@ -32,7 +33,7 @@ final class SweepServices: Sendable {
         self.clock = clock
         let identityCaller = LateCaller()
         token = try await TokenService.start(
-            configuration: TokenConfiguration(databasePath: dir.path("token.sqlite"), issuer: "https://auth.test", audience: "app"),
+            configuration: TokenConfiguration(issuer: "https://auth.test", audience: "app"), store: SQLiteTokenStore(path: dir.path("token.sqlite")),
             identity: identityCaller, clock: clock.wallClock)
         var configuration = IdentityConfiguration(databasePath: dir.path("identity.sqlite"), argon2: .testing, hashWorkers: 1)
         configuration.anonymousRetention = retention

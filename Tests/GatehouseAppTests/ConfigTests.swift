@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteStores
 import Testing
 import Gateway
 import IdentityService
@@ -83,12 +84,12 @@ struct ConfigTests {
         #expect(try Config(environment: [:]).powerLossDurability() == true)
         #expect(try IdentityRoleSettings(config: Config(environment: Self.plain)).service.durability == .powerLoss)
         let crash = try Config(environment: Self.plain.merging(["GATEHOUSE_DURABILITY": "process-crash"]) { $1 })
-        #expect(try TokenRoleSettings(config: crash).service.durability == .processCrash)
+        #expect(try TokenRoleSettings(config: crash).durability == .processCrash)
         #expect(try IdentityRoleSettings(config: crash).service.durability == .processCrash)
         let power = try Config(environment: Self.plain.merging(["GATEHOUSE_DURABILITY": "power-loss", "GATEHOUSE_DATA_DIR": "/tmp/x"]) { $1 })
-        #expect(try TokenRoleSettings(config: power).service.durability == .powerLoss)
+        #expect(try TokenRoleSettings(config: power).durability == .powerLoss)
         #expect(try IdentityRoleSettings(config: power).service.durability == .powerLoss)
-        #expect(try TokenRoleSettings(config: Config(environment: Self.plain)).service.durability == .powerLoss)
+        #expect(try TokenRoleSettings(config: Config(environment: Self.plain)).durability == .powerLoss)
         let bad = try Config(arguments: ["--durability", "fsync-sometimes", "--allow-plaintext", "true"])
         #expect(throws: ConfigError.self) { try bad.powerLossDurability() }
         do { _ = try TokenRoleSettings(config: bad) } catch let error as ConfigError {

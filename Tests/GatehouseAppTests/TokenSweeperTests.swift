@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteStores
 import GatehouseContracts
 import GatehouseTestSupport
 import Logging
@@ -75,10 +76,11 @@ struct TokenSweeperTests {
     /// sweep under the default 7-day retention).
     static func serviceWithDueSession() async throws -> (TokenService, TemporaryDirectory) {
         let dir = try TemporaryDirectory(prefix: "sweeper")
-        let config = TokenConfiguration(databasePath: dir.path("token.sqlite"), issuer: "https://auth.test", audience: "app")
+        let config = TokenConfiguration(issuer: "https://auth.test", audience: "app")
         let identity = FakeIdentityService(unknownUser: UserClaims(email: "a@example.com"))
         let clock = ManualClock()
-        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: clock.wallClock)
+        let service = try await TokenService.start(
+            configuration: config, store: SQLiteTokenStore(path: dir.path("token.sqlite")), identity: identity.caller, clock: clock.wallClock)
         let tokens = try await service.issueSession(IssueSessionRequest(
             userID: "user-1", claims: UserClaims(email: "a@example.com"), amr: ["pwd"], authTime: clock.now,
             client: ClientInfo(userAgent: "tests", ip: "127.0.0.1")))

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteStores
 import GatehouseContracts
 import IdentityCore
 import IdentityService
@@ -46,11 +47,11 @@ final class InProcessServices: Sendable {
         let feeds = Feeds()
         self.feeds = feeds
         let identityBox = Box()
-        var configuration = TokenConfiguration(
-            databasePath: directory.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
+        var configuration = TokenConfiguration(issuer: issuer, audience: audience)
         configuration.accessTokenTTL = 900
         token = try await TokenService.start(
-            configuration: configuration, identity: DeferredCaller(box: identityBox),
+            configuration: configuration, store: SQLiteTokenStore(path: directory.appendingPathComponent("token.sqlite").path),
+            identity: DeferredCaller(box: identityBox),
             publish: { topic, payload in
                 switch topic {
                 case TokenAPI.Topic.sessionRevoked:

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import GatehouseTestSupport
 import Testing
@@ -146,7 +147,7 @@ struct AccessTokenTests {
             let stored = try await h.service.store.keys()
             #expect(stored.count == 1 && stored.allSatisfy { $0.encrypted })
             #expect(stored.allSatisfy { $0.privateKey.range(of: Data(material.utf8.prefix(60))) == nil })
-            let secret = try await h.service.store.secret(named: TokenStore.successorSecretName) { Data() }
+            let secret = try await h.service.store.secret(named: TokenSecrets.successorName) { Data() }
             #expect(secret.count == 60)
         }
         // Reopening with the same key works; without it, or with another, start-up fails clearly.

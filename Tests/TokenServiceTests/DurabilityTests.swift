@@ -1,4 +1,5 @@
 import Foundation
+@testable import SQLiteStores
 import GRDB
 import GatehouseContracts
 import GatehouseTestSupport
@@ -60,12 +61,12 @@ import RPCRouting
         #expect(order.count >= 300 / 4)
 
         // Reopen the same file, as a restarted token service would.
-        var config = TokenConfiguration(
-            databasePath: dir.path("token.sqlite"), issuer: "https://auth.test", audience: "app")
+        var config = TokenConfiguration(issuer: "https://auth.test", audience: "app")
         config.refreshGrace = 3600
         let identity = FakeIdentityService()
         // The system clock: the child stamped its sessions with the real time.
-        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: .system)
+        let service = try await TokenService.start(
+            configuration: config, store: SQLiteTokenStore(path: dir.path("token.sqlite")), identity: identity.caller, clock: .system)
         let users = try await Set(order.asyncMap { try await service.store.session(id: $0)?.userID ?? "" })
         for user in users where !user.isEmpty { identity.set(user, UserClaims(email: "\(user)@example.com", emailVerified: true)) }
 

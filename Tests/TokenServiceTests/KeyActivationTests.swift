@@ -1,4 +1,6 @@
 import Foundation
+import TokenPorts
+import SQLiteStores
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
@@ -17,7 +19,7 @@ import Testing
                 c.keyActivationDelay = 21
                 c.keySyncInterval = 10
                 return c
-            }(), identity: h.identity.caller, clock: h.clock.wallClock)
+            }(), store: SQLiteTokenStore(path: h.databasePath), identity: h.identity.caller, clock: h.clock.wallClock)
         #expect(service.keys.activeKid == oldKid)
         let rotated = try await service.rotateKeys()
         #expect(rotated.previousKid == oldKid && rotated.kid != oldKid)
@@ -44,27 +46,27 @@ import Testing
     @Test("instances starting together on a store without a key make one first key, whatever their clocks say")
     func oneFirstKey() async throws {
         let h = try await Harness.make()
-        let configuration = try {
-            var c = h.service.configuration
-            c.databasePath = try TemporaryDirectory(prefix: "first-key").url.appendingPathComponent("token.sqlite").path
-            return c
-        }()
+        let configuration = h.service.configuration
+        let databasePath = try TemporaryDirectory(prefix: "first-key").url.appendingPathComponent("token.sqlite").path
         // The file made and migrated, without a key (SQLite's schema is one instance's to make;
         // several instances starting on an empty PostgreSQL database are SharedTokenStoreTests').
-        try TokenStore(path: configuration.databasePath).migrate()
+        try SQLiteTokenStore(path: databasePath).migrate()
         // Four instances at once on it, their clocks an hour apart: one first key, and each signs
         // with it (one whose clock is behind the key's creation too).
         let kids = try await withThrowingTaskGroup(of: String.self) { group in
             for offset in 0..<4 {
                 let clock = ManualClock(start: Date().addingTimeInterval(Double(offset) * 3600))
                 group.addTask {
-                    try await TokenService.start(configuration: configuration, identity: h.identity.caller, clock: clock.wallClock).keys.activeKid
+                    try await TokenService.start(
+                        configuration: configuration, store: SQLiteTokenStore(path: databasePath), identity: h.identity.caller,
+                        clock: clock.wallClock
+                    ).keys.activeKid
                 }
             }
             return try await group.reduce(into: [String]()) { $0.append($1) }
         }
         #expect(kids.count == 4 && Set(kids).count == 1)
-        let store = try TokenStore(path: configuration.databasePath)
+        let store = try SQLiteTokenStore(path: databasePath)
         #expect(try await store.keys().count == 1)
     }
 

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+@testable import SQLiteStores
+import TokenPorts
 import GRDB
 import GatehouseContracts
 import GatehouseTestSupport
@@ -30,7 +32,7 @@ import GatehouseSupport
         let (a1, b1, b2) = (successor(a0), successor(b0), successor(successor(b0)))
         do {
             let pool = try DatabasePool(path: path)
-            try TokenStore.migrator.migrate(pool, upTo: "0001-keys-sessions-refresh-tokens")
+            try SQLiteTokenStore.migrator.migrate(pool, upTo: "0001-keys-sessions-refresh-tokens")
             try await pool.write { db in
                 try db.execute(sql: "INSERT INTO meta (name, value) VALUES ('refresh-successor-key', ?)", arguments: [secret])
                 for (id, user, revoked) in [("s-a", "user-a", false), ("s-b", "user-b", false), ("s-c", "user-c", true)] {
@@ -59,11 +61,12 @@ import GatehouseSupport
             }
         }
 
-        var config = TokenConfiguration(databasePath: path, issuer: "https://auth.test", audience: "app")
+        var config = TokenConfiguration(issuer: "https://auth.test", audience: "app")
         config.refreshGrace = 10
         let identity = FakeIdentityService()
         for user in ["user-a", "user-b", "user-c"] { identity.set(user, UserClaims(email: "\(user)@example.com")) }
-        let service = try await TokenService.start(configuration: config, identity: identity.caller, clock: clock.wallClock)
+        let service = try await TokenService.start(
+            configuration: config, store: SQLiteTokenStore(path: path), identity: identity.caller, clock: clock.wallClock)
         #expect(try await service.store.currentHash(sessionID: "s-a") == TokenService.hash(a1))
         #expect(try await service.store.currentHash(sessionID: "s-b") == TokenService.hash(b2))
 

@@ -1,4 +1,5 @@
 import Foundation
+import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
@@ -61,7 +62,7 @@ struct SharedTokenStoreTests {
             let successor = TokenService.hash(a.service.successor(of: tokens.refreshToken))
             let now = a.clock.now
             let gate = Gate()
-            let outcomes = try await withThrowingTaskGroup(of: TokenStore.RotationOutcome.self) { group in
+            let outcomes = try await withThrowingTaskGroup(of: RotationOutcome.self) { group in
                 for store in [a.service.store, b.service.store] {
                     group.addTask {
                         await gate.wait()
@@ -70,7 +71,7 @@ struct SharedTokenStoreTests {
                 }
                 try await gate.waitForWaiters(2)
                 gate.open()
-                return try await group.reduce(into: [TokenStore.RotationOutcome]()) { $0.append($1) }
+                return try await group.reduce(into: [RotationOutcome]()) { $0.append($1) }
             }
             let rotated = outcomes.filter { if case .rotated = $0 { true } else { false } }
             let replays = outcomes.filter { if case .graceReplay = $0 { true } else { false } }

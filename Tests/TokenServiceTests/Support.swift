@@ -1,4 +1,6 @@
 import Foundation
+import TokenPorts
+import SQLiteStores
 import GatehouseContracts
 import GatehouseTestSupport
 import Logging
@@ -11,7 +13,7 @@ import TokenCore
 @testable import TokenService
 import RPCRouting
 
-/// The stores the store-neutral suites run against: SQLite's file (`TokenStore`) and a
+/// The stores the store-neutral suites run against: SQLite's file (`SQLiteTokenStore`) and a
 /// PostgreSQL database of the test process's shared server (`PostgresTokenStore`, issue 24).
 enum TokenStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
     case sqlite, postgres
@@ -80,14 +82,15 @@ struct Harness {
         configure: (inout TokenConfiguration) -> Void = { _ in }
     ) async throws -> Harness {
         let dir = try dir ?? TemporaryDirectory(prefix: "token-tests").url
-        var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: "https://auth.test", audience: "app")
+        var config = TokenConfiguration(issuer: "https://auth.test", audience: "app")
         config.algorithm = algorithm
         if let encryptionKey { config.encryptionKey = .init(data: encryptionKey) }
         configure(&config)
         switch kind {
         case .sqlite:
             let service = try await TokenService.start(
-                configuration: config, identity: identity.caller, publish: events.record, clock: clock.wallClock)
+                configuration: config, store: SQLiteTokenStore(path: dir.appendingPathComponent("token.sqlite").path),
+                identity: identity.caller, publish: events.record, clock: clock.wallClock)
             return Harness(
                 service: service, clock: clock, identity: identity, events: events, dir: dir, kind: kind, database: nil, client: nil)
         case .postgres:
@@ -103,6 +106,9 @@ struct Harness {
                 client: client)
         }
     }
+
+    /// The SQLite file of a SQLite harness.
+    var databasePath: String { dir.appendingPathComponent("token.sqlite").path }
 
     /// Another service on the same store (the same file, or the same database), as after a
     /// restart, or beside this one.

@@ -1,4 +1,6 @@
 import Foundation
+import TokenPorts
+import SQLiteStores
 import GatehouseContracts
 import Testing
 import TokenCore
@@ -23,8 +25,8 @@ struct SweepTests {
         return sessions
     }
 
-    /// `TokenStore.sweep` with the default retention and idle timeout, in batches of `batch`.
-    func sweep(_ h: Harness, batch: Int) async throws -> TokenStore.SweepCounts {
+    /// `SQLiteTokenStore.sweep` with the default retention and idle timeout, in batches of `batch`.
+    func sweep(_ h: Harness, batch: Int) async throws -> SweepCounts {
         try await h.service.store.sweep(now: h.clock.now, retention: 7 * Self.day, idleTimeout: 30 * Self.day, batch: batch)
     }
 
@@ -70,7 +72,7 @@ struct SweepTests {
         let revoked = try await issueRevoked(h, user: "revoked")
         let idle = try await h.issue(user: "idle")
         h.clock.advance(by: 6 * Self.day)
-        #expect(try await h.service.sweep() == TokenStore.SweepCounts())
+        #expect(try await h.service.sweep() == SweepCounts())
         #expect(await expectCode(.sessionRevoked) { try await refresh(h, revoked.refreshToken) })
         // Idle since day 0: it ended on day 30, so it stays until day 37.
         h.clock.advance(by: 30 * Self.day)
@@ -93,14 +95,14 @@ struct SweepTests {
         h.clock.advance(by: 13 * Self.day)
         // Day 38: `first` (day 0) is older than 37 days: superseded on day 25, 13 days ago.
         let counts = try await h.service.sweep()
-        #expect(counts == TokenStore.SweepCounts(sessions: 0, refreshTokens: 1))
+        #expect(counts == SweepCounts(sessions: 0, refreshTokens: 1))
         #expect(try await h.service.store.rowCounts() == (1, 1))
         // Presenting it now is an unknown token, not a reuse: the session lives on.
         #expect(await expectCode(.invalidRefreshToken) { try await refresh(h, first.refreshToken) })
         let third = try await refresh(h, second.refreshToken)
         // `second` (day 25) is superseded on day 38 and kept: its reuse is still detected.
         h.clock.advance(by: 1 * Self.day)
-        #expect(try await h.service.sweep() == TokenStore.SweepCounts())
+        #expect(try await h.service.sweep() == SweepCounts())
         #expect(await expectCode(.refreshTokenReused) { try await refresh(h, second.refreshToken) })
         #expect(await expectCode(.sessionRevoked) { try await refresh(h, third.refreshToken) })
     }

@@ -8,6 +8,8 @@
 // one RPC out, and an ES256 signature. 64 sessions refresh concurrently, each along its own chain.
 import Benchmark
 import Foundation
+import TokenPorts
+import SQLiteStores
 import GatehouseContracts
 import GatehouseRPC
 import Synchronization
@@ -95,7 +97,7 @@ final class RefreshFixture: @unchecked Sendable {
         }
     }
 
-    init(durability: TokenStore.Durability, setup: Setup) async throws {
+    init(durability: SQLiteTokenStore.Durability, setup: Setup) async throws {
         dir = FileManager.default.temporaryDirectory.appendingPathComponent("token-bench-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         var identityRouter = RPCRouter()
@@ -107,10 +109,11 @@ final class RefreshFixture: @unchecked Sendable {
         identityServer = try RPCServer(router: identityRouter, configuration: .init(endpoints: [setup.endpoint("identity")]))
         let identityEndpoint = try identityServer.start()[0]
         let identity = try RPCClient(configuration: .init(endpoint: identityEndpoint, defaultTimeout: .seconds(10)))
-        var config = TokenConfiguration(databasePath: dir.appendingPathComponent("token.sqlite").path, issuer: issuer, audience: audience)
-        config.durability = durability
-        if setup == .readMap { config.pointReadMemoryMap = 256 << 20 }  // RawReadPool.mmapSize
-        service = try await TokenService.start(configuration: config, identity: identity)
+        let config = TokenConfiguration(issuer: issuer, audience: audience)
+        let store = try SQLiteTokenStore(
+            path: dir.appendingPathComponent("token.sqlite").path, durability: durability,
+            pointReadMemoryMap: setup == .readMap ? 256 << 20 : 0)  // RawReadPool.mmapSize
+        service = try await TokenService.start(configuration: config, store: store, identity: identity)
         var tokenConfiguration = RPCServer.Configuration(endpoints: [setup.endpoint("token")])
         if setup == .globalPool { tokenConfiguration.handlerExecutor = .globalPool }
         tokenServer = try RPCServer(router: service.router(), configuration: tokenConfiguration)
@@ -140,7 +143,7 @@ final class Fixtures: @unchecked Sendable {
         return made
     }
 
-    func refresh(_ durability: TokenStore.Durability, _ setup: RefreshFixture.Setup) async throws -> RefreshFixture {
+    func refresh(_ durability: SQLiteTokenStore.Durability, _ setup: RefreshFixture.Setup) async throws -> RefreshFixture {
         let name = "\(durability) \(setup)"
         if let existing = lock.withLock({ refreshFixtures[name] }) { return existing }
         let made = try await RefreshFixture(durability: durability, setup: setup)
@@ -176,7 +179,7 @@ let benchmarks: @Sendable () -> Void = {
         metrics: [.wallClock], timeUnits: .milliseconds, warmupIterations: 1, maxDuration: .seconds(20), maxIterations: 20)
 
     for setup in [RefreshFixture.Setup.ioThread, .inproc] {
-        for durability in [TokenStore.Durability.processCrash, .powerLoss] {
+        for durability in [SQLiteTokenStore.Durability.processCrash, .powerLoss] {
             let label = (durability == .processCrash ? "process-crash (synchronous=NORMAL)" : "power-loss (synchronous=FULL)")
                 + (setup == .inproc ? ", inproc" : "")
             Benchmark("token refresh over RPC, 64 in flight (6400 refreshes), \(label)", configuration: throughput) { benchmark in

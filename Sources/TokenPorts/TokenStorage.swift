@@ -1,15 +1,27 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 
 /// Where the token service keeps signing keys, sessions, refresh tokens and its audit log: the
-/// SQLite file of one instance (`TokenStore`, the embedded default) or a PostgreSQL database
-/// shared by several instances (`PostgresTokenStore`, module `PostgresStores`).
+/// SQLite file of one instance (`SQLiteTokenStore`, module `SQLiteStores`, the embedded default)
+/// or a PostgreSQL database shared by several instances (`PostgresTokenStore`, module
+/// `PostgresStores`). The service sees only this port; the composition root picks the store.
 ///
-/// The row types are `TokenStore`'s (`TokenStore.SessionRow`, `.StoredKey`, `.RotationOutcome`,
-/// `.SweepCounts`): one shape, whichever store holds them. Implementations let no error of their
-/// own escape: failures become `RPCError`s (`unavailable` when the database cannot be reached or
-/// is busy, `internal` otherwise). Every write is durable before the call returns.
-public protocol TokenStorage: Sendable {
+/// The row and outcome types are the port's own (`StoredSession`, `StoredSigningKey`,
+/// `RotationOutcome`, `SweepCounts`): one shape, whichever store holds them. What a write decides
+/// is decided once, in `TokenCore` (`RefreshRotation`) or here (`RevocationAudit`); a store reads,
+/// and applies the decision. Implementations let no error of their own escape: failures become
+/// `RPCError`s (`unavailable` when the database cannot be reached or is busy, `internal`
+/// otherwise). Every write is durable before the call returns.
+///
+/// Capabilities are requirements: `runIfLeader` (`LeaderElection`: one instance runs each
+/// background job; a store of one instance always leads) and `sharedRevocationLog` (nil where one
+/// instance numbers its own revocations).
+public protocol TokenStorage: LeaderElection {
+    /// The store's revocation log when several instances share it (they then publish every
+    /// instance's revocations, numbered by the store); nil for a store of one instance.
+    var sharedRevocationLog: (any SharedRevocationLog)? { get }
+
     /// Applies pending schema migrations (once, however many instances start at once).
     func migrate() async throws
 
@@ -28,42 +40,42 @@ public protocol TokenStorage: Sendable {
     func scrubFreedPages() async throws
 
     /// Every stored key, oldest first.
-    func keys() async throws -> [TokenStore.StoredKey]
+    func keys() async throws -> [StoredSigningKey]
     /// Adds `key`, to sign from `key.activatesAt`: the key signing until then stops at that
     /// instant and stays published until `previousRetireAfter`; appends `audit` in the same
     /// transaction. With `ifNewestBefore`, adds it only when the newest stored key was made before
     /// that time, deciding in the store: of instances sharing it that try at once, one rotates.
     /// Whether it added the key.
     @discardableResult
-    func insertKey(_ key: TokenStore.StoredKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore: Date?) async throws -> Bool
+    func insertKey(_ key: StoredSigningKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore: Date?) async throws -> Bool
     /// Adds `key` as the first signing key unless a key exists already; whether it did. Instances
     /// starting together on an empty database make one first key.
-    func insertFirstKey(_ key: TokenStore.StoredKey) async throws -> Bool
+    func insertFirstKey(_ key: StoredSigningKey) async throws -> Bool
 
     // MARK: Sessions
 
     /// Stores a new session with its first refresh token (by hash).
-    func createSession(_ session: TokenStore.SessionRow, refreshHash: Data) async throws
+    func createSession(_ session: StoredSession, refreshHash: Data) async throws
     /// The session a refresh token belongs to (whatever the token's state).
-    func session(forRefreshHash hash: Data) async throws -> TokenStore.SessionRow?
+    func session(forRefreshHash hash: Data) async throws -> StoredSession?
     /// The session with this id, or nil.
-    func session(id: String) async throws -> TokenStore.SessionRow?
+    func session(id: String) async throws -> StoredSession?
     /// The user's sessions, oldest first.
-    func sessions(userID: String) async throws -> [TokenStore.SessionRow]
-    /// Rotates the refresh token `hash` to `successorHash` atomically (see `TokenStore.rotate`):
+    func sessions(userID: String) async throws -> [StoredSession]
+    /// Rotates the refresh token `hash` to `successorHash` atomically (`RefreshRotation` decides):
     /// of two rotations of one token, wherever they run, exactly one rotates.
     func rotate(hash: Data, successorHash: Data, now: Date, grace: TimeInterval, idleTimeout: TimeInterval) async throws
-        -> TokenStore.RotationOutcome
+        -> RotationOutcome
     /// The session's current refresh-token hash (for tests).
     func currentHash(sessionID: String) async throws -> Data?
     /// Revokes one session; returns it if it was active.
-    func revoke(sessionID: String, reason: String, at now: Date) async throws -> TokenStore.SessionRow?
+    func revoke(sessionID: String, reason: String, at now: Date) async throws -> StoredSession?
     /// Whether a session is revoked (or unknown).
     func isRevoked(sessionID: String) async throws -> Bool
     /// Revokes every active session of a user but `except`, in one transaction; returns those
     /// revoked. With `scrubClient`, blanks the user agent and IP address of all its sessions.
     func revokeAll(userID: String, reason: String, at now: Date, except: String?, scrubClient: Bool) async throws
-        -> [TokenStore.SessionRow]
+        -> [StoredSession]
     /// The sessions revoked after `since`, oldest first.
     func revokedSessions(since: Date) async throws -> [RevokedSession]
     /// The ids of `userID`'s sessions revoked after `since`.
@@ -73,8 +85,8 @@ public protocol TokenStorage: Sendable {
 
     // MARK: Upkeep and audit
 
-    /// Deletes ended sessions and old refresh tokens (see `TokenStore.sweep`).
-    func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> TokenStore.SweepCounts
+    /// Deletes ended sessions and old refresh tokens (see `SQLiteTokenStore.sweep`).
+    func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> SweepCounts
     /// The number of stored sessions and refresh tokens.
     func rowCounts() async throws -> (sessions: Int, refreshTokens: Int)
     /// The page of the audit log `request` asks for.
@@ -86,7 +98,7 @@ public protocol TokenStorage: Sendable {
 
 extension TokenStorage {
     /// `sweep` in batches of 1,000.
-    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval) async throws -> TokenStore.SweepCounts {
+    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval) async throws -> SweepCounts {
         try await sweep(now: now, retention: retention, idleTimeout: idleTimeout, batch: 1000)
     }
     /// `pruneAudit` in batches of 5,000.

@@ -1,21 +1,9 @@
 import Foundation
 import GRDB
+import TokenPorts
 
-extension TokenStore {
+extension SQLiteTokenStore {
     // MARK: Sweeping
-
-    /// What one sweep deleted.
-    public struct SweepCounts: Sendable, Equatable {
-        /// Sessions deleted.
-        public var sessions = 0
-        /// Refresh tokens deleted.
-        public var refreshTokens = 0
-        /// Counts of deleted rows.
-        public init(sessions: Int = 0, refreshTokens: Int = 0) {
-            self.sessions = sessions
-            self.refreshTokens = refreshTokens
-        }
-    }
 
     /// Deletes sessions that ended (revoked, past their absolute expiry, or idle past
     /// `idleTimeout`) more than `retention` before `now`, and every refresh token created more

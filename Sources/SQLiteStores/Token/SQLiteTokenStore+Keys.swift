@@ -1,8 +1,9 @@
 import Foundation
 import GatehouseContracts
 import GRDB
+import TokenPorts
 
-extension TokenStore {
+extension SQLiteTokenStore {
     // MARK: Meta and keys
 
     /// A stored secret, created with `make` on first use.
@@ -17,47 +18,11 @@ extension TokenStore {
         }
     }
 
-    /// A signing key as stored: its private half (sealed when a key-encryption key is set) and its lifetime.
-    public struct StoredKey: Sendable {
-        /// The key id (`kid`), the RFC 7638 thumbprint of its public key.
-        public var kid: String
-        /// `ES256`, `EdDSA` or `RS256`.
-        public var algorithm: String
-        /// The private key material, AES-GCM sealed when `encrypted`.
-        public var privateKey: Data
-        /// Whether `privateKey` is sealed with the key-encryption key.
-        public var encrypted: Bool
-        /// When the key was made.
-        public var createdAt: Date
-        /// When it starts signing: published from `createdAt`, it signs from here (a rotation
-        /// across several instances publishes the key everywhere before any instance signs with it).
-        public var activatesAt: Date
-        /// When it stopped signing (nil: it is the active key, or the next one).
-        public var signingUntil: Date?
-        /// After this it leaves the JWKS (every token it signed has expired).
-        public var retireAfter: Date?
-
-        /// A stored key; it signs from `activatesAt` (default: from `createdAt`).
-        public init(
-            kid: String, algorithm: String, privateKey: Data, encrypted: Bool, createdAt: Date, activatesAt: Date? = nil,
-            signingUntil: Date? = nil, retireAfter: Date? = nil
-        ) {
-            self.kid = kid
-            self.algorithm = algorithm
-            self.privateKey = privateKey
-            self.encrypted = encrypted
-            self.createdAt = createdAt
-            self.activatesAt = activatesAt ?? createdAt
-            self.signingUntil = signingUntil
-            self.retireAfter = retireAfter
-        }
-    }
-
     /// Every stored key, oldest first.
-    public func keys() async throws -> [StoredKey] {
+    public func keys() async throws -> [StoredSigningKey] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt").map { row in
-                StoredKey(
+                StoredSigningKey(
                     kid: row["kid"], algorithm: row["algorithm"], privateKey: row["privateKey"], encrypted: row["encrypted"],
                     createdAt: Self.date(row["createdAt"])!, activatesAt: Self.date(row["activatesAt"]),
                     signingUntil: Self.date(row["signingUntil"]), retireAfter: Self.date(row["retireAfter"]))
@@ -71,7 +36,7 @@ extension TokenStore {
     /// (a scheduled rotation: decided in the transaction, so one rotation per due time); whether
     /// it added the key.
     @discardableResult
-    public func insertKey(_ key: StoredKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?) async throws -> Bool {
+    public func insertKey(_ key: StoredSigningKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?) async throws -> Bool {
         try await write { db in
             if let cutoff, let newest = try Int64.fetchOne(db, sql: "SELECT max(createdAt) FROM signingKey"), newest >= Self.ms(cutoff) {
                 return false
@@ -86,7 +51,7 @@ extension TokenStore {
     }
 
     /// Adds `key` unless a key exists; whether it did.
-    public func insertFirstKey(_ key: StoredKey) async throws -> Bool {
+    public func insertFirstKey(_ key: StoredSigningKey) async throws -> Bool {
         try await write { db in
             guard try Int.fetchOne(db, sql: "SELECT count(*) FROM signingKey") == 0 else { return false }
             try Self.insert(key, in: db)
@@ -94,7 +59,7 @@ extension TokenStore {
         }
     }
 
-    private static func insert(_ key: StoredKey, in db: Database) throws {
+    private static func insert(_ key: StoredSigningKey, in db: Database) throws {
         try db.execute(
             sql: "INSERT INTO signingKey (kid, algorithm, privateKey, encrypted, createdAt, activatesAt) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [key.kid, key.algorithm, key.privateKey, key.encrypted, Self.ms(key.createdAt), Self.ms(key.activatesAt)])

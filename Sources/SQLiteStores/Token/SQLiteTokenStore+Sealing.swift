@@ -1,16 +1,11 @@
 import Foundation
 import GRDB
+import TokenPorts
 import SQLiteSupport
 
 /// Secrets at rest: the signing keys' private halves and the refresh-successor secret, sealed
 /// with the key-encryption key (AES-GCM) so that a copied database or backup alone leaks neither.
-extension TokenStore {
-    /// The name of the refresh-successor secret in `meta`: 32 raw bytes, or 60 once sealed
-    /// (12-byte nonce, 32 bytes, 16-byte tag).
-    static let successorSecretName = "refresh-successor-key"
-    /// The length of the unsealed refresh-successor secret.
-    static let plainSecretLength = 32
-
+extension SQLiteTokenStore {
     /// Replaces the stored secret `name` with `value`, overwriting the old bytes in the file.
     public func replaceSecret(named name: String, with value: Data) async throws {
         try await write { db in
@@ -69,8 +64,8 @@ extension TokenStore {
         return try queue.read { db in
             guard try db.tableExists("signingKey"), try db.tableExists("meta") else { return false }
             let keys = try Int.fetchOne(db, sql: "SELECT count(*) FROM signingKey WHERE encrypted = 1") ?? 0
-            let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [successorSecretName])
-            return keys > 0 || (secret.map { $0.count != plainSecretLength } ?? false)
+            let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [TokenSecrets.successorName])
+            return keys > 0 || (secret.map { $0.count != TokenSecrets.plainLength } ?? false)
         }
     }
 
@@ -115,11 +110,11 @@ extension TokenStore {
                 try db.execute(sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?", arguments: [try seal(plain), kid])
                 report.keys += 1
             }
-            if let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [successorSecretName]) {
-                if let plain = open(secret, secret.count != plainSecretLength) {
-                    try db.execute(sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [try seal(plain), successorSecretName])
+            if let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [TokenSecrets.successorName]) {
+                if let plain = open(secret, secret.count != TokenSecrets.plainLength) {
+                    try db.execute(sql: "UPDATE meta SET value = ? WHERE name = ?", arguments: [try seal(plain), TokenSecrets.successorName])
                 } else if discardUnreadable {
-                    try db.execute(sql: "DELETE FROM meta WHERE name = ?", arguments: [successorSecretName])
+                    try db.execute(sql: "DELETE FROM meta WHERE name = ?", arguments: [TokenSecrets.successorName])
                     report.discardedSecret = true
                 } else {
                     throw RewrapError(description: "the refresh secret does not open with the old key-encryption key; nothing was changed")

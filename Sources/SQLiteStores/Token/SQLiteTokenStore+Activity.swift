@@ -1,7 +1,8 @@
 import Foundation
 import GRDB
+import TokenPorts
 
-extension TokenStore {
+extension SQLiteTokenStore {
     // MARK: Activity
 
     /// For each of `userIDs` with at least one stored session, the latest `lastUsedAt` of its

@@ -1,8 +1,9 @@
 import Foundation
 import GatehouseContracts
 import GRDB
+import TokenPorts
 
-extension TokenStore {
+extension SQLiteTokenStore {
     // MARK: Revocations
 
     /// `revokedSessions(since:)` reads the recent revocations through this partial index (only
@@ -19,7 +20,7 @@ extension TokenStore {
     /// transaction: what is left is ids, timestamps, the user id and the reasons.
     public func revokeAll(
         userID: String, reason: String, at now: Date, except: String? = nil, scrubClient: Bool = false
-    ) async throws -> [SessionRow] {
+    ) async throws -> [StoredSession] {
         try await write { db in
             let rows = try Row.fetchAll(
                 db, sql: "SELECT * FROM session WHERE userId = ? AND revokedAt IS NULL AND id IS NOT ?", arguments: [userID, except])
@@ -40,7 +41,7 @@ extension TokenStore {
                 if scrubClient { s.client = ClientInfo() }
                 return s
             }
-            if let event = Self.revocationEvent(revoked, reason: reason, at: now, all: true) { try Self.appendAudit(event, in: db) }
+            if let event = RevocationAudit.event(revoked, reason: reason, at: now, all: true) { try Self.appendAudit(event, in: db) }
             return revoked
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseSupport
 import GRDB
+import TokenPorts
 import GatehouseContracts
 import Logging
 import SQLiteSupport
@@ -14,7 +15,7 @@ import TokenCore
 /// append (one fsync with `FULL`), each still answered only after that commit. GRDB runs
 /// every statement on its own writer/reader queues, never on Swift's cooperative pool. No
 /// SQLite error leaves this type: they become `internal`/`unavailable` `RPCError`s.
-public final class TokenStore: TokenStorage {
+public final class SQLiteTokenStore: TokenStorage {
     /// How far an acknowledged write survives.
     public typealias Durability = SQLiteSupport.Durability
 
@@ -144,10 +145,21 @@ public final class TokenStore: TokenStorage {
         do { return try await pool.read(body) } catch { throw translate(error) }
     }
 
+    // MARK: Capabilities
+
+    /// One instance numbers its own revocations: no shared log.
+    public var sharedRevocationLog: (any SharedRevocationLog)? { nil }
+
+    /// The only instance on its file: it always leads, so `body` runs at once.
+    public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        try await body()
+        return true
+    }
+
     // MARK: Sessions
 
     /// Stores a new session with its first refresh token (by hash).
-    public func createSession(_ s: SessionRow, refreshHash: Data) async throws {
+    public func createSession(_ s: StoredSession, refreshHash: Data) async throws {
         try await write { db in
             try db.execute(
                 sql: """
@@ -170,7 +182,7 @@ public final class TokenStore: TokenStorage {
     /// one primary-key lookup on a WAL reader (never waits for the writer) costs less than the
     /// two thread wake-ups of the hop. The token service's handlers run on the RPC server's own
     /// I/O thread, never on Swift's cooperative pool, so this blocks no shared thread.
-    public func session(forRefreshHash hash: Data) throws -> SessionRow? {
+    public func session(forRefreshHash hash: Data) throws -> StoredSession? {
         do {
             return try pointReads.read(sql: Self.sessionByRefreshHashSQL, arguments: [.blob(Array(hash))]) { row in
                 Self.session(row, from: 0)
@@ -187,8 +199,8 @@ public final class TokenStore: TokenStorage {
         "/* raw */ SELECT s.currentHash, s.rotatedAt, \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
 
     /// A session from `sessionColumns`, starting at column `first`.
-    static func session(_ row: RawRow, from first: Int32) -> SessionRow {
-        SessionRow(
+    static func session(_ row: RawRow, from first: Int32) -> StoredSession {
+        StoredSession(
             id: row.string(first), userID: row.string(first + 1), createdAt: date(row.int64(first + 2))!,
             authTime: date(row.int64(first + 3))!, amr: row.string(first + 4).split(separator: " ").map(String.init),
             client: ClientInfo(userAgent: row.string(first + 5), ip: row.string(first + 6)),
@@ -197,27 +209,17 @@ public final class TokenStore: TokenStorage {
     }
 
     /// The session with this id, or nil.
-    public func session(id: String) async throws -> SessionRow? {
+    public func session(id: String) async throws -> StoredSession? {
         try await read { db in
             try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM session WHERE id = ?"), arguments: [id]).map(Self.session)
         }
     }
 
     /// The user's sessions, oldest first.
-    public func sessions(userID: String) async throws -> [SessionRow] {
+    public func sessions(userID: String) async throws -> [StoredSession] {
         try await read { db in
             try Row.fetchAll(db, sql: "SELECT * FROM session WHERE userId = ? ORDER BY createdAt", arguments: [userID]).map(Self.session)
         }
-    }
-
-    /// What a refresh did.
-    public enum RotationOutcome: Sendable, Equatable {
-        case rotated(SessionRow)
-        case graceReplay(SessionRow)
-        case reused(SessionRow)
-        case invalid
-        case expired(SessionRow)
-        case revoked(SessionRow)
     }
 
     /// Rotates the refresh token `hash` to `successorHash` in one write transaction, so two
@@ -238,19 +240,24 @@ public final class TokenStore: TokenStorage {
             else { return .invalid }
             var session = found
             let sessionID = session.id
-            if session.revokedAt != nil { return .revoked(session) }
-            if now >= session.expiresAt || now >= session.lastUsedAt.addingTimeInterval(idleTimeout) { return .expired(session) }
-            guard current == hash else {
-                if current == successorHash, let rotatedAt, now.timeIntervalSince(rotatedAt) <= grace { return .graceReplay(session) }
-                try db.execute(
-                    sql: "UPDATE session SET revokedAt = ?, revokeReason = 'refresh_token_reused' WHERE id = ?",
-                    arguments: [Self.ms(now), sessionID])
+            let state = RefreshRotation.State(
+                revoked: session.revokedAt != nil, expiresAt: session.expiresAt, lastUsedAt: session.lastUsedAt,
+                currentHash: current, rotatedAt: rotatedAt)
+            switch RefreshRotation.decide(state, presented: hash, successor: successorHash, now: now, grace: grace, idleTimeout: idleTimeout) {
+            case .revoked: return .revoked(session)
+            case .expired: return .expired(session)
+            case .graceReplay: return .graceReplay(session)
+            case .reuse:
+                let reason = RefreshRotation.reuseReason
+                try db.execute(sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE id = ?", arguments: [Self.ms(now), reason, sessionID])
                 session.revokedAt = now
-                session.revokeReason = "refresh_token_reused"
-                if let event = Self.revocationEvent([session], reason: "refresh_token_reused", at: now, all: false) {
+                session.revokeReason = reason
+                if let event = RevocationAudit.event([session], reason: reason, at: now, all: false) {
                     try Self.appendAudit(event, in: db)
                 }
                 return .reused(session)
+            case .rotate:
+                break
             }
             try db.cachedStatement(sql: "UPDATE session SET currentHash = ?, rotatedAt = ?, lastUsedAt = ? WHERE id = ?")
                 .execute(arguments: [successorHash, Self.ms(now), Self.ms(now), sessionID])
@@ -267,7 +274,7 @@ public final class TokenStore: TokenStorage {
     }
 
     /// Revokes one session; returns it if it was active.
-    public func revoke(sessionID: String, reason: String, at now: Date) async throws -> SessionRow? {
+    public func revoke(sessionID: String, reason: String, at now: Date) async throws -> StoredSession? {
         try await write { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ? AND revokedAt IS NULL", arguments: [sessionID])
             else { return nil }
@@ -275,7 +282,7 @@ public final class TokenStore: TokenStorage {
             var s = Self.session(row)
             s.revokedAt = now
             s.revokeReason = reason
-            if let event = Self.revocationEvent([s], reason: reason, at: now, all: false) { try Self.appendAudit(event, in: db) }
+            if let event = RevocationAudit.event([s], reason: reason, at: now, all: false) { try Self.appendAudit(event, in: db) }
             return s
         }
     }
@@ -297,9 +304,9 @@ public final class TokenStore: TokenStorage {
     /// The stored milliseconds as a date (nil stays nil).
     static func date(_ ms: Int64?) -> Date? { ms.map(Date.init(millisecondsSince1970:)) }
 
-    static func session(_ row: Row) -> SessionRow {
+    static func session(_ row: Row) -> StoredSession {
         let amr: String = row["amr"]
-        return SessionRow(
+        return StoredSession(
             id: row["id"], userID: row["userId"], createdAt: date(row["createdAt"])!, authTime: date(row["authTime"])!,
             amr: amr.split(separator: " ").map(String.init), client: ClientInfo(userAgent: row["userAgent"], ip: row["ip"]),
             lastUsedAt: date(row["lastUsedAt"])!, expiresAt: date(row["expiresAt"])!, revokedAt: date(row["revokedAt"]),

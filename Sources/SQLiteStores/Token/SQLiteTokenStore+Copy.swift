@@ -1,81 +1,24 @@
 import Foundation
 import GRDB
 import SQLiteSupport
+import TokenPorts
 
 /// Reading a whole `token.sqlite` to copy it into another store (`gatehouse store copy`).
-extension TokenStore {
-    /// A session with the columns a copy keeps besides `SessionRow`'s.
-    public struct CopiedSession: Sendable {
-        /// The session.
-        public var row: SessionRow
-        /// Its current refresh token's hash.
-        public var currentHash: Data?
-        /// When it last rotated.
-        public var rotatedAt: Date?
-    }
-
-    /// A refresh token as stored (by hash).
-    public struct CopiedRefreshToken: Sendable {
-        /// SHA-256 of the token.
-        public var hash: Data
-        /// Its session.
-        public var sessionID: String
-        /// When it was made.
-        public var createdAt: Date
-    }
-
-    /// An audit event as stored, its position kept.
-    public struct CopiedAuditRow: Sendable {
-        /// Its position in the log.
-        public var seq: Int64
-        /// When it happened (milliseconds since 1970).
-        public var occurredAt: Int64
-        /// `kind`, `userId`, `actor`, `reason`, `email`, `ip`, `userAgent`, `sessionId`, `detail`.
-        public var text: [String]
-    }
-
-    /// What a copy must match: the number of rows of each kind.
-    public struct CopyCounts: Sendable, Equatable, CustomStringConvertible {
-        /// Signing keys.
-        public var keys = 0
-        /// Sessions.
-        public var sessions = 0
-        /// Refresh tokens.
-        public var refreshTokens = 0
-        /// Audit events.
-        public var auditEvents = 0
-        /// Rows of `meta` (the refresh-successor secret).
-        public var secrets = 0
-
-        /// Counts.
-        public init(keys: Int = 0, sessions: Int = 0, refreshTokens: Int = 0, auditEvents: Int = 0, secrets: Int = 0) {
-            self.keys = keys
-            self.sessions = sessions
-            self.refreshTokens = refreshTokens
-            self.auditEvents = auditEvents
-            self.secrets = secrets
-        }
-
-        /// `N keys, N sessions, …`.
-        public var description: String {
-            "\(keys) signing keys, \(sessions) sessions, \(refreshTokens) refresh tokens, \(auditEvents) audit events, \(secrets) secrets"
-        }
-    }
-
+extension SQLiteTokenStore {
     /// A `token.sqlite` opened read-only, every migration applied, read in batches.
-    public final class CopySource: Sendable {
+    public final class CopySource: TokenCopySource {
         let queue: DatabaseQueue
 
         /// Opens the file at `path` read-only; throws when it is missing or not fully migrated
         /// (start and stop the token service of this version once first).
         public init(path: String) throws {
-            queue = try SQLiteFiles.openCopySource(path, service: "token", migrator: TokenStore.migrator, makeError: CopyError.init)
+            queue = try SQLiteFiles.openCopySource(path, service: "token", migrator: SQLiteTokenStore.migrator, makeError: TokenCopyError.init)
         }
 
         /// The rows of each kind.
-        public func counts() throws -> CopyCounts {
+        public func counts() throws -> TokenCopyCounts {
             try queue.read { db in
-                CopyCounts(
+                TokenCopyCounts(
                     keys: try Int.fetchOne(db, sql: "SELECT count(*) FROM signingKey") ?? 0,
                     sessions: try Int.fetchOne(db, sql: "SELECT count(*) FROM session") ?? 0,
                     refreshTokens: try Int.fetchOne(db, sql: "SELECT count(*) FROM refreshToken") ?? 0,
@@ -92,13 +35,13 @@ extension TokenStore {
         }
 
         /// Every signing key, oldest first.
-        public func keys() throws -> [StoredKey] {
+        public func keys() throws -> [StoredSigningKey] {
             try queue.read { db in
                 try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt, rowid").map { row in
-                    StoredKey(
+                    StoredSigningKey(
                         kid: row["kid"], algorithm: row["algorithm"], privateKey: row["privateKey"], encrypted: row["encrypted"],
-                        createdAt: TokenStore.date(row["createdAt"])!, activatesAt: TokenStore.date(row["activatesAt"]),
-                        signingUntil: TokenStore.date(row["signingUntil"]), retireAfter: TokenStore.date(row["retireAfter"]))
+                        createdAt: SQLiteTokenStore.date(row["createdAt"])!, activatesAt: SQLiteTokenStore.date(row["activatesAt"]),
+                        signingUntil: SQLiteTokenStore.date(row["signingUntil"]), retireAfter: SQLiteTokenStore.date(row["retireAfter"]))
                 }
             }
         }
@@ -112,7 +55,7 @@ extension TokenStore {
                     db, sql: "SELECT rowid AS r, * FROM session WHERE rowid > ? ORDER BY rowid LIMIT ?", arguments: [after, limit]
                 ).map { row -> CopiedSession in
                     last = row["r"]
-                    return CopiedSession(row: TokenStore.session(row), currentHash: row["currentHash"], rotatedAt: TokenStore.date(row["rotatedAt"]))
+                    return CopiedSession(row: SQLiteTokenStore.session(row), currentHash: row["currentHash"], rotatedAt: SQLiteTokenStore.date(row["rotatedAt"]))
                 }
                 return (rows, last)
             }
@@ -124,7 +67,7 @@ extension TokenStore {
                 try Row.fetchAll(
                     db, sql: "SELECT hash, sessionId, createdAt FROM refreshToken WHERE hash > ? ORDER BY hash LIMIT ?",
                     arguments: [after ?? Data(), limit]
-                ).map { CopiedRefreshToken(hash: $0["hash"], sessionID: $0["sessionId"], createdAt: TokenStore.date($0["createdAt"])!) }
+                ).map { CopiedRefreshToken(hash: $0["hash"], sessionID: $0["sessionId"], createdAt: SQLiteTokenStore.date($0["createdAt"])!) }
             }
         }
 
@@ -166,11 +109,4 @@ extension TokenStore {
         }
     }
 
-    /// Why a copy cannot start or did not match.
-    public struct CopyError: Error, CustomStringConvertible {
-        /// What to do about it.
-        public let description: String
-        /// An error saying `description`.
-        public init(_ description: String) { self.description = description }
-    }
 }
