@@ -28,6 +28,7 @@ let package = Package(
         .library(name: "TokenService", targets: ["TokenService"]),
         .library(name: "TokenPorts", targets: ["TokenPorts"]),
         .library(name: "SQLiteStores", targets: ["SQLiteStores"]),
+        .library(name: "IdentityPorts", targets: ["IdentityPorts"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -108,7 +109,7 @@ let package = Package(
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
-                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores",
+                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores", "IdentityPorts",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -187,12 +188,18 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // The identity service's storage ports: `IdentityStorage` and the narrower ones it is made
+        // of, their rows and outcomes, the audit scope of a running call (no store in it).
+        .target(
+            name: "IdentityPorts",
+            dependencies: ["IdentityCore", "GatehouseContracts", "GatehouseSupport", "Mail"],
+            swiftSettings: swiftSettings
+        ),
         .target(
             name: "IdentityService",
             dependencies: [
-                "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "CArgon2", "CLegacyHashes",
-                "SQLiteSupport", "Mail", "ProviderTokens",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "IdentityCore", "IdentityPorts", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "CArgon2",
+                "CLegacyHashes", "Mail", "ProviderTokens",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -202,7 +209,7 @@ let package = Package(
         // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
         .executableTarget(
             name: "identity-crash-writer",
-            dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
+            dependencies: ["IdentityService", "IdentityCore", "IdentityPorts", "SQLiteStores", "GatehouseContracts"],
             swiftSettings: swiftSettings
         ),
         // MARK: PostgreSQL (issue 24)
@@ -221,7 +228,7 @@ let package = Package(
         .target(
             name: "PostgresStores",
             dependencies: [
-                "IdentityCore", "IdentityService", "Mail", "ProviderTokens", "GatehouseSupport", "PostgresSupport", "TokenPorts",
+                "IdentityCore", "IdentityPorts", "Mail", "ProviderTokens", "GatehouseSupport", "PostgresSupport", "TokenPorts",
                 "TokenCore", "GatehouseContracts",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -299,8 +306,9 @@ let package = Package(
         .target(
             name: "SQLiteStores",
             dependencies: [
-                "TokenCore", "TokenPorts", "GatehouseContracts", "GatehouseSupport", "SQLiteSupport",
+                "TokenCore", "TokenPorts", "IdentityCore", "IdentityPorts", "Mail", "GatehouseContracts", "GatehouseSupport", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: swiftSettings
@@ -357,7 +365,10 @@ let package = Package(
         // deadline, shared by the test targets (no production target depends on it).
         .target(
             name: "GatehouseTestSupport",
-            dependencies: ["GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "ProtoCodec", "CTestSupport", "Mail"],
+            dependencies: [
+                "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityPorts", "IdentityService", "ProtoCodec",
+                "CTestSupport", "Mail",
+            ],
             swiftSettings: swiftSettings
         ),
         // Caps how many tests run at once in the test process (see parallelism.c).
@@ -379,7 +390,8 @@ let package = Package(
             name: "GatehouseAppTests",
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "GatehouseTestSupport", "Gateway", "SMTPClient", "PostgresSupport",
+                "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "IdentityPorts", "GatehouseTestSupport", "Gateway", "SMTPClient",
+                "PostgresSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -410,8 +422,8 @@ let package = Package(
             name: "IdentityServiceTests",
             dependencies: [
                 "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
-                "IdentityService", "IdentityCore", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport", "Mail",
+                "IdentityService", "IdentityCore", "IdentityPorts", "SQLiteStores", "GatehouseContracts", "GatehouseSupport", "RPCRouting",
+                "ProtoCodec", "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport", "Mail",
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
@@ -430,7 +442,8 @@ let package = Package(
         .testTarget(
             name: "EndToEndTests",
             dependencies: [
-                "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail",
+                "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityPorts", "IdentityService",
+                "SQLiteStores", "GatehouseRPC", "GatehouseContracts", "Mail",
                 // The Swift client library, driven against the running stack (issue 23), and its example.
                 "GatehouseClient", "gatehouse-client-example",
                 // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
@@ -467,7 +480,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
-                "TokenPorts", "SQLiteStores",
+                "TokenPorts", "SQLiteStores", "IdentityPorts",
                 "ProtoCodec", "GatehouseTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),

@@ -1,4 +1,6 @@
 import Foundation
+import SQLiteStores
+import IdentityPorts
 import GatehouseContracts
 import GatehouseRPC
 import IdentityService

@@ -1,4 +1,6 @@
 import Foundation
+import SQLiteStores
+import IdentityPorts
 import GatehouseContracts
 import GatehouseRPC
 import GatehouseSupport
@@ -22,9 +24,12 @@ struct PublisherEventSink: EventSink {
 
 /// Settings of the identity role, read from the configuration table.
 public struct IdentityRoleSettings: Sendable {
-    /// The identity service's settings: database path, durability,
-    /// Argon2id parameters, password policy, hashing pool.
+    /// The identity service's settings: Argon2id parameters, password policy, hashing pool.
     public var service: IdentityConfiguration
+    /// The embedded store's file (`identity.sqlite` in the data folder), when no database URL is set.
+    public var databasePath: String
+    /// How far an acknowledged write to `identity.sqlite` survives (`GATEHOUSE_DURABILITY`).
+    public var durability: SQLiteUserStore.Durability
     /// Where the RPC server binds (`GATEHOUSE_IDENTITY_BIND`).
     public var rpcBind: String
     /// Where user events are published (`GATEHOUSE_IDENTITY_EVENTS_BIND`).
@@ -60,9 +65,9 @@ public struct IdentityRoleSettings: Sendable {
             memoryKiB: UInt32(try config.int(ConfigTable.argon2MemoryKiB, in: 8...4_194_304)),
             iterations: UInt32(try config.int(ConfigTable.argon2Iterations, in: 1...100)),
             parallelism: UInt32(try config.int(ConfigTable.argon2Parallelism, in: 1...64)))
+        databasePath = URL(fileURLWithPath: dataDir).appendingPathComponent("identity.sqlite").path
+        durability = try config.powerLossDurability() ? .powerLoss : .processCrash
         service = IdentityConfiguration(
-            databasePath: URL(fileURLWithPath: dataDir).appendingPathComponent("identity.sqlite").path,
-            durability: try config.powerLossDurability() ? .powerLoss : .processCrash,
             argon2: argon2,
             minPasswordLength: try config.int(ConfigTable.passwordMinLength, in: 8...64),
             hashWorkers: try config.optionalInt(ConfigTable.hashWorkers, in: 1...256) ?? ProcessInfo.processInfo.activeProcessorCount,
@@ -184,9 +189,9 @@ public struct IdentityRole: Sendable {
     ) async throws -> IdentityRole {
         let (transport, destination) = try settings.mail.makeTransport(dataDir: settings.dataDir, clock: clock, smtp: smtp)
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
-        let publisher = try start.prepareService(databasePath: settings.service.databasePath, eventsBind: settings.eventsBind)
+        let publisher = try start.prepareService(databasePath: settings.databasePath, eventsBind: settings.eventsBind)
         let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
-        var store: (any IdentityStorage)?
+        let store: any IdentityStorage
         var database: Task<Void, Never>?
         if let shared = settings.database {
             // postgres-nio at trace prints every backend message, rows included (password hashes):
@@ -203,6 +208,10 @@ public struct IdentityRole: Sendable {
             }
             store = postgres
             logger.info("identity store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
+        } else {
+            let sqlite = try await SQLiteUserStore.open(path: settings.databasePath, durability: settings.durability)
+            try await sqlite.migrate()
+            store = sqlite
         }
         let service: IdentityService
         do {

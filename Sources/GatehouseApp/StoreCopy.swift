@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import TokenPorts
 import SQLiteStores
 import GatehouseSupport
@@ -98,9 +99,9 @@ public enum StoreCopy {
     /// Copies the stopped identity service's `identity.sqlite` in `folder` into the empty
     /// PostgreSQL database at `url` (migrated first), checked before the commit.
     public static func copyIdentity(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> IdentityReport {
-        let target = try settings(url, passwordFile: passwordFile, SQLiteUserStore.CopyError.init)
+        let target = try settings(url, passwordFile: passwordFile, IdentityCopyError.init)
         let path = folder.appendingPathComponent("identity.sqlite").path
-        try requireStopped(path, service: "identity", SQLiteUserStore.CopyError.init)
+        try requireStopped(path, service: "identity", IdentityCopyError.init)
         let source = try SQLiteUserStore.CopySource(path: path)
         return try await withClient(target, logger: logger) { client in
             let store = PostgresUserStore(client: client, logger: logger)
@@ -116,16 +117,16 @@ public enum StoreCopy {
     public static func checkTargets(folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws {
         let present = stores(in: folder)
         for (name, file, there) in [("identity", "identity.sqlite", present.identity), ("token", "token.sqlite", present.token)] where there {
-            try requireStopped(folder.appendingPathComponent(file).path, service: name, SQLiteUserStore.CopyError.init)
+            try requireStopped(folder.appendingPathComponent(file).path, service: name, IdentityCopyError.init)
         }
-        let target = try settings(url, passwordFile: passwordFile, SQLiteUserStore.CopyError.init)
+        let target = try settings(url, passwordFile: passwordFile, IdentityCopyError.init)
         try await withClient(target, logger: logger) { client in
             if present.identity {
                 let source = try SQLiteUserStore.CopySource(path: folder.appendingPathComponent("identity.sqlite").path)
                 let store = PostgresUserStore(client: client, logger: logger)
                 try await store.migrate()
                 if let held = try await store.holdsCopyTarget(tables: try source.tables()) {
-                    throw SQLiteUserStore.CopyError("the target database already holds identity data (\(held)): copy into an empty database; nothing was copied")
+                    throw IdentityCopyError("the target database already holds identity data (\(held)): copy into an empty database; nothing was copied")
                 }
             }
             if present.token {

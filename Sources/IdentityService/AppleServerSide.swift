@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import IdentityPorts
 import GatehouseSupport
 import IdentityCore
 import Logging

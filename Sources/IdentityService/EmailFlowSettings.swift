@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 
 /// Email verification and the confirmed email change (issue 19 §3–§4): when verification mail
 /// is sent, how long each code works, and how many such mails one user gets.

@@ -1,14 +1,10 @@
 import Crypto
 import Foundation
+import IdentityPorts
 import ProviderTokens
-import SQLiteSupport
 
 /// Everything the identity service can be configured with.
 public struct IdentityConfiguration: Sendable {
-    /// The SQLite file of the users database.
-    public var databasePath: String
-    /// How far an acknowledged write survives (`processCrash`: WAL + synchronous NORMAL).
-    public var durability: SQLiteUserStore.Durability
     /// Argon2id parameters for new hashes; older hashes are upgraded at sign-in.
     public var argon2: Argon2Parameters
     /// Limits for verifying imported hashes.
@@ -56,10 +52,8 @@ public struct IdentityConfiguration: Sendable {
     /// `…_PRIVATE_KEY_FILE`); nil: authorization codes are not exchanged.
     public var appleServer: AppleServerConfiguration?
 
-    /// Settings with the given database and limits; unset ones take the documented defaults.
+    /// Settings with the given limits; unset ones take the documented defaults.
     public init(
-        databasePath: String,
-        durability: SQLiteUserStore.Durability = .processCrash,
         argon2: Argon2Parameters = .owasp,
         verifyLimits: HashVerifyLimits = HashVerifyLimits(),
         minPasswordLength: Int = 8,
@@ -69,8 +63,6 @@ public struct IdentityConfiguration: Sendable {
         attemptThrottle: PasswordAttemptThrottle.Settings = PasswordAttemptThrottle.Settings()
     ) {
         self.attemptThrottle = attemptThrottle
-        self.databasePath = databasePath
-        self.durability = durability
         self.argon2 = argon2
         self.verifyLimits = verifyLimits
         self.minPasswordLength = minPasswordLength

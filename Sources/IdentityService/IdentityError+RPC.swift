@@ -1,3 +1,4 @@
+import IdentityPorts
 import GatehouseContracts
 import IdentityCore
 

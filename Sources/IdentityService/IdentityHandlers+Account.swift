@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import GatehouseContracts
 import IdentityCore
 import RPCRouting

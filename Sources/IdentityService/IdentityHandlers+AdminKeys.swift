@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore

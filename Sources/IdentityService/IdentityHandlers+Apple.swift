@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
@@ -62,7 +63,7 @@ extension IdentityHandlers {
     func keepAppleToken(_ token: (refreshToken: String, clientID: String), user: UserID, subject: String) async {
         guard let apple, let storage else { return }
         do {
-            let sealed = try apple.seal(token.refreshToken, associatedData: SQLiteUserStore.appleTokenAssociatedData(user: user, subject: subject))
+            let sealed = try apple.seal(token.refreshToken, associatedData: PendingAppleRevocation.associatedData(user: user, subject: subject))
             if try await !storage.storeAppleToken(user: user, subject: subject, clientID: token.clientID, sealed: sealed, at: clock.now) {
                 // The identity went meanwhile: the token is dropped, not revoked (revoking would
                 // end the Apple account's authorisation for whoever holds the identity now).

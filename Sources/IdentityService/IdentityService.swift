@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import ProviderTokens
 import GatehouseContracts
 import GatehouseSupport
@@ -27,21 +28,12 @@ public struct IdentityService: Sendable {
     /// Revokes queued Apple tokens (Sign in with Apple's server side configured); a role runs it.
     public var appleRevocations: AppleRevocationWorker? = nil
 
-    /// Opens the SQLite database and applies its migrations (the explicit start-up step), or uses
-    /// `store` (a shared store, migrated by its owner), and builds the handlers,
+    /// Builds the handlers and workers on `store` (opened and migrated by the composition root),
     /// which read the time from `clock`.
     public static func start(
-        configuration: IdentityConfiguration, store shared: (any IdentityStorage)? = nil, tokens: any RPCCaller, events: any EventSink,
+        configuration: IdentityConfiguration, store: any IdentityStorage, tokens: any RPCCaller, events: any EventSink,
         clock: WallClock = .system, logger: Logger = Logger(label: "gatehouse.identity")
     ) async throws -> IdentityService {
-        let store: any IdentityStorage
-        if let shared {
-            store = shared
-        } else {
-            let sqlite = try await SQLiteUserStore.open(path: configuration.databasePath, durability: configuration.durability)
-            try await sqlite.migrate()
-            store = sqlite
-        }
         let pool = HashPool(workers: configuration.hashWorkers, queueLimit: configuration.hashQueueLimit)
         let hasher = PasswordHasher(parameters: configuration.argon2, limits: configuration.verifyLimits, pool: pool)
         let policy = PasswordPolicy(minLength: configuration.minPasswordLength, maxLength: configuration.maxPasswordLength)

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 
 // The built-in mail templates: English and Japanese for every kind. Text templates use `{{{…}}}`
 // (no HTML escaping); HTML ones `{{…}}` (escaped).

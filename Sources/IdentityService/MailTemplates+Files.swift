@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import Mustache
 
 /// Operator templates (issue 19 §5, `GATEHOUSE_MAIL_TEMPLATES`): a folder of files named

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import IdentityCore
 
 /// Hashes and verifies passwords on a `HashPool`, with Argon2id at the configured parameters.

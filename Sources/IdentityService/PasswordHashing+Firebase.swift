@@ -1,5 +1,6 @@
 import CLegacyHashes
 import Foundation
+import IdentityPorts
 
 /// Firebase Authentication's modified scrypt (issue 22 §4), verified exactly as
 /// github.com/firebase/scrypt does (`scryptenc_buf_saltlen`):

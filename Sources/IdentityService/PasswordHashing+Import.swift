@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import IdentityCore
 
 /// Checking imported hashes (issue 22 §4): a hash whose format is unknown, malformed, or whose

@@ -1,5 +1,6 @@
 import CLegacyHashes
 import Foundation
+import IdentityPorts
 
 /// PBKDF2-HMAC-SHA256 hashes (issue 22 §4) in the two forms tools write:
 ///

@@ -1,6 +1,7 @@
 import CArgon2
 import CLegacyHashes
 import Foundation
+import IdentityPorts
 import IdentityCore
 
 /// Argon2id cost parameters.

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 
 /// What password reset needs beyond the store: code lifetime, per-address mail limits, and what
 /// the mail says (`GATEHOUSE_PASSWORD_RESET_TTL`, `GATEHOUSE_APP_NAME`, `GATEHOUSE_MAIL_FROM`,

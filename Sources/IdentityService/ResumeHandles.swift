@@ -1,5 +1,6 @@
 import CLegacyHashes
 import Foundation
+import IdentityPorts
 import GatehouseSupport
 import IdentityCore
 import Synchronization

@@ -2,7 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
-import IdentityService
+import IdentityPorts
 import Logging
 import PostgresNIO
 

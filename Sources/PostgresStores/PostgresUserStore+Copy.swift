@@ -1,6 +1,6 @@
 import Foundation
 import IdentityCore
-import IdentityService
+import IdentityPorts
 import PostgresNIO
 
 // `gatehouse store copy` (issue 24 §1), the identity side: a stopped identity service's
@@ -55,7 +55,7 @@ extension PostgresUserStore {
     /// of every table and `sample` sign-ins before committing (rolled back on any mismatch).
     /// `sourceUnchanged` is asked last: false rolls back (another process opened the source).
     public func copy(
-        from source: SQLiteUserStore.CopySource, batch: Int = 500, sample: Int = 100, sourceUnchanged: @escaping @Sendable () -> Bool
+        from source: any IdentityCopySource, batch: Int = 500, sample: Int = 100, sourceUnchanged: @escaping @Sendable () -> Bool
     ) async throws -> CopyReport {
         let tables = Self.copyOrder(try source.tables().filter { !Self.copySkippedTables.contains($0) })
         return try await transaction { [self] connection in
@@ -63,7 +63,7 @@ extension PostgresUserStore {
             try await connection.query("SET LOCAL idle_in_transaction_session_timeout = 0", logger: queryLogger)
             try await connection.query("LOCK TABLE users IN EXCLUSIVE MODE", logger: queryLogger)
             if let held = try await Self.heldTable(tables, on: connection, logger: queryLogger) {
-                throw SQLiteUserStore.CopyError("the target database already holds identity data (\(held)): copy into an empty database")
+                throw IdentityCopyError("the target database already holds identity data (\(held)): copy into an empty database")
             }
             // The email reservation's trigger takes one advisory lock per address, each held to the
             // commit: a copy of many users would run out of lock slots. The copied rows need no
@@ -74,12 +74,12 @@ extension PostgresUserStore {
                 let target = Self.copyTableNames[table] ?? table
                 let types = try await Self.columnTypes(target, on: connection, logger: queryLogger)
                 guard !types.isEmpty else {
-                    throw SQLiteUserStore.CopyError("the PostgreSQL identity store has no table \(target) for SQLite's \(table): is this Gatehouse older than the file?")
+                    throw IdentityCopyError("the PostgreSQL identity store has no table \(target) for SQLite's \(table): is this Gatehouse older than the file?")
                 }
                 let sourceColumns = try source.columns(table)
                 let targetColumns = sourceColumns.map { Self.copyColumnNames["\(table).\($0)"] ?? Self.snakeCase($0) }
                 for (column, name) in zip(sourceColumns, targetColumns) where types[name] == nil {
-                    throw SQLiteUserStore.CopyError("the PostgreSQL table \(target) has no column \(name) for SQLite's \(table).\(column)")
+                    throw IdentityCopyError("the PostgreSQL table \(target) has no column \(name) for SQLite's \(table).\(column)")
                 }
                 // Rows the migrations made (a one-row state table) are replaced by the copied ones.
                 if Self.copyStateTables.contains(table) {
@@ -109,12 +109,12 @@ extension PostgresUserStore {
                 { count = n }
                 let expected = try source.count(table)
                 guard count == expected else {
-                    throw SQLiteUserStore.CopyError("the copy does not match (nothing was kept): \(table) has \(expected) rows in SQLite, \(count) in PostgreSQL")
+                    throw IdentityCopyError("the copy does not match (nothing was kept): \(table) has \(expected) rows in SQLite, \(count) in PostgreSQL")
                 }
             }
             report.sampled = try await checkSignIns(source, sample: sample, on: connection)
             guard sourceUnchanged() else {
-                throw SQLiteUserStore.CopyError("the source was opened by another process during the copy (nothing was kept): stop the identity service and copy again")
+                throw IdentityCopyError("the source was opened by another process during the copy (nothing was kept): stop the identity service and copy again")
             }
             return report
         }
@@ -145,7 +145,7 @@ extension PostgresUserStore {
 
     /// The change log's and the audit log's positions: the next number follows every one the
     /// source ever gave (pruned ones too), so a stream resumed after the move misses nothing.
-    func copyPositions(_ source: SQLiteUserStore.CopySource, on connection: PostgresConnection) async throws {
+    func copyPositions(_ source: any IdentityCopySource, on connection: PostgresConnection) async throws {
         for (table, counter) in Self.copyCounters {
             let head = try source.sequence(table)
             try await connection.query(PostgresQuery(unsafeSQL: counter.replacingOccurrences(of: "$HEAD", with: "\(head)")), logger: queryLogger)
@@ -162,7 +162,7 @@ extension PostgresUserStore {
 
     /// Checks `sample` users picked at random: found by their normalized email, with the same id
     /// and password hash (what a sign-in reads), and the same record by id. The number checked.
-    func checkSignIns(_ source: SQLiteUserStore.CopySource, sample: Int, on connection: PostgresConnection) async throws -> Int {
+    func checkSignIns(_ source: any IdentityCopySource, sample: Int, on connection: PostgresConnection) async throws -> Int {
         let picked = try source.sampleUsers(sample)
         for user in picked {
             let byEmail: UserRecord?
@@ -172,7 +172,7 @@ extension PostgresUserStore {
                 byEmail = try await Self.user(where: "id", user.id.rawValue, on: connection, logger: queryLogger)
             }
             guard let found = byEmail, found.id == user.id, found.passwordHash == user.passwordHash, found == user else {
-                throw SQLiteUserStore.CopyError("the copy does not match (nothing was kept): user \(user.id) does not read back as stored")
+                throw IdentityCopyError("the copy does not match (nothing was kept): user \(user.id) does not read back as stored")
             }
         }
         return picked.count
@@ -190,7 +190,7 @@ extension PostgresUserStore {
 
     /// Inserts `rows` (SQLite's values) into `table`, each value converted to its column's type.
     static func insert(
-        _ table: String, _ columns: [String], _ types: [String: String], _ rows: [[SQLiteUserStore.CopyValue]],
+        _ table: String, _ columns: [String], _ types: [String: String], _ rows: [[CopiedValue]],
         on connection: PostgresConnection, logger: Logger
     ) async throws {
         var bindings = PostgresBindings(capacity: rows.count * columns.count)
@@ -210,7 +210,7 @@ extension PostgresUserStore {
         try await connection.query(PostgresQuery(unsafeSQL: sql, binds: bindings), logger: logger)
     }
 
-    static func bind(_ value: SQLiteUserStore.CopyValue, as type: String, column: String, into bindings: inout PostgresBindings) throws {
+    static func bind(_ value: CopiedValue, as type: String, column: String, into bindings: inout PostgresBindings) throws {
         switch (value, type) {
         case (.null, _): bindings.appendNull()
         case (.int(let int), "boolean"): bindings.append(int != 0)
@@ -224,7 +224,7 @@ extension PostgresUserStore {
         case (.text(let text), "bytea"): try bindings.append(Data(text.utf8))
         case (.int(let int), "text"): bindings.append(String(int))
         default:
-            throw SQLiteUserStore.CopyError("cannot copy SQLite's \(value) into \(column), a PostgreSQL \(type)")
+            throw IdentityCopyError("cannot copy SQLite's \(value) into \(column), a PostgreSQL \(type)")
         }
     }
 

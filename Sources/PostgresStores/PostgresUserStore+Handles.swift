@@ -1,7 +1,7 @@
 import Crypto
 import Foundation
 import IdentityCore
-import IdentityService
+import IdentityPorts
 import PostgresNIO
 import PostgresSupport
 import ProviderTokens

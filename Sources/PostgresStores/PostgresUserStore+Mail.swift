@@ -1,7 +1,7 @@
 import Foundation
 import GatehouseSupport
 import IdentityCore
-import IdentityService
+import IdentityPorts
 import Logging
 import Mail
 import PostgresNIO

@@ -3,7 +3,7 @@ import GatehouseSupport
 import IdentityCore
 import Logging
 import PostgresNIO
-import IdentityService
+import IdentityPorts
 import PostgresSupport
 
 /// The identity service's user store on PostgreSQL (issue 24): the `UserStore` contract of the
@@ -293,7 +293,7 @@ public final class PostgresUserStore: UserStore {
 
     /// Turns a PostgreSQL error into the `IdentityError` the SQLite store gives for the same case.
     static func translate(_ error: any Error) -> any Error {
-        if error is IdentityError || error is CancellationError || error is SQLiteUserStore.CopyError { return error }
+        if error is IdentityError || error is CancellationError || error is IdentityCopyError { return error }
         guard let error = error as? PSQLError, let state = error.serverInfo?[.sqlState] else {
             return IdentityError.unavailable(cause: String(reflecting: error))
         }

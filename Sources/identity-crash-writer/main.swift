@@ -2,6 +2,8 @@
 // argument, then inserts users one transaction at a time, printing each id on stdout only after
 // its insert returned (was acknowledged). It stops by itself after 60 s in case nobody kills it.
 import Foundation
+import SQLiteStores
+import IdentityPorts
 import IdentityCore
 import IdentityService
 

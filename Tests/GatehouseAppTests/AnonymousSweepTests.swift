@@ -1,5 +1,6 @@
 import Foundation
-import SQLiteStores
+import IdentityPorts
+@testable import SQLiteStores
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
@@ -35,12 +36,14 @@ final class SweepServices: Sendable {
         token = try await TokenService.start(
             configuration: TokenConfiguration(issuer: "https://auth.test", audience: "app"), store: SQLiteTokenStore(path: dir.path("token.sqlite")),
             identity: identityCaller, clock: clock.wallClock)
-        var configuration = IdentityConfiguration(databasePath: dir.path("identity.sqlite"), argon2: .testing, hashWorkers: 1)
+        var configuration = IdentityConfiguration(argon2: .testing, hashWorkers: 1)
+        let users = try await SQLiteUserStore.open(path: dir.path("identity.sqlite"))
+        try await users.migrate()
         configuration.anonymousRetention = retention
         let events = RecordingEventSink()
         self.events = events
         identity = try await IdentityService.start(
-            configuration: configuration, tokens: FailingCaller(base: LocalCaller(router: token.router()), failure: failTokens),
+            configuration: configuration, store: users, tokens: FailingCaller(base: LocalCaller(router: token.router()), failure: failTokens),
             events: events, clock: clock.wallClock)
         identityCaller.set(LocalCaller(router: identity.router))
     }

@@ -82,13 +82,13 @@ struct ConfigTests {
     @Test("GATEHOUSE_DURABILITY: power-loss (synchronous=FULL) by default for both stores, process-crash on request, a bad value names the key")
     func durability() throws {
         #expect(try Config(environment: [:]).powerLossDurability() == true)
-        #expect(try IdentityRoleSettings(config: Config(environment: Self.plain)).service.durability == .powerLoss)
+        #expect(try IdentityRoleSettings(config: Config(environment: Self.plain)).durability == .powerLoss)
         let crash = try Config(environment: Self.plain.merging(["GATEHOUSE_DURABILITY": "process-crash"]) { $1 })
         #expect(try TokenRoleSettings(config: crash).durability == .processCrash)
-        #expect(try IdentityRoleSettings(config: crash).service.durability == .processCrash)
+        #expect(try IdentityRoleSettings(config: crash).durability == .processCrash)
         let power = try Config(environment: Self.plain.merging(["GATEHOUSE_DURABILITY": "power-loss", "GATEHOUSE_DATA_DIR": "/tmp/x"]) { $1 })
         #expect(try TokenRoleSettings(config: power).durability == .powerLoss)
-        #expect(try IdentityRoleSettings(config: power).service.durability == .powerLoss)
+        #expect(try IdentityRoleSettings(config: power).durability == .powerLoss)
         #expect(try TokenRoleSettings(config: Config(environment: Self.plain)).durability == .powerLoss)
         let bad = try Config(arguments: ["--durability", "fsync-sometimes", "--allow-plaintext", "true"])
         #expect(throws: ConfigError.self) { try bad.powerLossDurability() }

@@ -1,5 +1,5 @@
 import Foundation
-import SQLiteStores
+@testable import SQLiteStores
 import GatehouseContracts
 import GatehouseTestSupport
 import Logging

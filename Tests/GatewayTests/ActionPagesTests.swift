@@ -1,4 +1,6 @@
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
@@ -61,8 +63,8 @@ struct ActionPagesTests {
         let (_, session) = try await h.signUp("ada@example.com", password: pw)
         #expect(try await h.request(.post, "/v1/password-reset", json: #"{"email":"ada@example.com"}"#).status == .accepted)
         let store = try Self.store(h)
-        try await waitUntil("the reset mail is queued") { try await store.passwordResetMails().count == 1 }
-        let mail = try #require(try await store.passwordResetMails().first)
+        try await waitUntil("the reset mail is queued") { try await store.outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).count == 1 }
+        let mail = try #require(try await store.outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).first)
         return (try #require(session["accessToken"] as? String), try #require(resetCode(in: mail.text)))
     }
 

@@ -1,4 +1,6 @@
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
@@ -22,7 +24,7 @@ struct EmailVerificationRouteTests {
 
     /// The code of the last verification mail to `to`.
     static func code(_ h: Harness, to: String) async throws -> String {
-        let mail = try #require(try await store(h).emailVerificationMails().last { $0.to == to })
+        let mail = try #require(try await store(h).outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).last { $0.to == to })
         return try #require(resetCode(in: mail.text))
     }
 
@@ -34,7 +36,7 @@ struct EmailVerificationRouteTests {
     func sendAndConfirm() async throws {
         try await Harness.run(sqliteUsers: true) { h in
             let (_, session) = try await h.signUp("ada@example.com", password: Self.pw)
-            #expect(try await Self.store(h).emailVerificationMails().isEmpty)
+            #expect(try await Self.store(h).outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).isEmpty)
             let access = try #require(session["accessToken"] as? String)
             let refresh = try #require(session["refreshToken"] as? String)
             #expect(try await JWTKeyCollection().unverified(access, as: AccessTokenClaims.self).emailVerified == false)
@@ -73,7 +75,7 @@ struct EmailVerificationRouteTests {
             let anonymous = try await h.request(.post, "/v1/accounts/anonymous")
             let anonymousAccess = try Self.accessToken(anonymous)
             _ = try await h.request(.post, "/v1/me/email-verification", token: anonymousAccess).expectProblem(.unprocessableContent, "invalid_argument")
-            #expect(try await Self.store(h).emailVerificationMails().count == 1)
+            #expect(try await Self.store(h).outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).count == 1)
         }
     }
 
@@ -91,8 +93,8 @@ struct EmailVerificationRouteTests {
                 #expect(r.headers[.cacheControl] == "no-store")
             }
             let store = try Self.store(h)
-            try await waitUntil("the verification mail is queued") { try await store.emailVerificationMails().count == 1 }
-            #expect(try await store.emailVerificationMails().first?.subject == "Gatehouse メールアドレスの確認")
+            try await waitUntil("the verification mail is queued") { try await store.outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).count == 1 }
+            #expect(try await store.outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).first?.subject == "Gatehouse メールアドレスの確認")
             _ = try await h.request(.post, "/v1/email-verification", json: #"{"email":"not an email"}"#)
                 .expectProblem(.unprocessableContent, "invalid_email")
             _ = try await h.request(.post, "/v1/email-verification", json: #"{}"#).expectProblem(.badRequest, "malformed_request")
@@ -122,7 +124,7 @@ struct EmailVerificationRouteTests {
             let (user, session) = try await h.signUp("cy@example.com", password: Self.pw)
             #expect(user["emailVerified"] as? Bool == false)
             #expect(session["accessToken"] is String)
-            #expect(try await Self.store(h).emailVerificationMails().map(\.to) == ["cy@example.com"])
+            #expect(try await Self.store(h).outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).map(\.to) == ["cy@example.com"])
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
-import SQLiteStores
+import IdentityPorts
+@testable import SQLiteStores
 import GatehouseContracts
 import IdentityCore
 import IdentityService

@@ -1,4 +1,6 @@
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
@@ -38,8 +40,8 @@ struct PasswordResetRouteTests {
                 #expect(r.headers[.cacheControl] == "no-store")
             }
             let store = try Self.store(h)
-            try await waitUntil("the reset mail is queued") { try await store.passwordResetMails().count == 1 }
-            let mail = try #require(try await store.passwordResetMails().first)
+            try await waitUntil("the reset mail is queued") { try await store.outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).count == 1 }
+            let mail = try #require(try await store.outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).first)
             #expect(mail.to == "ada@example.com" && mail.subject == "Reset your Gatehouse password")
             let code = try #require(Self.code(in: mail.text))
 
@@ -75,8 +77,8 @@ struct PasswordResetRouteTests {
             let r = try await h.request(.post, "/v1/password-reset", json: #"{"email":"kana@example.com"}"#, headers: headers)
             #expect(r.status == .accepted)
             let store = try Self.store(h)
-            try await waitUntil("the reset mail is queued") { try await store.passwordResetMails().count == 1 }
-            #expect(try await store.passwordResetMails().first?.subject == "Gatehouse のパスワード再設定")
+            try await waitUntil("the reset mail is queued") { try await store.outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).count == 1 }
+            #expect(try await store.outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).first?.subject == "Gatehouse のパスワード再設定")
         }
     }
 
@@ -94,7 +96,7 @@ struct PasswordResetRouteTests {
             _ = try await h.request(.post, "/v1/password-reset/confirm", json: #"{"code":"\#(long)","password":"\#(Self.newPW)"}"#)
                 .expectProblem(.badRequest, "invalid_reset_code")
             _ = try await h.request(.post, "/v1/password-reset/confirm", json: #"{"code":"abc"}"#).expectProblem(.badRequest, "malformed_request")
-            #expect(try await Self.store(h).passwordResetMails().isEmpty)
+            #expect(try await Self.store(h).outboxMails(kind: MailTemplates.Kind.passwordReset.rawValue).isEmpty)
         }
     }
 

@@ -1,5 +1,6 @@
 import GatehouseTestSupport
 import Foundation
+@testable import SQLiteStores
 import IdentityCore
 import SQLiteSupport
 import Testing

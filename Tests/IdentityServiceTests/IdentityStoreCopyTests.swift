@@ -1,4 +1,6 @@
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GatehouseTestSupport
 import IdentityCore
 import IdentityService
@@ -40,7 +42,7 @@ struct IdentityStoreCopyTests {
         do {
             _ = try await store.copy(from: source) { true }
             Issue.record("a copy into a database holding an admin key was made")
-        } catch let error as SQLiteUserStore.CopyError {
+        } catch let error as IdentityCopyError {
             #expect(error.description.contains("already holds identity data (admin_keys)"), "\(error)")
         }
         #expect(try await store.adminKeys().count == 1)

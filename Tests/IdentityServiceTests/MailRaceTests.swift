@@ -1,4 +1,5 @@
 import Foundation
+import IdentityPorts
 import GatehouseTestSupport
 import IdentityCore
 @testable import IdentityService

@@ -1,4 +1,6 @@
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GatehouseTestSupport
 import GRDB
 import IdentityCore

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IdentityPorts
 import GatehouseSupport
 import GatehouseTestSupport
 import IdentityService

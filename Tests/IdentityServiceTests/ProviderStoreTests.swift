@@ -1,4 +1,6 @@
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GRDB
 import GatehouseTestSupport
 import IdentityCore
@@ -89,7 +91,7 @@ import Testing
         #expect(try await store.pendingAppleRevocationCount() == 1)
         let due = try await store.dueAppleRevocations(now: Date(), limit: 10)
         #expect(due.map(\.sealedToken) == [Data([3])])
-        #expect(due.last?.associatedData == SQLiteUserStore.appleTokenAssociatedData(user: a.id, subject: "a-1"))
+        #expect(due.last?.associatedData == PendingAppleRevocation.associatedData(user: a.id, subject: "a-1"))
 
         let b = try makeUser("b@example.com")
         try await store.insert(b)

@@ -3,6 +3,8 @@ import PostgresSupport
 import PostgresStores
 import PostgresNIO
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore

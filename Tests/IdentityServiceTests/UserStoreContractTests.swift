@@ -1,5 +1,7 @@
 import GatehouseTestSupport
 import Foundation
+@testable import SQLiteStores
+import IdentityPorts
 import IdentityCore
 import IdentityService
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import TokenPorts
-import SQLiteStores
+@testable import SQLiteStores
 import GatehouseContracts
 import GatehouseTestSupport
 import Logging

@@ -7,6 +7,8 @@
 // `RPCClient`; the token service is a fake answering `token.issueSession` in process.
 import Benchmark
 import Foundation
+import SQLiteStores
+import IdentityPorts
 import Synchronization
 import GatehouseContracts
 import GatehouseRPC

@@ -1,4 +1,7 @@
 import Foundation
+import Mail
+import GatehouseContracts
+import IdentityPorts
 import GatehouseSupport
 import GRDB
 import IdentityCore
@@ -356,5 +359,12 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
         }
+    }
+}
+
+extension SQLiteUserStore: IdentityStorage {
+    /// An empty write transaction: `run` appends the running call's pending audit event.
+    public func recordPendingAudit() async throws {
+        try await run { _ in }
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 import Mail
@@ -120,10 +123,11 @@ extension SQLiteUserStore {
 }
 
 extension SQLiteUserStore {
-    /// The password reset mails in the outbox, oldest first (for tests).
-    public func passwordResetMails() async throws -> [MailMessage] {
+    /// The mails of `kind` (a template kind: `password_reset`, `verify_email`, …) in the outbox,
+    /// oldest first (for tests).
+    public func outboxMails(kind: String) async throws -> [MailMessage] {
         let rows = try await read { db in
-            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [MailTemplates.Kind.passwordReset.rawValue])
+            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [kind])
         }
         return try rows.map { try JSONDecoder().decode(MailMessage.self, from: Data($0.utf8)) }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityCore
 
 /// An anonymous user the sweep may remove: its id and its activity as the store knows it.
 public struct AnonymousCandidate: Sendable, Hashable {

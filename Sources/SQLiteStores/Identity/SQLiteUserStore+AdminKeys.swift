@@ -1,4 +1,6 @@
 import Foundation
+import Mail
+import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import GRDB

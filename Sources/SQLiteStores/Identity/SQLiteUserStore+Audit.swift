@@ -1,4 +1,8 @@
 import Foundation
+import Mail
+import GatehouseSupport
+import IdentityCore
+import IdentityPorts
 import GRDB
 import GatehouseContracts
 import SQLiteSupport

@@ -1,73 +1,18 @@
 import Foundation
+import GatehouseContracts
+import IdentityPorts
 import GatehouseSupport
 import GRDB
 import IdentityCore
 import Mail
 import Synchronization
 
-/// One outbox row as the delivery worker and tests see it.
-public struct OutboxEntry: Sendable, Hashable {
-    /// The row's id.
-    public var id: Int64
-    /// The mail (its body blank once sent).
-    public var message: MailMessage
-    /// `queued`, `sent` or `dead`.
-    public var state: String
-    /// Delivery attempts made so far.
-    public var attempts: Int
-    /// When the next attempt is due (for a queued row).
-    public var nextAttemptAt: Date
-    /// When the mail was enqueued.
-    public var createdAt: Date
-    /// When it was delivered, for a sent row.
-    public var sentAt: Date?
-    /// Why the last attempt failed, if it did.
-    public var lastError: String?
-
-    /// A value of these fields.
-    public init(id: Int64, message: MailMessage, state: String, attempts: Int, nextAttemptAt: Date, createdAt: Date, sentAt: Date?, lastError: String?) {
-        self.id = id
-        self.message = message
-        self.state = state
-        self.attempts = attempts
-        self.nextAttemptAt = nextAttemptAt
-        self.createdAt = createdAt
-        self.sentAt = sentAt
-        self.lastError = lastError
-    }
-}
 
 /// An outbox row whose message JSON does not decode.
 struct OutboxUndecodable: Error {
     let id: Int64
 }
 
-/// Wakes the outbox workers of this process when a transaction that enqueued a mail commits
-/// (`SQLiteUserStore.enqueue` registers the call). A worker listens while it runs; an extra
-/// wake-up costs one look for due rows.
-public final class OutboxSignal: Sendable {
-    /// The process's signal.
-    public static let shared = OutboxSignal()
-    private let listeners = Mutex<[UInt64: @Sendable () -> Void]>([:])
-    private let nextKey = Mutex<UInt64>(0)
-
-    /// Calls `listener` at every `fire()` until `remove(_:)` with the key returned.
-    public func add(_ listener: @escaping @Sendable () -> Void) -> UInt64 {
-        let key = nextKey.withLock { $0 += 1; return $0 }
-        listeners.withLock { $0[key] = listener }
-        return key
-    }
-
-    /// Stops calling the listener of `key`.
-    public func remove(_ key: UInt64) {
-        listeners.withLock { _ = $0.removeValue(forKey: key) }
-    }
-
-    /// Calls every listener.
-    public func fire() {
-        for listener in listeners.withLock({ Array($0.values) }) { listener() }
-    }
-}
 
 /// Delivery of the outbox (issue 19 part E2): the worker reads due rows, then records each
 /// outcome in its own small write. A mail's body is blanked once it is sent (the row keeps its

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityCore
 
 /// Where users live. Implementations translate their own failures into `IdentityError`
 /// (`emailExists`, `userNotFound`, `versionConflict`, `unavailable`, `storage`) and let no

@@ -1,4 +1,6 @@
 import Foundation
+import GatehouseContracts
+import IdentityPorts
 import GatehouseSupport
 import GRDB
 import IdentityCore

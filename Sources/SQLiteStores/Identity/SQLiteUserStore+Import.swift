@@ -1,36 +1,12 @@
 import Foundation
+import Mail
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 
-/// One checked item of a bulk import: the record to insert when no user matches, and the change
-/// that `update` mode applies to a match.
-public struct ImportCandidate: Sendable {
-    /// The user to insert (with the item's id or a new one).
-    public var record: UserRecord
-    /// Whether the item named its id: a match is looked up by id first, then by email.
-    public var idGiven: Bool
-    /// What `update` mode writes over a matched user.
-    public var apply: @Sendable (inout UserRecord) -> Void
 
-    /// A checked item.
-    public init(record: UserRecord, idGiven: Bool, apply: @escaping @Sendable (inout UserRecord) -> Void) {
-        self.record = record
-        self.idGiven = idGiven
-        self.apply = apply
-    }
-}
-
-/// What the store did with one import item.
-public enum ImportWrite: Sendable, Equatable {
-    /// Inserted as a new user.
-    case created(UserID)
-    /// A match, overwritten (`update` mode).
-    case updated(UserID)
-    /// A match, left as it was (`skip` mode).
-    case skipped(UserID)
-    /// Refused by the store (e.g. `emailExists`); nothing of the item was written.
-    case failed(IdentityError)
-}
 
 // Bulk import and export (issue 22 §5): one write transaction per batch, a savepoint per item so a
 // refused item leaves the others written; export pages in id order.

@@ -1,4 +1,7 @@
 import Foundation
+import Mail
+import GatehouseContracts
+import IdentityPorts
 import GatehouseSupport
 import GRDB
 import IdentityCore

@@ -1,4 +1,8 @@
 import Foundation
+import Mail
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 

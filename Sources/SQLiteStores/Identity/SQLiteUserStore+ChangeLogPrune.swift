@@ -1,4 +1,9 @@
 import Foundation
+import Mail
+import GatehouseSupport
+import GatehouseContracts
+import IdentityCore
+import IdentityPorts
 import GRDB
 
 /// Pruning the change log (`identity`'s prune job): retention and the per-user cap.

@@ -1,4 +1,7 @@
 import Foundation
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 import Mail

@@ -118,8 +118,6 @@ public protocol IdentityStorage: AnonymousSweepStore {
 
     // MARK: Admin
 
-    /// Creates an admin key; the secret is returned once.
-    func createAdminKey(name typed: String, scopes asked: [String], now: Date) async throws -> CreateAdminKeyResponse
     /// Stores a key made elsewhere (its secret's hash).
     func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws
     /// Every admin key.
@@ -197,12 +195,5 @@ extension IdentityStorage {
     /// An import without an audit detail.
     public func importUsers(_ candidates: [ImportCandidate], update: Bool, now: Date) async throws -> [ImportWrite] {
         try await importUsers(candidates, update: update, now: now, auditDetail: nil)
-    }
-}
-
-extension SQLiteUserStore: IdentityStorage {
-    /// An empty write transaction: `run` appends the running call's pending audit event.
-    public func recordPendingAudit() async throws {
-        try await run { _ in }
     }
 }

@@ -1,4 +1,8 @@
 import Foundation
+import Mail
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 
@@ -9,28 +13,6 @@ import IdentityCore
 // The queue is worked by `AppleRevocationWorker`, which retries with backoff: a deletion never
 // waits for Apple.
 
-/// A token waiting to be revoked at Apple.
-public struct PendingAppleRevocation: Sendable, Equatable {
-    /// The row's id.
-    public var id: Int64
-    /// The client id the token was issued to (revoked as that client).
-    public var clientID: String
-    /// The sealed refresh token.
-    public var sealedToken: Data
-    /// The sealing's associated data (`user id` and subject, as sealed).
-    public var associatedData: String
-    /// Attempts so far.
-    public var attempts: Int
-
-    /// A value of these fields.
-    public init(id: Int64, clientID: String, sealedToken: Data, associatedData: String, attempts: Int) {
-        self.id = id
-        self.clientID = clientID
-        self.sealedToken = sealedToken
-        self.associatedData = associatedData
-        self.attempts = attempts
-    }
-}
 
 extension SQLiteUserStore {
     /// Migration 0014: `apple_tokens` and `apple_revocations`, and the triggers that queue a
@@ -78,8 +60,6 @@ extension SQLiteUserStore {
         }
     }
 
-    /// The associated data a user's token for `subject` is sealed with.
-    public static func appleTokenAssociatedData(user: UserID, subject: String) -> String { "\(user.rawValue) \(subject)" }
 
     /// Keeps the sealed refresh token of the user's Apple identity `subject` while that identity
     /// is linked to the user, replacing (not revoking) an older one and dropping a revocation

@@ -1,4 +1,7 @@
 import Foundation
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 import Mail
@@ -117,14 +120,5 @@ extension SQLiteUserStore {
                 db, sql: "SELECT COUNT(*) FROM email_actions WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND expiresAt > ?",
                 arguments: [userID.rawValue, EmailActionPurpose.verifyEmail.rawValue, now.millisecondsSince1970]) ?? 0
         }
-    }
-
-    /// The verification mails in the outbox, oldest first (for tests).
-    public func emailVerificationMails() async throws -> [MailMessage] {
-        let rows = try await read { db in
-            try String.fetchAll(
-                db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [MailTemplates.Kind.verifyEmail.rawValue])
-        }
-        return try rows.map { try JSONDecoder().decode(MailMessage.self, from: Data($0.utf8)) }
     }
 }

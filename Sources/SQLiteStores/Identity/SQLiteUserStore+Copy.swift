@@ -1,4 +1,8 @@
 import Foundation
+import Mail
+import GatehouseSupport
+import GatehouseContracts
+import IdentityPorts
 import GRDB
 import IdentityCore
 import SQLiteSupport
@@ -8,36 +12,14 @@ import SQLiteSupport
 // (`PostgresUserStore.copy`). The reader knows no table: the target's schema says what each
 // column becomes.
 extension SQLiteUserStore {
-    /// Why a copy could not be made (nothing was kept).
-    public struct CopyError: Error, CustomStringConvertible, Sendable {
-        /// What went wrong, for the operator.
-        public let description: String
-        /// An error saying `description`.
-        public init(_ description: String) { self.description = description }
-    }
-
-    /// One stored value, as SQLite holds it.
-    public enum CopyValue: Sendable, Equatable {
-        /// NULL.
-        case null
-        /// An INTEGER.
-        case int(Int64)
-        /// A REAL.
-        case real(Double)
-        /// TEXT.
-        case text(String)
-        /// A BLOB.
-        case blob(Data)
-    }
-
     /// A stopped identity service's database, opened read-only.
-    public final class CopySource: Sendable {
+    public final class CopySource: IdentityCopySource {
         let queue: DatabaseQueue
 
         /// Opens the file at `path` read-only; throws when it is missing or not fully migrated
         /// (start and stop the identity service of this version once first).
         public init(path: String) throws {
-            queue = try SQLiteFiles.openCopySource(path, service: "identity", migrator: SQLiteUserStore.migrator, makeError: CopyError.init)
+            queue = try SQLiteFiles.openCopySource(path, service: "identity", migrator: SQLiteUserStore.migrator, makeError: IdentityCopyError.init)
         }
 
         /// The tables that hold data (not SQLite's own, not the migrations' record).
@@ -63,7 +45,7 @@ extension SQLiteUserStore {
 
         /// Up to `limit` rows of `table` after the row `after` (a rowid; 0 from the first), with
         /// the rowid of the last; every row of a table without rowids at once.
-        public func rows(_ table: String, after: Int64, limit: Int) throws -> (rows: [[CopyValue]], last: Int64) {
+        public func rows(_ table: String, after: Int64, limit: Int) throws -> (rows: [[CopiedValue]], last: Int64) {
             try queue.read { db in
                 let name = table.quotedDatabaseIdentifier
                 let hasRowID = try Bool.fetchOne(
@@ -87,7 +69,7 @@ extension SQLiteUserStore {
             }
         }
 
-        static func values(_ row: Row) -> [CopyValue] {
+        static func values(_ row: Row) -> [CopiedValue] {
             row.databaseValues.map { value in
                 switch value.storage {
                 case .null: .null
