@@ -27,7 +27,7 @@ public struct AnonymousSweeper: Service {
             while true {
                 try await sleep(delay)
                 delay = interval
-                do { try await runAsLeader(of: sweep.store, "anonymous-sweep") { try await sweep.sweep() } } catch is CancellationError { return } catch {
+                do { _ = try await sweep.store.runIfLeader("anonymous-sweep") { try await sweep.sweep() } } catch is CancellationError { return } catch {
                     logger.warning("anonymous sweep failed; trying again in \(interval): \(error)")
                 }
             }

@@ -21,7 +21,7 @@ public struct ChangeLogService: Service {
                 group.addTask { await publisher.run(heartbeat: heartbeat) }
                 group.addTask {
                     while !Task.isCancelled {
-                        do { try await runAsLeader(of: prune.store, "change-log-prune") { try await prune.prune() } } catch is CancellationError { return } catch {
+                        do { _ = try await prune.store.runIfLeader("change-log-prune") { try await prune.prune() } } catch is CancellationError { return } catch {
                             logger.warning("change log prune failed; trying again in \(pruneInterval): \(error)")
                         }
                         try? await Task.sleep(for: pruneInterval)

@@ -6,13 +6,3 @@ public protocol LeaderElection: Sendable {
     /// whether it ran.
     func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool
 }
-
-/// Runs `body` as `job`'s leader when `store` is shared by several instances (`LeaderElection`:
-/// skipped while another instance runs it), or at once when it is not.
-public func runAsLeader(of store: Any, _ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
-    if let leader = store as? any LeaderElection {
-        _ = try await leader.runIfLeader(job, body)
-    } else {
-        try await body()
-    }
-}

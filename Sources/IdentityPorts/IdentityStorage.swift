@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
 import Mail
 
@@ -16,7 +17,16 @@ import Mail
 ///   together or not at all.
 /// - The change log's `seq` grows in commit order without gaps, so a reader that publishes the
 ///   changes after the last one it saw never skips one.
-public protocol IdentityStorage: AnonymousSweepStore {
+///
+/// Capabilities are requirements, not casts: `runIfLeader` (`LeaderElection`: one instance runs
+/// each background job; the store of one instance always leads), `sharedResumeHandles` and
+/// `sharedReplayGuard` (nil where one instance keeps them itself).
+public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
+    /// Where resume handles live when several instances share the store; nil: in the process.
+    var sharedResumeHandles: (any SharedResumeHandles)? { get }
+    /// The replay guard of provider tokens shared by several instances; nil: the verifier's own.
+    var sharedReplayGuard: (any SharedReplayGuard)? { get }
+
     // MARK: Audit
 
     /// Writes the running call's pending audit event (`AuditScope.current`) in a transaction of

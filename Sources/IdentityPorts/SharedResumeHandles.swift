@@ -17,3 +17,11 @@ public protocol SharedResumeHandles: Sendable {
     /// Deletes what expired by `now` (handles, and the shared replay guard's records); how many went.
     @discardableResult func purgeExpiredHandles(now: Date) async throws -> Int
 }
+
+/// A replay guard shared by several instances (issue 24): the verifier's own guard remembers the
+/// tokens this process accepted; this one, the tokens any instance accepted.
+public protocol SharedReplayGuard: Sendable {
+    /// Records `replayID` until `until`; false when it was recorded already and is still kept at
+    /// `now` (a replay). Exactly one of several callers with the same id gets true.
+    func acceptProviderToken(_ replayID: String, until: Date, now: Date) async throws -> Bool
+}

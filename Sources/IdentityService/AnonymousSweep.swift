@@ -45,7 +45,7 @@ public final class AnonymousSweep: Sendable {
     public static let revokeReason = "anonymous_expired"
 
     /// Where the users are.
-    public let store: any AnonymousSweepStore
+    public let store: any IdentityStorage
     /// Reaches the token service (`token.lastActivity`, `token.revokeAllSessions`).
     public let tokens: any RPCCaller
     /// Where `user.deleted` goes.
@@ -65,7 +65,7 @@ public final class AnonymousSweep: Sendable {
     /// A sweep of `store`'s anonymous users inactive for `retention` (0: off), in batches of
     /// `batchSize` users, at most `maxBatches` per pass.
     public init(
-        store: any AnonymousSweepStore, tokens: any RPCCaller, events: any EventSink = DiscardingEventSink(), clock: WallClock = .system,
+        store: any IdentityStorage, tokens: any RPCCaller, events: any EventSink = DiscardingEventSink(), clock: WallClock = .system,
         retention: TimeInterval, batchSize: Int = 500, maxBatches: Int = 1000, logger: Logger = Logger(label: "gatehouse.identity")
     ) {
         self.store = store

@@ -63,11 +63,11 @@ extension IdentityHandlers {
     }
 
     /// Writes the recorder's event in a transaction of its own if no change wrote it. A failure
-    /// to write is logged (the operation itself stands); a store without an audit log drops it.
+    /// to write is logged (the operation itself stands).
     func appendAudit(_ recorder: AuditRecorder) async {
-        guard recorder.isPending, let storage else { return }
+        guard recorder.isPending else { return }
         do {
-            try await AuditScope.$current.withValue(recorder) { try await storage.recordPendingAudit() }
+            try await AuditScope.$current.withValue(recorder) { try await store.recordPendingAudit() }
         } catch {
             logger.error("audit event \(recorder.event.kind) not written: \(error)")
         }
@@ -97,11 +97,10 @@ extension IdentityHandlers {
     public func listAudit(_ request: ListAuditRequest) async throws -> ListAuditResponse {
         let limit = try Self.auditPageLimit(request.limit)
         guard request.userID.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "userID", reason: "longer than 128 bytes") }
-        guard let storage else { throw IdentityError.unavailable(cause: "this store keeps no audit log") }
         var page = request
         page.limit = Int32(limit)
         page.since = try Self.auditableDate(request.since, "since")
-        return try await storage.auditEvents(page)
+        return try await store.auditEvents(page)
     }
 
     /// The page size a `ListAuditRequest.limit` asks for: 0 is the maximum.

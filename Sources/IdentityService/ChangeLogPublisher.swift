@@ -151,7 +151,7 @@ public struct ChangeLogPrune: Sendable {
     public func prune() async throws -> Int {
         let now = clock.now
         try await store.pruneAudit(before: now.addingTimeInterval(-auditRetention))
-        if let shared = store as? any SharedResumeHandles { try await shared.purgeExpiredHandles(now: now) }
+        if let shared = store.sharedResumeHandles { try await shared.purgeExpiredHandles(now: now) }
         return try await store.pruneChanges(before: now.addingTimeInterval(-retention), maxPerUser: maxPerUser)
     }
 }

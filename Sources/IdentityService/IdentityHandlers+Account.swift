@@ -85,7 +85,7 @@ extension IdentityHandlers {
         let (user, revoked) = try await revokingSessions(of: current.id, reason: "password_changed", except: request.caller.sessionID) {
             try await audited(audit.kind, userID: audit.user, client: request.client, sessionID: audit.session) {
                 let user = try await store.update(id: current.id, expectedVersion: nil, now: clock.now) { $0.passwordHash = hash }
-                try await storage?.voidPasswordResets(userID: user.id, at: clock.now)
+                try await store.voidPasswordResets(userID: user.id, at: clock.now)
                 return user
             }
         }

@@ -31,20 +31,20 @@ extension IdentityHandlers {
 
     /// Makes a key (`SQLiteUserStore.createAdminKey`), audited as the operator's.
     public func createAdminKey(_ request: CreateAdminKeyRequest) async throws -> CreateAdminKeyResponse {
-        let made = try await adminStore().createAdminKey(name: request.name, scopes: request.scopes, now: clock.now)
+        let made = try await store.createAdminKey(name: request.name, scopes: request.scopes, now: clock.now)
         logger.notice("admin API key created", metadata: ["keyId": "\(made.key.id)", "scopes": "\(made.key.scopes.joined(separator: ","))"])
         return made
     }
 
     /// Every key, revoked ones included, oldest first.
     public func listAdminKeys() async throws -> AdminKeyList {
-        AdminKeyList(keys: try await adminStore().adminKeys())
+        AdminKeyList(keys: try await store.adminKeys())
     }
 
     /// Revokes a key: its next request is refused. `adminKeyNotFound` for an unknown id.
     public func revokeAdminKey(_ request: AdminKeyIDRequest) async throws -> AdminKey {
         guard request.id.utf8.count == 16 else { throw IdentityError.adminKeyNotFound }
-        return try await adminStore().revokeAdminKey(id: request.id, at: clock.now)
+        return try await store.revokeAdminKey(id: request.id, at: clock.now)
     }
 
     /// The active key whose token this is: `invalidAdminKey` for a malformed token, an unknown or
@@ -58,13 +58,13 @@ extension IdentityHandlers {
         guard rest.first == ".", let hash = Self.resetCodeHash(ifWellFormed: String(rest.dropFirst())) else {
             throw IdentityError.invalidAdminKey
         }
-        let storage = try adminStore()
-        guard let (key, stored) = try await storage.activeAdminKey(id: id),
+        let storage = store
+        guard let (key, stored) = try await store.activeAdminKey(id: id),
             PasswordHashing.constantTimeEquals(Array(stored), Array(hash))
         else { throw IdentityError.invalidAdminKey }
         let now = clock.now
         if key.lastUsedAt.map({ now.timeIntervalSince($0) >= 60 }) ?? true {
-            try? await storage.touchAdminKey(id: id, at: now)
+            try? await store.touchAdminKey(id: id, at: now)
         }
         return key
     }
@@ -82,12 +82,6 @@ extension IdentityHandlers {
         }
         guard !scopes.isEmpty else { throw IdentityError.invalidArgument(field: "scopes", reason: "give at least one scope") }
         return scopes.sorted()
-    }
-
-    /// The SQLite store, which keeps the admin tables.
-    func adminStore() throws -> any IdentityStorage {
-        guard let storage else { throw IdentityError.unavailable(cause: "the admin API needs a store that keeps it") }
-        return storage
     }
 
     /// The audit actor a request names: `admin_key:<id>` (at most 128 bytes), or the operator.

@@ -29,7 +29,7 @@ extension IdentityHandlers {
         filter.anonymous = request.anonymous
         filter.createdAfter = try Self.auditableDate(request.createdAfter, "createdAfter")
         filter.createdBefore = try Self.auditableDate(request.createdBefore, "createdBefore")
-        let (users, more) = try await adminStore().users(filter: filter, after: request.cursor, limit: limit)
+        let (users, more) = try await store.users(filter: filter, after: request.cursor, limit: limit)
         return ListUsersResponse(users: users.map(AdminUser.init), nextCursor: more ? users.last?.id.rawValue ?? "" : "")
     }
 
@@ -101,7 +101,7 @@ extension IdentityHandlers {
                 // A new address or password voids the user's reset codes and pending email changes
                 // and verifications in the same transaction: a code mailed before must not undo it.
                 let voids = email.map { $0.normalized != current.emailNormalized } == true || hash != nil
-                return try await adminStore().update(id: id, now: clock.now, voidingCodes: voids) { user in
+                return try await store.update(id: id, now: clock.now, voidingCodes: voids) { user in
                     if let email {
                         user.email = email.typed
                         user.emailNormalized = email.normalized
@@ -172,10 +172,10 @@ extension IdentityHandlers {
         let ttl = kind == .passwordReset ? passwordReset.ttl : emailFlows.verificationTTL
         let code = Self.newResetCode()
         let now = clock.now
-        let storage = try adminStore()
+        let storage = store
         try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: normalized, client: request.client) {
             AuditScope.current?.update { $0.detailJSON = #"{"kind":"\#(kind.rawValue)"}"# }
-            try await storage.storeLinkCode(
+            try await store.storeLinkCode(
                 kind, userID: id, email: typed, emailNormalized: normalized, codeHash: Self.resetCodeHash(code),
                 expiresAt: now.addingTimeInterval(ttl), now: now)
         }

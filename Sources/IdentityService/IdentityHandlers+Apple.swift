@@ -61,10 +61,10 @@ extension IdentityHandlers {
     /// Keeps Apple's refresh token for the user's identity, sealed. A failure is logged: the
     /// sign-in stands (the token then cannot be revoked at deletion; the log says so).
     func keepAppleToken(_ token: (refreshToken: String, clientID: String), user: UserID, subject: String) async {
-        guard let apple, let storage else { return }
+        guard let apple else { return }
         do {
             let sealed = try apple.seal(token.refreshToken, associatedData: PendingAppleRevocation.associatedData(user: user, subject: subject))
-            if try await !storage.storeAppleToken(user: user, subject: subject, clientID: token.clientID, sealed: sealed, at: clock.now) {
+            if try await !store.storeAppleToken(user: user, subject: subject, clientID: token.clientID, sealed: sealed, at: clock.now) {
                 // The identity went meanwhile: the token is dropped, not revoked (revoking would
                 // end the Apple account's authorisation for whoever holds the identity now).
                 logger.notice("apple: the identity of user \(user.rawValue) went during its sign-in; Apple's token dropped")
@@ -115,9 +115,8 @@ extension IdentityHandlers {
                 // session, before and after the unlink (a sign-in racing it is caught by the second
                 // revocation or by its own check that the identity is still linked).
                 let (_, revoked) = try await revokingSessions(of: owner, reason: "provider_revoked") {
-                    guard let storage else { return }
                     do {
-                        let user = try await storage.unlink(provider: "apple.com", from: owner, now: clock.now)
+                        let user = try await store.unlink(provider: "apple.com", from: owner, now: clock.now)
                         await publish(IdentityAPI.Topic.userUpdated, user)
                     } catch IdentityError.lastSignInMethod {
                         logger.notice("apple \(note.type.rawValue) for user \(owner.rawValue): Apple is its only way to sign in; the link stays, its sessions end")

@@ -17,7 +17,7 @@ extension IdentityHandlers {
     /// Every user's changes after `afterSeq`, in order, at most `limit` (`identity.listChanges`).
     public func listChanges(_ request: ListChangesRequest) async throws -> ListChangesResponse {
         let limit = try Self.changesLimit(request.limit)
-        return try await changeLog().listChanges(afterSeq: request.afterSeq, limit: limit)
+        return try await store.listChanges(afterSeq: request.afterSeq, limit: limit)
     }
 
     /// A user's snapshot, or its changes after `afterSeq` (`identity.userChanges`; see
@@ -26,7 +26,7 @@ extension IdentityHandlers {
     public func userChanges(_ request: UserChangesRequest) async throws -> UserChangesResponse {
         let id = try Self.validID(request.userID)
         let limit = try Self.changesLimit(request.limit)
-        return try await changeLog().userChanges(id: id, resume: request.resume, afterSeq: request.afterSeq, limit: limit)
+        return try await store.userChanges(id: id, resume: request.resume, afterSeq: request.afterSeq, limit: limit)
     }
 
     /// A request's page size: 1 … `IdentityAPI.maxChangesPage`, 0 for the maximum.
@@ -35,11 +35,5 @@ extension IdentityHandlers {
             throw IdentityError.invalidArgument(field: "limit", reason: "must be 0 (the most) to \(IdentityAPI.maxChangesPage), not \(limit)")
         }
         return limit == 0 ? Int(IdentityAPI.maxChangesPage) : Int(limit)
-    }
-
-    /// The store's change log (only the SQLite store keeps one).
-    private func changeLog() throws -> any IdentityStorage {
-        guard let log = storage else { throw IdentityError.unavailable(cause: "this store keeps no change log") }
-        return log
     }
 }

@@ -52,11 +52,10 @@ extension IdentityHandlers {
             await publish(IdentityAPI.Topic.userEmailChanged, user)
             return CredentialChangeResponse(user: User(user))
         }
-        guard let storage else { throw IdentityError.unavailable(cause: "the email change needs a store that keeps it") }
         let code = Self.newResetCode()
         let now = clock.now
         let (composer, ttl) = (mailComposer, emailFlows.changeTTL)
-        try await storage.storeEmailChange(
+        try await store.storeEmailChange(
             userID: current.id, from: currentNormalized, to: email, codeHash: Self.resetCodeHash(code), expiresAt: now.addingTimeInterval(ttl),
             now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour
         ) { old in
@@ -79,16 +78,15 @@ extension IdentityHandlers {
     public func confirmEmailChange(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
         try Self.checkClient(request.client)
         let preferences = try Self.emailChangeLocale(request.locale)
-        guard let storage else { throw IdentityError.unavailable(cause: "the email change needs a store that keeps it") }
         guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidEmailChangeCode }
         let revertCode = Self.newResetCode()
         let now = clock.now
         let (composer, ttl) = (mailComposer, emailFlows.revertTTL)
-        let pending = try await storage.emailChangeCode(codeHash: codeHash, purpose: .changeEmail, now: now)
+        let pending = try await store.emailChangeCode(codeHash: codeHash, purpose: .changeEmail, now: now)
         let id = try await audited(
             AuditEvent.Kind.emailChanged, userID: pending?.userID.rawValue ?? "", email: pending?.email ?? "", client: request.client
         ) {
-            try await storage.confirmEmailChange(
+            try await store.confirmEmailChange(
             codeHash: codeHash, revertCodeHash: Self.resetCodeHash(revertCode), revertExpiresAt: now.addingTimeInterval(ttl), now: now
         ) { old, new in
             composer.message(
@@ -111,10 +109,9 @@ extension IdentityHandlers {
     /// `user.email_changed`; the reply names the revoked sessions for the gateway.
     public func revertEmailChange(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
         try Self.checkClient(request.client)
-        guard let storage else { throw IdentityError.unavailable(cause: "the email change needs a store that keeps it") }
         let now = clock.now
         guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code),
-            let code = try await storage.emailChangeCode(codeHash: codeHash, purpose: .revertEmail, now: now),
+            let code = try await store.emailChangeCode(codeHash: codeHash, purpose: .revertEmail, now: now),
             let user = try await store.user(id: code.userID)
         else { throw IdentityError.invalidEmailChangeCode }
         guard !user.disabled else { throw IdentityError.userDisabled }
@@ -128,7 +125,7 @@ extension IdentityHandlers {
         }
         let (id, revoked) = try await revokingSessions(of: user.id, reason: "email_reverted") {
             try await audited(AuditEvent.Kind.emailChangeReverted, userID: user.id.rawValue, email: code.email, client: request.client) {
-                try await storage.revertEmailChange(codeHash: codeHash, now: now, reset: reset)
+                try await store.revertEmailChange(codeHash: codeHash, now: now, reset: reset)
             }
         }
         guard let reverted = try await store.user(id: id) else { throw IdentityError.userNotFound }

@@ -42,11 +42,7 @@ extension IdentityHandlers {
     /// transaction (the mail in the first of `locale`'s languages with templates).
     func insertSigningUp(_ user: UserRecord, email: EmailAddress, locale: String) async throws {
         guard mailsVerificationOnSignUp else { return try await store.insert(user) }
-        guard let storage else {
-            logger.error("email verification needs a store that keeps it; no verification mail sent")
-            return try await store.insert(user)
-        }
-        try await storage.insert(
+        try await store.insert(
             user, verification: pendingVerification(to: email.typed, normalized: email.normalized, locale: locale, now: user.createdAt))
         logger.info("email verification mail queued at sign-up", metadata: ["user": "\(user.id.rawValue)"])
     }
@@ -56,11 +52,11 @@ extension IdentityHandlers {
     func updateUpgrading(
         id: UserID, email: EmailAddress, locale: String, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
-        guard mailsVerificationOnSignUp, let storage else {
+        guard mailsVerificationOnSignUp else {
             return try await store.update(id: id, expectedVersion: nil, now: now, change)
         }
         let pending = pendingVerification(to: email.typed, normalized: email.normalized, locale: locale, now: now)
-        let user = try await storage.update(id: id, now: now, verification: pending, change)
+        let user = try await store.update(id: id, now: now, verification: pending, change)
         logger.info("email verification mail queued at upgrade", metadata: ["user": "\(id.rawValue)"])
         return user
     }
@@ -77,10 +73,9 @@ extension IdentityHandlers {
                 field: "email", reason: "this user has no email address: register one with POST /v1/me/upgrade")
         }
         guard !current.emailVerified else { throw IdentityError.emailAlreadyVerified }
-        guard let storage else { throw IdentityError.unavailable(cause: "email verification needs a store that keeps it") }
         let now = clock.now
         let pending = pendingVerification(to: typed, normalized: normalized, locale: request.locale, now: now)
-        let outcome = try await storage.storeEmailVerification(
+        let outcome = try await store.storeEmailVerification(
             userID: current.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
         switch outcome {
         case .queued:
@@ -110,13 +105,9 @@ extension IdentityHandlers {
     /// nil when it failed (logged, without the code).
     @discardableResult
     public func sendEmailVerification(normalizedEmail: String, locale: String) async -> EmailVerificationOutcome? {
-        guard let storage else {
-            logger.error("email verification needs a store that keeps it; no mail sent")
-            return nil
-        }
         do {
             let now = clock.now
-            guard let user = try await storage.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
+            guard let user = try await store.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
                 !user.emailVerified, let typed = user.email
             else {
                 // The same work as for an account (a code and a rendered mail), thrown away.
@@ -124,7 +115,7 @@ extension IdentityHandlers {
                 return .noAccount
             }
             let pending = pendingVerification(to: typed, normalized: normalizedEmail, locale: locale, now: now)
-            let outcome = try await storage.storeEmailVerification(
+            let outcome = try await store.storeEmailVerification(
                 userID: user.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
             switch outcome {
             case .queued: logger.info("email verification mail queued", metadata: ["user": "\(user.id.rawValue)"])
@@ -143,13 +134,12 @@ extension IdentityHandlers {
     /// no longer has; `userDisabled` for a disabled user. Publishes `user.updated`.
     public func confirmEmailVerification(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
         try Self.checkClient(request.client)
-        guard let storage else { throw IdentityError.unavailable(cause: "email verification needs a store that keeps it") }
         guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidVerificationCode }
         let now = clock.now
-        let code = try await storage.emailChangeCode(codeHash: codeHash, purpose: .verifyEmail, now: now)
+        let code = try await store.emailChangeCode(codeHash: codeHash, purpose: .verifyEmail, now: now)
         let (user, changed) = try await audited(
             AuditEvent.Kind.emailVerified, userID: code?.userID.rawValue ?? "", email: code?.email ?? "", client: request.client
-        ) { try await storage.useEmailVerification(codeHash: codeHash, now: now) }
+        ) { try await store.useEmailVerification(codeHash: codeHash, now: now) }
         if changed {
             await publish(IdentityAPI.Topic.userUpdated, user)
             logger.info("email verified", metadata: ["user": "\(user.id.rawValue)"])

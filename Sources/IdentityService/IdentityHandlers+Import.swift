@@ -25,7 +25,6 @@ extension IdentityHandlers {
         case "update": update = true
         default: throw IdentityError.invalidArgument(field: "mode", reason: "must be skip or update")
         }
-        guard let storage else { throw IdentityError.unavailable(cause: "import needs a store that keeps it") }
         let now = clock.now
         var results = [ImportResult?](repeating: nil, count: request.users.count)
         var candidates: [ImportCandidate] = []
@@ -54,7 +53,7 @@ extension IdentityHandlers {
         }
         let writes = try await audited(AuditEvent.Kind.usersImported, actor: AuditEvent.Actor.operator) {
             AuditScope.current?.update { $0.detailJSON = detail([]) }
-            return candidates.isEmpty ? [] : try await storage.importUsers(candidates, update: update, now: now, auditDetail: detail)
+            return candidates.isEmpty ? [] : try await store.importUsers(candidates, update: update, now: now, auditDetail: detail)
         }
         for (position, write) in zip(positions, writes) {
             let index = Int32(position)
@@ -80,9 +79,8 @@ extension IdentityHandlers {
         guard (0...Int32(IdentityAPI.maxImportBatch)).contains(request.pageSize) else {
             throw IdentityError.invalidArgument(field: "pageSize", reason: "must be 1 to \(IdentityAPI.maxImportBatch) (0: \(IdentityAPI.maxImportBatch))")
         }
-        guard let storage else { throw IdentityError.unavailable(cause: "export needs a store that keeps it") }
         let limit = request.pageSize == 0 ? IdentityAPI.maxImportBatch : Int(request.pageSize)
-        let records = try await storage.users(after: request.afterID, limit: limit)
+        let records = try await store.users(after: request.afterID, limit: limit)
         let users = records.map { record in
             ImportedUser(
                 id: record.id.rawValue, email: record.email, emailVerified: record.emailVerified, displayName: record.displayName,

@@ -82,7 +82,7 @@ extension IdentityHandlers {
         guard let allowMigration = request.allowMigration else {
             let handle = try await resumeHandles.issue(
                 anonymousUserID: anonymous.id, sessionID: request.caller?.sessionID ?? "", target: target, now: clock.now,
-                shared: store as? any SharedResumeHandles)
+                shared: store.sharedResumeHandles)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
@@ -111,7 +111,7 @@ extension IdentityHandlers {
         guard UserID.isWellFormed(request.caller.userID),
             let entry = try await resumeHandles.take(
                 request.resumeHandle, userID: UserID(request.caller.userID), sessionID: request.caller.sessionID, now: clock.now,
-                shared: store as? any SharedResumeHandles)
+                shared: store.sharedResumeHandles)
         else { throw IdentityError.invalidResumeHandle }
         auditUser(entry.targetUserID)
         guard let anonymous = try await store.user(id: entry.anonymousUserID), anonymous.isAnonymous,
@@ -176,7 +176,7 @@ extension IdentityHandlers {
 
     /// Deletes the migrated anonymous user; the SQLite store marks its change-log entry `migrated`.
     private func deleteMigrated(_ id: UserID) async throws {
-        if let log = storage { try await log.deleteMigratedAnonymous(id: id) } else { try await store.deleteAnonymous(id: id) }
+        try await store.deleteMigratedAnonymous(id: id)
     }
 
     /// Records a sign-in of `target`, whose credentials were verified, and issues its session

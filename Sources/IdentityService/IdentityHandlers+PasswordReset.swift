@@ -66,10 +66,6 @@ extension IdentityHandlers {
     /// address is past its mail limits). nil when it failed (logged, without the code).
     @discardableResult
     public func sendPasswordReset(normalizedEmail: String, locale: String) async -> PasswordResetOutcome? {
-        guard let store = storage else {
-            logger.error("password reset needs a store that keeps it; no mail sent")
-            return nil
-        }
         do {
             guard let user = try await store.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
                 let recipient = user.email
@@ -106,7 +102,6 @@ extension IdentityHandlers {
         _ request: ConfirmPasswordResetRequest, deadline: ContinuousClock.Instant? = nil
     ) async throws -> ConfirmPasswordResetResponse {
         try Self.checkClient(request.client)
-        guard let store = storage else { throw IdentityError.unavailable(cause: "password reset needs a store that keeps it") }
         guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code),
             let found = try await store.passwordResetUser(codeHash: codeHash, now: clock.now),
             let user = try await store.user(id: found.0)

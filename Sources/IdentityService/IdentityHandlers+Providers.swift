@@ -40,7 +40,7 @@ extension IdentityHandlers {
     private func signInWithProviderAudited(_ request: ProviderSignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
         try Self.checkClient(request.client)
         let displayName = try Self.validDisplayName(request.displayName)
-        let storage = try providerStore()
+        let storage = store
         let caller = try request.caller.map { caller -> (AuthenticatedCaller, UserID) in (caller, try Self.validCaller(caller)) }
         if request.linkOnly, caller == nil {
             throw IdentityError.invalidArgument(field: "caller", reason: "linking a provider needs a signed-in user")
@@ -106,9 +106,9 @@ extension IdentityHandlers {
             let id = try Self.validCaller(request.caller)
             try Self.checkClient(request.client)
             try Self.checkProviderID(request.provider)
-            let storage = try providerStore()
+            let storage = store
             try requireRecentLogin(request.caller)
-            let user = try await storage.unlink(provider: request.provider, from: id, now: clock.now)
+            let user = try await store.unlink(provider: request.provider, from: id, now: clock.now)
             await publish(IdentityAPI.Topic.userUpdated, user)
             return User(user)
         }
@@ -191,7 +191,7 @@ extension IdentityHandlers {
         auditUser(record.id)
         let user: UserRecord
         do {
-            user = try await storage.insert(record, identity: provider, subject: token.sub)
+            user = try await store.insert(record, identity: provider, subject: token.sub)
         } catch let error as IdentityError where error == .credentialAlreadyInUse || error == .emailExists {
             if let reply = try await signInToWinner() { return reply }
             throw error
@@ -211,7 +211,7 @@ extension IdentityHandlers {
         if let email, try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let verifiedEmail = token.emailVerified ? token.email.flatMap { EmailAddress.normalize($0) } : nil
         let now = clock.now
-        let user = try await storage.link(provider: provider, subject: token.sub, to: current.id, now: now) { user in
+        let user = try await store.link(provider: provider, subject: token.sub, to: current.id, now: now) { user in
             user.lastSignInAt = now.roundedToMilliseconds
             if user.isAnonymous {
                 user.isAnonymous = false
@@ -246,7 +246,7 @@ extension IdentityHandlers {
             carried.appleClientID = AppleTokenCarry.current?.clientID
             let handle = try await resumeHandles.issue(
                 anonymousUserID: anonymous.id, sessionID: session.sessionID, target: target, providerIdentity: carried, now: clock.now,
-                shared: store as? any SharedResumeHandles)
+                shared: store.sharedResumeHandles)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
@@ -312,7 +312,7 @@ extension IdentityHandlers {
             throw IdentityError.invalidProviderToken(reason: "malformed", message: "the ID token's sub is longer than 255 bytes")
         }
         // Several instances: a token accepted by another instance is a replay here too.
-        if let shared = store as? any SharedReplayGuard,
+        if let shared = store.sharedReplayGuard,
             try await !shared.acceptProviderToken(token.replayID, until: token.replayUntil, now: clock.now)
         {
             let reason = InvalidProviderTokenReason.replayed
@@ -342,14 +342,6 @@ extension IdentityHandlers {
         guard provider != "password" else {
             throw IdentityError.invalidArgument(field: "provider", reason: "password is not a provider: use the password methods")
         }
-    }
-
-    /// The store of provider identities (the SQLite one).
-    private func providerStore() throws -> any IdentityStorage {
-        guard let storage else {
-            throw IdentityError.unavailable(cause: "provider identities need a store that keeps it")
-        }
-        return storage
     }
 
     /// The audit event's detail naming the provider (an id of the checked shape: no escaping needed).

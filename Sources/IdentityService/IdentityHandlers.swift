@@ -14,11 +14,8 @@ import RPCRouting
 /// Every failure is an `IdentityError` (or the token service's `RPCError`), so each has a
 /// stable code. Validation happens before anything is written: a refused request writes nothing.
 public struct IdentityHandlers: Sendable {
-    /// Where users live (SQLite in production).
-    public let store: any UserStore
-    /// The same store when it keeps the whole service (`IdentityStorage`): the flows beyond the
-    /// user contract (mail, codes, logs, admin, providers) need it.
-    let storage: (any IdentityStorage)?
+    /// Where everything the service keeps lives (SQLite or PostgreSQL, as the composition root chose).
+    public let store: any IdentityStorage
     /// Hashes and verifies passwords on the hash pool.
     public let hasher: PasswordHasher
     /// What a new password must satisfy.
@@ -74,14 +71,13 @@ public struct IdentityHandlers: Sendable {
     /// Handlers over these parts; `clock` stamps every write. Without a `throttle`, one with the
     /// default settings on `clock`.
     public init(
-        store: any UserStore, hasher: PasswordHasher, policy: PasswordPolicy, tokens: any RPCCaller,
+        store: any IdentityStorage, hasher: PasswordHasher, policy: PasswordPolicy, tokens: any RPCCaller,
         events: any EventSink = DiscardingEventSink(), clock: WallClock = .system,
         logger: Logger = Logger(label: "gatehouse.identity"), throttle: PasswordAttemptThrottle? = nil
     ) {
         self.throttle = throttle ?? PasswordAttemptThrottle(clock: clock)
         self.accountThrottle = PasswordAttemptThrottle(settings: self.throttle.settings.accountWide, clock: clock)
         self.store = store
-        self.storage = store as? any IdentityStorage
         self.hasher = hasher
         self.policy = policy
         self.tokens = tokens

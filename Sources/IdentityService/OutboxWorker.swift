@@ -186,7 +186,7 @@ public final class OutboxWorker: Sendable {
         logger.info("mail delivery started: mail goes to \(destination)")
         while !Task.isCancelled {
             // Several instances on one store: one delivers at a time (a mail is never sent twice).
-            do { try await runAsLeader(of: store, "outbox") { [self] in try await deliverDue() } } catch is CancellationError { return } catch {
+            do { _ = try await store.runIfLeader("outbox") { [self] in try await deliverDue() } } catch is CancellationError { return } catch {
                 logger.warning("mail delivery pass failed; trying again shortly: \(error)")
             }
             let sleeper = Task<Void, Never> { [interval = policy.pollInterval] in _ = try? await Task.sleep(for: interval) }

@@ -10,6 +10,11 @@ import ProviderTokens
 // (issue 24): migration resume handles (issued by one instance, taken once on any) and the
 // provider ID tokens already accepted (a token replayed on another instance is refused too).
 extension PostgresUserStore: SharedResumeHandles, SharedReplayGuard {
+    /// Several instances share the handles: the database keeps them.
+    public var sharedResumeHandles: (any SharedResumeHandles)? { self }
+    /// Several instances share the replay guard: the database keeps it.
+    public var sharedReplayGuard: (any SharedReplayGuard)? { self }
+
     /// Migration 0020: `resume_handles` (a handle's SHA-256, whose it is, the sealed entry, its
     /// expiry) and `provider_token_replays` (an accepted token's key, as SHA-256, and until when).
     static let handleMigrations: [PostgresMigrator.Migration] = [

@@ -110,11 +110,3 @@ enum ClaimReading {
         }
     }
 }
-
-/// A replay guard shared by several instances (issue 24): the verifier's own guard remembers the
-/// tokens this process accepted; this one, the tokens any instance accepted.
-public protocol SharedReplayGuard: Sendable {
-    /// Records `replayID` until `until`; false when it was recorded already and is still kept at
-    /// `now` (a replay). Exactly one of several callers with the same id gets true.
-    func acceptProviderToken(_ replayID: String, until: Date, now: Date) async throws -> Bool
-}

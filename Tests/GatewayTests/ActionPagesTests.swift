@@ -119,7 +119,7 @@ struct ActionPagesTests {
 
     @Test("resetPassword through the form: a GET leaves the code working; mismatch and weak passwords re-show the form (422) without using it; then the password changes, old sessions are refused at once, and the code is spent")
     func resetPassword() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (access, code) = try await Self.requestReset(h)
             Self.expectPage(try await h.request(.get, "/actions?mode=resetPassword&code=\(code)&lang=en"), .ok)
 
@@ -159,7 +159,7 @@ struct ActionPagesTests {
 
     @Test("the email modes call their method with the code and the page's language, insert the revoked sessions, and show the address; refused codes, taken addresses, limits and outages map to pages")
     func emailModes() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let access = try #require(try await h.signUp().session["accessToken"] as? String)
             let sid = try await JWTKeyCollection().unverified(access, as: AccessTokenClaims.self).sid
             let user = User(id: "u1", email: "ada@example.org", emailVerified: true, createdAt: Date(timeIntervalSince1970: 1_700_000_000))
@@ -249,7 +249,7 @@ struct ActionPagesTests {
     @Test("the code and the password never reach the log, even at trace level")
     func nothingLogged() async throws {
         let logs = LogRecorder()
-        try await Harness.run(logs: logs, sqliteUsers: true) { h in
+        try await Harness.run(logs: logs) { h in
             let (_, code) = try await Self.requestReset(h)
             _ = try await h.request(.get, "/actions?mode=resetPassword&code=\(code)")
             _ = try await Self.post(h, [("mode", "resetPassword"), ("code", code), ("password", Self.newPW), ("passwordConfirm", "x")])

@@ -19,7 +19,7 @@ struct AdminRouteTests {
     /// every scope and one of `users:read` only.
     static func run(_ test: @Sendable (any TestClientProtocol, _ all: String, _ reader: String, InProcessServices) async throws -> Void) async throws {
         let clock = ManualClock(start: Date(timeIntervalSince1970: 1_700_000_000))
-        let services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test", sqliteUsers: true)
+        let services = try await InProcessServices(clock: clock, issuer: "https://auth.test", audience: "gatehouse-test")
         let identity = LocalCaller(router: services.identityHandlers.router())
         let all = try await identity.call(IdentityAPI.createAdminKey, CreateAdminKeyRequest(name: "all", scopes: ["all"])).token
         let reader = try await identity.call(IdentityAPI.createAdminKey, CreateAdminKeyRequest(name: "reader", scopes: [AdminKey.Scope.usersRead])).token

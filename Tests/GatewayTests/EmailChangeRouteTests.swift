@@ -37,7 +37,7 @@ struct EmailChangeRouteTests {
 
     @Test("A28 at the gateway: 202 {user, pendingEmail, expiresIn}, the address unchanged; the mailed code confirms it (204, verified); the notice's code reverts it (204) and every token of the user is refused at once")
     func changeConfirmRevert() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (_, session) = try await h.signUp("e@example.com", password: Self.pw)
             let other = try #require(try await h.request(.post, "/v1/sessions", json: #"{"email":"e@example.com","password":"\#(Self.pw)"}"#)
                 .object()["session"] as? [String: Any])
@@ -76,7 +76,7 @@ struct EmailChangeRouteTests {
 
     @Test("A28: invalid_email, email_exists, requires_recent_login when stale; the same address 200 with the user; only its case 200 applied at once")
     func changeEmail() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (_, session) = try await h.signUp("e@example.com")
             _ = try await h.signUp("taken@example.com")
             try await h.request(.put, "/v1/me/email", json: #"{"email":"not-an-email"}"#, token: access(session))
@@ -100,7 +100,7 @@ struct EmailChangeRouteTests {
 
     @Test("a second change within a minute: 429 rate_limited with the Retry-After the identity service computed; Accept-Language picks the mail's language")
     func mailLimitAndLanguage() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (_, session) = try await h.signUp("j@example.com")
             var headers = HTTPFields()
             headers[.acceptLanguage] = "ja-JP,ja;q=0.9"
@@ -116,7 +116,7 @@ struct EmailChangeRouteTests {
 
     @Test("bad codes: empty, too long, unknown 400 invalid_email_change_code; no code 400 malformed_request; taken meanwhile 409 email_exists")
     func badCodes() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             for path in ["/v1/email-change/confirm", "/v1/email-change/revert"] {
                 for code in ["", String(repeating: "a", count: 200), "nope", String(repeating: "A", count: 43)] {
                     try await h.request(.post, path, json: codeBody(code)).expectProblem(.badRequest, "invalid_email_change_code")
@@ -134,7 +134,7 @@ struct EmailChangeRouteTests {
     @Test("confirm and revert are limited per client address like sign-in")
     func rateLimited() async throws {
         let limits = RateLimits(limits: [.signIn: RateLimit(perSecond: 1.0 / 3600, burst: 1)], maxClients: 1000)
-        try await Harness.run(.live, configure: { $0.rateLimits = limits }, sqliteUsers: true) { h in
+        try await Harness.run(.live, configure: { $0.rateLimits = limits }) { h in
             try await h.request(.post, "/v1/email-change/confirm", json: codeBody("nope")).expectProblem(.badRequest, "invalid_email_change_code")
             try await h.request(.post, "/v1/email-change/revert", json: codeBody("nope")).expectProblem(.tooManyRequests, "rate_limited")
             #expect(h.services.calls(to: IdentityAPI.revertEmailChange) == 0)

@@ -34,7 +34,7 @@ struct EmailVerificationRouteTests {
 
     @Test("off: 202 {email, expiresIn} and a mail; the code verifies (204), /v1/me says emailVerified, the refreshed access token says email_verified; the code works once; 409 once verified")
     func sendAndConfirm() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (_, session) = try await h.signUp("ada@example.com", password: Self.pw)
             #expect(try await Self.store(h).outboxMails(kind: MailTemplates.Kind.verifyEmail.rawValue).isEmpty)
             let access = try #require(session["accessToken"] as? String)
@@ -63,7 +63,7 @@ struct EmailVerificationRouteTests {
 
     @Test("a second mail within a minute: 429 rate_limited with the identity service's Retry-After; no bearer 401; an anonymous user 422 invalid_argument")
     func limitsAndCallers() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (_, session) = try await h.signUp("bo@example.com", password: Self.pw)
             let access = try #require(session["accessToken"] as? String)
             #expect(try await h.request(.post, "/v1/me/email-verification", token: access).status == .accepted)
@@ -81,7 +81,7 @@ struct EmailVerificationRouteTests {
 
     @Test("by address: 202 with no body for known and unknown addresses alike, a mail only for the unverified account, in the Accept-Language; bad input 422/400")
     func byAddress() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             _ = try await h.signUp("kana@example.com", password: Self.pw)
             var headers = HTTPFields()
             headers[.acceptLanguage] = "ja-JP,ja;q=0.9,en;q=0.5"
@@ -109,7 +109,7 @@ struct EmailVerificationRouteTests {
     @Test("by address is limited per client address with password reset (passwordReset class)")
     func sharedRateLimit() async throws {
         let limits = RateLimits(limits: [.passwordReset: RateLimit(perSecond: 10.0 / 3600, burst: 2)], maxClients: 1000)
-        try await Harness.run(.live, configure: { $0.rateLimits = limits }, sqliteUsers: true) { h in
+        try await Harness.run(.live, configure: { $0.rateLimits = limits }) { h in
             #expect(try await h.request(.post, "/v1/password-reset", json: #"{"email":"x@example.com"}"#).status == .accepted)
             #expect(try await h.request(.post, "/v1/email-verification", json: #"{"email":"x@example.com"}"#).status == .accepted)
             let refused = try await h.request(.post, "/v1/email-verification", json: #"{"email":"x@example.com"}"#)
@@ -120,7 +120,7 @@ struct EmailVerificationRouteTests {
 
     @Test("send: sign-up answers 201 {user, session} and mails a verification")
     func sendMode() async throws {
-        try await Harness.run(sqliteUsers: true, emailVerification: .send) { h in
+        try await Harness.run(emailVerification: .send) { h in
             let (user, session) = try await h.signUp("cy@example.com", password: Self.pw)
             #expect(user["emailVerified"] as? Bool == false)
             #expect(session["accessToken"] is String)
@@ -130,7 +130,7 @@ struct EmailVerificationRouteTests {
 
     @Test("required: sign-up answers 201 {user, verificationRequired: true} without a session; sign-in 403 email_not_verified only with the right password; after the mailed code, sign-in 200 with email_verified in the token")
     func requiredMode() async throws {
-        try await Harness.run(sqliteUsers: true, emailVerification: .required) { h in
+        try await Harness.run(emailVerification: .required) { h in
             let signedUp = try await h.request(.post, "/v1/accounts", json: #"{"email":"di@example.com","password":"\#(Self.pw)"}"#)
             #expect(signedUp.status == .created)
             #expect(signedUp.headers[.cacheControl] == "no-store")

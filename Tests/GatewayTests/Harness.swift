@@ -35,7 +35,6 @@ struct Harness {
         reusing: Harness? = nil,
         configure: (inout GatewayConfiguration) -> Void = { _ in },
         logs: LogRecorder? = nil,
-        sqliteUsers: Bool = false,
         emailVerification: EmailFlowSettings.Verification = .off,
         changeFeed: (@Sendable () -> AsyncStream<ChangeNotice>)? = nil,
         _ test: @Sendable (Harness) async throws -> Void
@@ -44,7 +43,7 @@ struct Harness {
         let services: InProcessServices
         if let reusing { services = reusing.services } else {
             services = try await InProcessServices(
-                clock: clock, issuer: "https://auth.test", audience: "gatehouse-test", sqliteUsers: sqliteUsers,
+                clock: clock, issuer: "https://auth.test", audience: "gatehouse-test",
                 emailVerification: emailVerification)
             await services.signer.addSigningKey(kid: "test-key-1", publish: true)
         }

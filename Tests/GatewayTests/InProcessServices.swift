@@ -35,11 +35,10 @@ final class InProcessServices: Sendable {
     private let traces = Mutex<[String: TraceParent]>([:])
     private let feeds: Feeds
 
-    /// With `sqliteUsers`, the identity handlers run on a real `SQLiteUserStore` in the folder
-    /// (`identity.sqlite`: the outbox and password reset need it) instead of the in-memory store.
+    /// The identity handlers run on a real `SQLiteUserStore` in the folder (`identity.sqlite`).
     /// `emailVerification` sets the identity handlers' `GATEHOUSE_EMAIL_VERIFICATION` mode.
     init(
-        clock: ManualClock, issuer: String, audience: String, sqliteUsers: Bool = false,
+        clock: ManualClock, issuer: String, audience: String,
         emailVerification: EmailFlowSettings.Verification = .off
     ) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("gateway-tests-\(UUID().uuidString)")
@@ -65,14 +64,8 @@ final class InProcessServices: Sendable {
             },
             clock: clock.wallClock)
         let pool = HashPool(workers: 2, queueLimit: 64)
-        let users: any UserStore
-        if sqliteUsers {
-            let store = try await SQLiteUserStore.open(path: directory.appendingPathComponent("identity.sqlite").path)
-            try await store.migrate()
-            users = store
-        } else {
-            users = InMemoryUserStore()
-        }
+        let users = try await SQLiteUserStore.open(path: directory.appendingPathComponent("identity.sqlite").path)
+        try await users.migrate()
         var handlers = IdentityHandlers(
             store: users, hasher: PasswordHasher(parameters: .testing, pool: pool), policy: PasswordPolicy(),
             tokens: LocalCaller(router: token.router()), clock: clock.wallClock)

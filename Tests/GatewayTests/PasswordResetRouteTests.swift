@@ -29,7 +29,7 @@ struct PasswordResetRouteTests {
 
     @Test("A30 at the gateway: 202 for known and unknown emails alike; the mailed code sets the password, old sessions are refused at once, the code works once")
     func requestAndConfirm() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             let (_, session) = try await h.signUp("ada@example.com", password: Self.pw)
             let access = try #require(session["accessToken"] as? String)
             let known = try await h.request(.post, "/v1/password-reset", json: #"{"email":"ada@example.com"}"#)
@@ -70,7 +70,7 @@ struct PasswordResetRouteTests {
         #expect(GatewayRoutes.mailLocale("*, x-klingon, 12") == "x")
         #expect(GatewayRoutes.mailLocale("ja;q=0") == "en")
         #expect(GatewayRoutes.mailLocale(nil) == "en")
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             _ = try await h.signUp("kana@example.com", password: Self.pw)
             var headers = HTTPFields()
             headers[.acceptLanguage] = "ja-JP,ja;q=0.9,en;q=0.5"
@@ -84,7 +84,7 @@ struct PasswordResetRouteTests {
 
     @Test("bad input: malformed email 422 invalid_email, no email 400, bad or empty code 400 invalid_reset_code, no password 400")
     func badInput() async throws {
-        try await Harness.run(sqliteUsers: true) { h in
+        try await Harness.run() { h in
             _ = try await h.request(.post, "/v1/password-reset", json: #"{"email":"not an email"}"#)
                 .expectProblem(.unprocessableContent, "invalid_email")
             _ = try await h.request(.post, "/v1/password-reset", json: #"{}"#).expectProblem(.badRequest, "malformed_request")
@@ -103,7 +103,7 @@ struct PasswordResetRouteTests {
     @Test("requests are limited per client address (passwordReset class): 429 rate_limited with Retry-After")
     func rateLimited() async throws {
         let limits = RateLimits(limits: [.passwordReset: RateLimit(perSecond: 10.0 / 3600, burst: 2)], maxClients: 1000)
-        try await Harness.run(.live, configure: { $0.rateLimits = limits }, sqliteUsers: true) { h in
+        try await Harness.run(.live, configure: { $0.rateLimits = limits }) { h in
             let body = #"{"email":"someone@example.com"}"#
             #expect(try await h.request(.post, "/v1/password-reset", json: body).status == .accepted)
             #expect(try await h.request(.post, "/v1/password-reset", json: body).status == .accepted)

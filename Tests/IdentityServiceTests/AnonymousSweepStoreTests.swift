@@ -19,7 +19,7 @@ struct AnonymousSweepStoreTests {
     func candidates(kind: StoreKind) async throws {
         let (base, cleanup) = try await kind.make()
         defer { cleanup() }
-        let store = try #require(base as? any AnonymousSweepStore)
+        let store: any AnonymousSweepStore = base
         let old = Self.anonymous(at: t0)
         let older = Self.anonymous(at: t0.addingTimeInterval(-86_400))
         let recent = Self.anonymous(at: t0.addingTimeInterval(40 * 86_400))
@@ -39,7 +39,7 @@ struct AnonymousSweepStoreTests {
     func sessionActivity(kind: StoreKind) async throws {
         let (base, cleanup) = try await kind.make()
         defer { cleanup() }
-        let store = try #require(base as? any AnonymousSweepStore)
+        let store: any AnonymousSweepStore = base
         let user = Self.anonymous(at: t0)
         try await store.insert(user)
         let used = t0.addingTimeInterval(35 * 86_400)
@@ -59,7 +59,7 @@ struct AnonymousSweepStoreTests {
     func conditionalDelete(kind: StoreKind) async throws {
         let (base, cleanup) = try await kind.make()
         defer { cleanup() }
-        let store = try #require(base as? any AnonymousSweepStore)
+        let store: any AnonymousSweepStore = base
         let cutoff = t0.addingTimeInterval(30 * 86_400)
         let idle = Self.anonymous(at: t0)
         let upgraded = Self.anonymous(at: t0)

@@ -67,7 +67,7 @@ struct AuditLogTests {
     func sameTransaction(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        let store = try h.logStorage
+        let store = h.logStorage
         let up = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "tx@example.com", password: strong))
         let id = UserID(up.user.id)
         let before = try await events(h).count
@@ -128,7 +128,7 @@ struct AuditLogTests {
     func retention(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        let store = try h.logStorage
+        let store = h.logStorage
         _ = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "old@example.com", password: strong))
         h.clock.advance(by: 3600)
         let kept = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "new@example.com", password: strong)).user.id

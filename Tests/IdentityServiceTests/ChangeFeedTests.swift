@@ -14,7 +14,7 @@ import Testing
 /// prune by retention and per-user cap with its watermarks; on SQLite and PostgreSQL.
 @Suite("Identity: change feed (publisher, userChanges, listChanges, prune)")
 struct ChangeFeedTests {
-    func storage(_ h: Harness) throws -> any IdentityStorage { try h.logStorage }
+    func storage(_ h: Harness) throws -> any IdentityStorage { h.logStorage }
 
     func anonymous(_ h: Harness) async throws -> String {
         try await h.caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id

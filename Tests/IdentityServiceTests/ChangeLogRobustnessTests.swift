@@ -29,7 +29,7 @@ struct ChangeLogRobustnessTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let a = try await anonymous(h)
-        let store = try h.logStorage
+        let store = h.logStorage
         let sink = RecordingEventSink()
         let publisher = try await ChangeLogPublisher.start(store: store, events: sink, logger: Logger(label: "test"))
         for n in 1...3 { try await rename(h, a, "a\(n)") }  // 1...3
@@ -61,7 +61,7 @@ struct ChangeLogRobustnessTests {
     func boundedCapPrune(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        let store = try h.logStorage
+        let store = h.logStorage
         let a = try await anonymous(h)
         let b = try await anonymous(h)
         for n in 0..<12 { try await rename(h, a, "a-\(n)") }  // 1...12

@@ -16,7 +16,7 @@ import Testing
 struct EmailChangeTests {
     let strong = "glacier lantern marmalade"
 
-    func storage(_ h: Harness) throws -> any IdentityStorage { try identityStorage(h.store) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { identityStorage(h.store) }
 
     func outbox(_ h: Harness, _ kind: String) async throws -> [MailMessage] { try await queuedMails(in: storage(h), kind: kind) }
 

@@ -21,7 +21,7 @@ struct EmailVerificationTests {
         return (handlers, LocalCaller(router: handlers.router()))
     }
 
-    func storage(_ h: Harness) throws -> any IdentityStorage { try identityStorage(h.store) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { identityStorage(h.store) }
 
     func mails(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: storage(h), kind: "verify_email") }
 

@@ -257,12 +257,4 @@ import Testing
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "owasp@example.com", password: strong))
         #expect(try await h.store.user(normalizedEmail: "owasp@example.com")?.passwordHash == stored)
     }
-
-    @Test func inMemoryStoreServesTheSameHandlers() async throws {
-        let h = try await Harness(kind: .memory)
-        defer { h.cleanup() }
-        let created = try await h.caller.call(IdentityAPI.signUp, SignUpRequest(email: "mem@example.com", password: strong))
-        _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "mem@example.com", password: strong))
-        #expect(try await h.caller.call(IdentityAPI.getUser, UserIDRequest(userID: created.user.id)).id == created.user.id)
-    }
 }

@@ -13,10 +13,8 @@ import Testing
 // Helpers of the log suites (change log, audit log, sweep) that run over both kept stores.
 
 extension Harness {
-    /// The store as the whole identity storage (both kept stores are).
-    var logStorage: any IdentityStorage {
-        get throws { try #require(store as? any IdentityStorage) }
-    }
+    /// The store as the whole identity storage.
+    var logStorage: any IdentityStorage { store }
 
     /// Runs a raw statement on the harness's store: `sqlite` on SQLite's writer, `postgres` on a
     /// PostgreSQL connection (tests that corrupt or inspect a row).

@@ -16,9 +16,7 @@ import Testing
 // each takes the SQL for SQLite (camelCase columns) and for PostgreSQL (snake_case).
 
 /// The store as `IdentityStorage` (SQLite or PostgreSQL).
-func identityStorage(_ store: any UserStore) throws -> any IdentityStorage {
-    try #require(store as? any IdentityStorage)
-}
+func identityStorage(_ store: any IdentityStorage) -> any IdentityStorage { store }
 
 /// Runs `sqlite` or the `postgres` statements (ones that return nothing) on the store's database.
 func rawExecute(_ store: any UserStore, sqlite: String, postgres: [String]) async throws {

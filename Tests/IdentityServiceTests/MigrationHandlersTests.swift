@@ -281,7 +281,9 @@ import Testing
 
     @Test("B's session is asked for only once A's deletion and the revocation of its sessions are done")
     func deletionIsCommittedFirst() async throws {
-        let store = InMemoryUserStore()
+        let dir = try TemporaryDirectory(prefix: "identity-tests")
+        defer { dir.remove() }
+        let store = try await dir.migratedStore()
         let revoked = Mutex<[String]>([])
         let seenAtIssue = Mutex<[(user: String, aExists: Bool, revoked: [String])]>([])
         let anonymousID = Mutex<String>("")
@@ -317,24 +319,8 @@ import Testing
 
 /// A store that upgrades the anonymous user (gives it an email) just before a migration deletes
 /// it: the race of an upgrade and a migrating sign-in of the same user, made deterministic.
-struct UpgradingBeforeDeleteStore: UserStore {
-    let inner: any UserStore
-    func insert(_ user: UserRecord) async throws { try await inner.insert(user) }
-    func user(id: UserID) async throws -> UserRecord? { try await inner.user(id: id) }
-    func user(normalizedEmail: String) async throws -> UserRecord? { try await inner.user(normalizedEmail: normalizedEmail) }
-    func update(
-        id: UserID, expectedVersion: Int64?, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
-    ) async throws -> UserRecord { try await inner.update(id: id, expectedVersion: expectedVersion, now: now, change) }
-    func recordSignIn(id: UserID, at: Date, newPasswordHash: String?, replacing: String?) async throws {
-        try await inner.recordSignIn(id: id, at: at, newPasswordHash: newPasswordHash, replacing: replacing)
-    }
-    func delete(id: UserID) async throws { try await inner.delete(id: id) }
-    func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
-        try await inner.linkIdentity(provider: provider, subject: subject, to: user, at: at)
-    }
-    func userID(provider: String, subject: String) async throws -> UserID? { try await inner.userID(provider: provider, subject: subject) }
-    func count() async throws -> Int { try await inner.count() }
-    func deleteAnonymous(id: UserID) async throws {
+final class UpgradingBeforeDeleteStore: ForwardingIdentityStorage, @unchecked Sendable {
+    override func deleteMigratedAnonymous(id: UserID) async throws {
         let email = try EmailAddress("upgraded@example.com")
         _ = try await inner.update(id: id, expectedVersion: nil, now: Date()) { user in
             user.email = email.typed
@@ -342,7 +328,7 @@ struct UpgradingBeforeDeleteStore: UserStore {
             user.passwordHash = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA"
             user.isAnonymous = false
         }
-        try await inner.deleteAnonymous(id: id)
+        try await inner.deleteMigratedAnonymous(id: id)
     }
 }
 
@@ -370,7 +356,7 @@ struct UpgradingBeforeDeleteStore: UserStore {
         defer { cleanup() }
         let tokens = FakeTokenService()
         let handlers = IdentityHandlers(
-            store: UpgradingBeforeDeleteStore(inner: inner), hasher: PasswordHasher(parameters: .testing, pool: HashPool(workers: 1, queueLimit: 8)),
+            store: UpgradingBeforeDeleteStore(inner), hasher: PasswordHasher(parameters: .testing, pool: HashPool(workers: 1, queueLimit: 8)),
             policy: PasswordPolicy(), tokens: tokens.caller)
         let identity = LocalCaller(router: handlers.router())
         let b = try await identity.call(IdentityAPI.signUp, SignUpRequest(email: "bea@example.com", password: strong)).user

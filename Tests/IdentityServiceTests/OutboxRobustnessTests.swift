@@ -45,7 +45,7 @@ struct OutboxRobustnessTests {
     /// A migrated store of `kind` (SQLite or PostgreSQL), and what removes it.
     func makeStore(_ kind: StoreKind) async throws -> (any IdentityStorage, @Sendable () -> Void) {
         let (store, cleanup) = try await kind.make()
-        return (try identityStorage(store), cleanup)
+        return (identityStorage(store), cleanup)
     }
 
     func mail(expiresAt: Date? = nil) -> MailMessage {

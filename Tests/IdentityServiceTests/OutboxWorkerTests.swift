@@ -47,7 +47,7 @@ struct OutboxWorkerTests {
     /// A migrated store of `kind`, and what removes it.
     func makeStore(_ kind: StoreKind) async throws -> (any IdentityStorage, @Sendable () -> Void) {
         let (store, cleanup) = try await kind.make()
-        return (try identityStorage(store), cleanup)
+        return (identityStorage(store), cleanup)
     }
 
     func mail(_ n: Int = 1) -> MailMessage {

@@ -15,7 +15,7 @@ struct PasswordResetTests {
     let strong = "glacier lantern marmalade"
     let fresh = "saffron kettle obelisk"
 
-    func storage(_ h: Harness) throws -> any IdentityStorage { try identityStorage(h.store) }
+    func storage(_ h: Harness) throws -> any IdentityStorage { identityStorage(h.store) }
 
     func outbox(_ h: Harness) async throws -> [MailMessage] { try await queuedMails(in: storage(h)) }
 

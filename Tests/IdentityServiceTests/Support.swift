@@ -25,34 +25,31 @@ extension TemporaryDirectory {
 /// The stores of the `UserStore` contract: the two of `StoreKind` and PostgreSQL (issue 24; a
 /// database of the test process's shared server).
 enum UserStoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case memory, sqlite, postgres
+    case sqlite, postgres
     var testDescription: String { rawValue }
 
-    func make() async throws -> (store: any UserStore, cleanup: @Sendable () -> Void) {
+    func make() async throws -> (store: any IdentityStorage, cleanup: @Sendable () -> Void) {
         switch self {
-        case .memory: return try await StoreKind.memory.make()
         case .sqlite: return try await StoreKind.sqlite.make()
         case .postgres: return try await StoreKind.postgres.make()
         }
     }
 }
 
-/// The stores a handler suite runs against. `allCases` is the in-memory, SQLite and PostgreSQL stores;
+/// The stores a handler suite runs against. `allCases` is the SQLite and PostgreSQL stores;
 /// `.postgres` is a fresh database on the test process's PostgreSQL server
 /// (`PostgresServer.shared()`), migrated, on a client of its own. `kept` is the stores that keep
 /// the whole service (`IdentityStorage`): SQLite and PostgreSQL.
 enum StoreKind: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case memory, sqlite, postgres
+    case sqlite, postgres
     var testDescription: String { rawValue }
 
-    static let allCases: [StoreKind] = [.memory, .sqlite, .postgres]
+    static let allCases: [StoreKind] = [.sqlite, .postgres]
     /// The stores that keep everything: a suite of the flows beyond the user contract runs on these.
     static let kept: [StoreKind] = [.sqlite, .postgres]
 
-    func make() async throws -> (store: any UserStore, cleanup: @Sendable () -> Void) {
+    func make() async throws -> (store: any IdentityStorage, cleanup: @Sendable () -> Void) {
         switch self {
-        case .memory:
-            return (InMemoryUserStore(), {})
         case .sqlite:
             let dir = try TemporaryDirectory(prefix: "identity-tests")
             let store = try await dir.migratedStore()
@@ -107,7 +104,7 @@ func makeUser(_ email: String, at date: Date = t0, hash: String? = "$argon2id$v=
 /// Handlers over a store, with cheap Argon2 parameters, a fake token service, a recording sink
 /// and a manual clock.
 struct Harness {
-    let store: any UserStore
+    let store: any IdentityStorage
     let handlers: IdentityHandlers
     let caller: LocalCaller
     let tokens: FakeTokenService

@@ -363,6 +363,17 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
 }
 
 extension SQLiteUserStore: IdentityStorage {
+    /// One instance keeps its resume handles in memory: none shared.
+    public var sharedResumeHandles: (any SharedResumeHandles)? { nil }
+    /// One instance: the verifier's own replay guard is the whole truth.
+    public var sharedReplayGuard: (any SharedReplayGuard)? { nil }
+
+    /// The only instance on its file: it always leads, so `body` runs at once.
+    public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+        try await body()
+        return true
+    }
+
     /// An empty write transaction: `run` appends the running call's pending audit event.
     public func recordPendingAudit() async throws {
         try await run { _ in }
