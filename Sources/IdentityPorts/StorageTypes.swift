@@ -23,23 +23,6 @@ public struct UserFilter: Sendable {
     public init() {}
 }
 
-/// The kinds of code an operator can make a link for.
-public enum LinkCodeKind: String, Sendable {
-    case passwordReset = "password_reset"
-    case verifyEmail = "verify_email"
-}
-
-/// What an `email_actions` row's code does.
-public enum EmailActionPurpose: String, Sendable, CaseIterable {
-    /// Verifies `email` if it is still the user's address.
-    case verifyEmail = "verify_email"
-    /// Makes `email` the user's address (if the address is still `fromEmailNormalized`).
-    case changeEmail = "change_email"
-    /// Restores `email` (the old address; `previousVerified` its verified state) and revokes
-    /// every session of the user.
-    case revertEmail = "revert_email"
-}
-
 /// An unused, unexpired `change_email` or `revert_email` code, as the handlers check it
 /// before acting (the write checks it again).
 public struct EmailChangeCode: Sendable, Equatable {
@@ -80,6 +63,9 @@ public struct RevertPasswordReset: Sendable {
         self.expiresAt = expiresAt
         self.mail = mail
     }
+
+    /// The reset code to store.
+    public var code: NewResetCode { NewResetCode(codeHash: codeHash, expiresAt: expiresAt) }
 }
 
 /// A verification code to store: its hash, the address it verifies, its expiry and its mail.
@@ -103,27 +89,9 @@ public struct PendingVerification: Sendable {
         self.expiresAt = expiresAt
         self.mail = mail
     }
-}
 
-/// What `storeEmailVerification` did.
-public enum EmailVerificationOutcome: Sendable, Equatable {
-    /// The code is stored (older ones voided) and the mail queued.
-    case queued
-    /// The user had verification mails too recently: nothing written; one more is allowed
-    /// after this many seconds.
-    case limited(retryAfterSeconds: Int)
-    /// The address is already verified: nothing written.
-    case alreadyVerified
-    /// The user is gone, disabled, or no longer has this address: nothing written.
-    case noAccount
-}
-
-/// What `storePasswordReset` did.
-public enum PasswordResetOutcome: Sendable, Equatable {
-    /// The code is stored (older ones voided) and the mail queued.
-    case queued
-    /// The address had a reset mail too recently (per-minute or per-hour limit): nothing written.
-    case limited
-    /// The user is gone, disabled, or no longer has this email: nothing written.
-    case noAccount
+    /// The code's `email_actions` row (`verify_email`).
+    public var emailAction: NewEmailAction {
+        NewEmailAction(purpose: .verifyEmail, codeHash: codeHash, email: email, emailNormalized: emailNormalized, expiresAt: expiresAt)
+    }
 }

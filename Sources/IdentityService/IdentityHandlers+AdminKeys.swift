@@ -58,7 +58,6 @@ extension IdentityHandlers {
         guard rest.first == ".", let hash = Self.resetCodeHash(ifWellFormed: String(rest.dropFirst())) else {
             throw IdentityError.invalidAdminKey
         }
-        let storage = store
         guard let (key, stored) = try await store.activeAdminKey(id: id),
             PasswordHashing.constantTimeEquals(Array(stored), Array(hash))
         else { throw IdentityError.invalidAdminKey }

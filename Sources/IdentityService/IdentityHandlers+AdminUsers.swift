@@ -172,7 +172,6 @@ extension IdentityHandlers {
         let ttl = kind == .passwordReset ? passwordReset.ttl : emailFlows.verificationTTL
         let code = Self.newResetCode()
         let now = clock.now
-        let storage = store
         try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: normalized, client: request.client) {
             AuditScope.current?.update { $0.detailJSON = #"{"kind":"\#(kind.rawValue)"}"# }
             try await store.storeLinkCode(

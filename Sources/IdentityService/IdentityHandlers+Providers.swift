@@ -106,7 +106,6 @@ extension IdentityHandlers {
             let id = try Self.validCaller(request.caller)
             try Self.checkClient(request.client)
             try Self.checkProviderID(request.provider)
-            let storage = store
             try requireRecentLogin(request.caller)
             let user = try await store.unlink(provider: request.provider, from: id, now: clock.now)
             await publish(IdentityAPI.Topic.userUpdated, user)

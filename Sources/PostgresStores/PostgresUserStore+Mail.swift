@@ -191,48 +191,6 @@ extension PostgresUserStore {
             """, on: connection, logger: logger)
     }
 
-    /// Voids every unused code of `userID` with one of `purposes` (in the caller's transaction).
-    static func voidEmailActions(
-        userID: UserID, purposes: [EmailActionPurpose], at nowMs: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws {
-        try await mailRows(
-            """
-            UPDATE email_actions SET used_at = \(nowMs)
-            WHERE user_id = \(userID.rawValue) AND purpose = ANY(\(purposes.map(\.rawValue))) AND used_at IS NULL
-            """, on: connection, logger: logger)
-    }
-
-    /// Voids every unused password reset code of `userID` (in the caller's transaction).
-    static func voidResets(userID: UserID, at nowMs: Int64, on connection: PostgresConnection, logger: Logger) async throws {
-        try await mailRows(
-            "UPDATE password_resets SET used_at = \(nowMs) WHERE user_id = \(userID.rawValue) AND used_at IS NULL",
-            on: connection, logger: logger)
-    }
-
-    /// Stores a reset code (in the caller's transaction).
-    static func insertReset(
-        userID: UserID, codeHash: Data, expiresAt: Date, nowMs: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws {
-        try await mailRows(
-            """
-            INSERT INTO password_resets (user_id, code_hash, expires_at, created_at)
-            VALUES (\(userID.rawValue), \(codeHash), \(expiresAt.millisecondsSince1970), \(nowMs))
-            """, on: connection, logger: logger)
-    }
-
-    /// Stores an email action code (in the caller's transaction).
-    static func insertEmailAction(
-        _ purpose: EmailActionPurpose, userID: UserID, codeHash: Data, email: String, emailNormalized: String, from: String?,
-        previousVerified: Bool, expiresAt: Date, nowMs: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws {
-        try await mailRows(
-            """
-            INSERT INTO email_actions (purpose, user_id, code_hash, email, email_normalized, from_email_normalized, previous_verified, expires_at, created_at)
-            VALUES (\(purpose.rawValue), \(userID.rawValue), \(codeHash), \(email), \(emailNormalized), \(from), \(previousVerified),
-                \(expiresAt.millisecondsSince1970), \(nowMs))
-            """, on: connection, logger: logger)
-    }
-
     /// Whether `normalized` is another user's address, or reserved for another user by an unused
     /// revert code (in the caller's transaction).
     static func emailTakenOrReserved(_ normalized: String, userID: UserID, on connection: PostgresConnection, logger: Logger) async throws -> Bool {

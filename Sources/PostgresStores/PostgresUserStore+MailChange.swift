@@ -6,8 +6,9 @@ import Logging
 import Mail
 import PostgresNIO
 
-// The confirmed email change on PostgreSQL (issue 24): SQLite's `+EmailChange`, each step in the
-// caller's transaction, the user's row locked first (see `PostgresUserStore+Mail`).
+// The confirmed email change on PostgreSQL (issue 24): SQLite's `+EmailChange`, the user's row
+// locked first (see `PostgresUserStore+Mail`). The rules are `MailCodeRules`' (issue 36): each
+// write reads what its decision takes and applies what it returns (`+MailCodeWrites`).
 extension PostgresUserStore {
     // MARK: Email change
 
@@ -27,104 +28,67 @@ extension PostgresUserStore {
         }
     }
 
-    /// In one transaction: locks the user (enabled, else `userDisabled`; still at `fromNormalized`,
-    /// else `versionConflict`); checks that `email` is no other user's and not reserved
-    /// (`emailExists`) and the per-user limits on change mails (`mailRateLimited` with the
-    /// seconds to wait); voids the user's unused change codes; stores the code; queues
-    /// `mail(currentTypedEmail)`. The user itself is unchanged.
+    /// In one transaction: locks and reads the user (`userNotFound`), reads whether `email` is
+    /// another user's or reserved and the user's change codes of the last hour, and applies
+    /// `MailCodeRules.requestEmailChange` (`userDisabled`; `versionConflict` unless still at
+    /// `fromNormalized`; `emailExists`; `mailRateLimited` with the seconds to wait; otherwise the
+    /// user's unused change codes voided, the code stored and `mail(currentTypedEmail)` queued).
+    /// The user itself is unchanged.
     public func storeEmailChange(
         userID: UserID, from fromNormalized: String, to email: EmailAddress, codeHash: Data, expiresAt: Date, now: Date,
         perMinute: Int, perHour: Int, mail: @escaping @Sendable (_ currentEmail: String) -> MailMessage
     ) async throws {
         try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            let user = try await Self.emailChangeUserState(userID, on: connection, logger: log)
-            guard !user.disabled else { throw IdentityError.userDisabled }
-            guard user.emailNormalized == fromNormalized, let current = user.email else {
-                throw IdentityError.versionConflict(current: user.version)
-            }
-            if try await Self.emailTakenOrReserved(email.normalized, userID: userID, on: connection, logger: log) {
-                throw IdentityError.emailExists
-            }
-            if let wait = try await Self.emailChangeRetryAfter(userID, nowMs: nowMs, perMinute: perMinute, perHour: perHour, on: connection, logger: log) {
-                throw IdentityError.mailRateLimited(retryAfterSeconds: wait)
-            }
-            try await Self.voidEmailActions(userID: userID, purposes: [.changeEmail], at: nowMs, on: connection, logger: log)
-            try await Self.insertEmailAction(
-                .changeEmail, userID: userID, codeHash: codeHash, email: email.typed, emailNormalized: email.normalized,
-                from: fromNormalized, previousVerified: user.verified, expiresAt: expiresAt, nowMs: nowMs, on: connection, logger: log)
-            try await Self.enqueue(mail(current), on: connection, at: now, wake: wake, logger: log)
+            let user = try await Self.mailCodeUser(userID, on: connection, logger: log)
+            let taken = try await Self.emailTakenOrReserved(email.normalized, userID: userID, on: connection, logger: log)
+            let recent = try await Self.recentEmailActionTimes(userID, .changeEmail, now: now, on: connection, logger: log)
+            let writes = try MailCodeRules.requestEmailChange(
+                user: user, from: fromNormalized, to: email, addressTaken: taken, recentCodes: recent, codeHash: codeHash,
+                expiresAt: expiresAt, now: now, perMinute: perMinute, perHour: perHour, mail: mail)
+            try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log)
         }
     }
 
-    /// In one transaction: uses the `change_email` code (unused, unexpired, read again once its
-    /// user is locked, so two confirmations of one code cannot both pass; the user enabled —
-    /// `userDisabled` — and still at the code's `fromEmailNormalized`, else
-    /// `invalidEmailChangeCode`; the new address free — `emailExists`, the code stays unused);
-    /// sets the new address, verified (version + 1); voids the other change and verify codes and
-    /// the reset codes; stores a `revert_email` code for the old address (which reserves it) and
-    /// queues `notice(oldEmail, newEmail)`. The user's id.
+    /// In one transaction: reads the `change_email` code, locks its user and reads the code again
+    /// (so two confirmations of one code cannot both pass), reads whether the new address is
+    /// taken or reserved, and applies `MailCodeRules.confirmEmailChange` (the code live, the user
+    /// enabled — `userDisabled` — and still at the code's `fromEmailNormalized`, else
+    /// `invalidEmailChangeCode`; the new address free — `emailExists`, the code stays unused).
+    /// Then the old address's reservation lock is taken (held until commit: a sign-up of the old
+    /// address waits for the revert code), the new address set, verified (version + 1), the other
+    /// change and verify codes and the reset codes voided, a `revert_email` code for the old
+    /// address stored (which reserves it) and `notice(oldEmail, newEmail)` queued. The user's id.
     public func confirmEmailChange(
         codeHash: Data, revertCodeHash: Data, revertExpiresAt: Date, now: Date,
         notice: @escaping @Sendable (_ oldEmail: String, _ newEmail: String) -> MailMessage
     ) async throws -> UserID {
         try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            let (code, user) = try await Self.lockedLiveCode(codeHash, .changeEmail, nowMs: nowMs, on: connection, logger: log)
-            guard !user.disabled else { throw IdentityError.userDisabled }
-            guard let oldEmail = user.email, let oldNormalized = user.emailNormalized, oldNormalized == code.fromEmailNormalized else {
-                throw IdentityError.invalidEmailChangeCode
-            }
-            // Held until commit: a sign-up of the old address waits for the revert code below.
-            try await Self.reservationLock(oldNormalized, on: connection, logger: log)
-            if try await Self.emailTakenOrReserved(code.emailNormalized, userID: code.userID, on: connection, logger: log) {
-                throw IdentityError.emailExists
-            }
-            try await Self.setEmail(code.email, normalized: code.emailNormalized, of: code.userID, nowMs: nowMs, on: connection, logger: log)
-            try await Self.mailRows("UPDATE email_actions SET used_at = \(nowMs) WHERE id = \(code.id)", on: connection, logger: log)
-            try await Self.voidEmailActions(userID: code.userID, purposes: [.changeEmail, .verifyEmail], at: nowMs, on: connection, logger: log)
-            try await Self.voidResets(userID: code.userID, at: nowMs, on: connection, logger: log)
-            try await Self.insertEmailAction(
-                .revertEmail, userID: code.userID, codeHash: revertCodeHash, email: oldEmail, emailNormalized: oldNormalized,
-                from: code.emailNormalized, previousVerified: user.verified, expiresAt: revertExpiresAt, nowMs: nowMs, on: connection, logger: log)
-            try await Self.enqueue(notice(oldEmail, code.email), on: connection, at: now, wake: wake, logger: log)
-            return code.userID
+            let (code, user, taken) = try await Self.emailChangeState(codeHash, .changeEmail, now: now, on: connection, logger: log)
+            let writes = try MailCodeRules.confirmEmailChange(
+                code: code, user: user, addressTaken: taken, revertCodeHash: revertCodeHash, revertExpiresAt: revertExpiresAt, now: now,
+                notice: notice)
+            try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log)
+            return writes.userID
         }
     }
 
-    /// In one transaction: uses the `revert_email` code (unused, unexpired, read again under the
-    /// user's lock, else `invalidEmailChangeCode`; the user enabled, else `userDisabled`; the old
-    /// address free, else `emailExists`); restores the old address, verified (version + 1);
-    /// voids the change and verify codes, the revert codes made after this one, and the reset
-    /// codes. With `reset`, clears the password and stores a reset code with its mail to the
-    /// restored address. The user's id.
+    /// In one transaction: reads the `revert_email` code, locks its user and reads the code again,
+    /// reads whether the old address is taken or reserved by another user, and applies
+    /// `MailCodeRules.revertEmailChange` (the code live, else `invalidEmailChangeCode`; the user
+    /// enabled, else `userDisabled`; the old address free, else `emailExists`): the old address
+    /// restored, verified (version + 1); the change and verify codes, the revert codes made after
+    /// this one, and the reset codes voided. With `reset`, the password cleared and a reset code
+    /// stored with its mail to the restored address. The user's id.
     public func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset?) async throws -> UserID {
         try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            let (code, user) = try await Self.lockedLiveCode(codeHash, .revertEmail, nowMs: nowMs, on: connection, logger: log)
-            guard !user.disabled else { throw IdentityError.userDisabled }
-            if try await Self.emailTakenOrReserved(code.emailNormalized, userID: code.userID, on: connection, logger: log) {
-                throw IdentityError.emailExists
-            }
-            try await Self.setEmail(code.email, normalized: code.emailNormalized, of: code.userID, nowMs: nowMs, on: connection, logger: log)
-            try await Self.mailRows("UPDATE email_actions SET used_at = \(nowMs) WHERE id = \(code.id)", on: connection, logger: log)
-            try await Self.voidEmailActions(userID: code.userID, purposes: [.changeEmail, .verifyEmail], at: nowMs, on: connection, logger: log)
-            try await Self.mailRows(
-                """
-                UPDATE email_actions SET used_at = \(nowMs)
-                WHERE user_id = \(code.userID.rawValue) AND purpose = \(EmailActionPurpose.revertEmail.rawValue) AND used_at IS NULL AND id > \(code.id)
-                """, on: connection, logger: log)
-            try await Self.voidResets(userID: code.userID, at: nowMs, on: connection, logger: log)
-            if let reset {
-                try await Self.mailRows("UPDATE users SET password_hash = NULL WHERE id = \(code.userID.rawValue)", on: connection, logger: log)
-                try await Self.insertReset(
-                    userID: code.userID, codeHash: reset.codeHash, expiresAt: reset.expiresAt, nowMs: nowMs, on: connection, logger: log)
-                try await Self.enqueue(reset.mail(code.email), on: connection, at: now, wake: wake, logger: log)
-            }
-            return code.userID
+            let (code, user, taken) = try await Self.emailChangeState(codeHash, .revertEmail, now: now, on: connection, logger: log)
+            let writes = try MailCodeRules.revertEmailChange(
+                code: code, user: user, addressTaken: taken, now: now, reset: reset.map { ($0.code, $0.mail) })
+            try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log)
+            return writes.userID
         }
     }
 
@@ -139,94 +103,15 @@ extension PostgresUserStore {
         }
     }
 
-    // MARK: Email change steps (inside a transaction)
-
-    /// What the email change needs of a user row.
-    struct EmailChangeUserState: Sendable {
-        var email: String?
-        var emailNormalized: String?
-        var verified: Bool
-        var disabled: Bool
-        var version: Int64
+    /// The `purpose` code with this hash and its user (`lockedEmailAction`: the user locked, the
+    /// code read again), and whether the code's address is another user's or reserved for
+    /// another: what a confirmation or a revert decides on.
+    static func emailChangeState(
+        _ codeHash: Data, _ purpose: EmailActionPurpose, now: Date, on connection: PostgresConnection, logger: Logger
+    ) async throws -> (StoredEmailAction?, MailCodeUser?, Bool) {
+        let (code, user) = try await lockedEmailAction(codeHash, purpose, now: now, on: connection, logger: logger)
+        guard let code, let user else { return (code, user.map(MailCodeUser.init), false) }
+        let taken = try await emailTakenOrReserved(code.emailNormalized, userID: code.userID, on: connection, logger: logger)
+        return (code, MailCodeUser(user), taken)
     }
-
-    /// A code row the steps act on.
-    struct EmailChangeRow: Sendable {
-        var id: Int64
-        var userID: UserID
-        var email: String
-        var emailNormalized: String
-        var fromEmailNormalized: String?
-    }
-
-    /// Locks the user's row and reads what the change needs of it; `userNotFound` when it is gone.
-    static func emailChangeUserState(_ id: UserID, on connection: PostgresConnection, logger: Logger) async throws -> EmailChangeUserState {
-        guard let row = try await mailRows(
-            "SELECT email, email_normalized, email_verified, disabled, version FROM users WHERE id = \(id.rawValue) FOR UPDATE",
-            on: connection, logger: logger
-        ).first?.decode((String?, String?, Bool, Bool, Int64).self)
-        else { throw IdentityError.userNotFound }
-        let (email, normalized, verified, disabled, version) = row
-        return EmailChangeUserState(email: email, emailNormalized: normalized, verified: verified, disabled: disabled, version: version)
-    }
-
-    /// The unused, unexpired code of `purpose` with this hash, or nil.
-    static func emailChangeLiveCode(
-        _ codeHash: Data, _ purpose: EmailActionPurpose, nowMs: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws -> EmailChangeRow? {
-        guard let row = try await mailRows(
-            """
-            SELECT id, user_id, email, email_normalized, from_email_normalized FROM email_actions
-            WHERE code_hash = \(codeHash) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(nowMs)
-            """, on: connection, logger: logger
-        ).first?.decode((Int64, String, String, String, String?).self)
-        else { return nil }
-        let (id, userID, email, normalized, from) = row
-        return EmailChangeRow(id: id, userID: UserID(rawValue: userID), email: email, emailNormalized: normalized, fromEmailNormalized: from)
-    }
-
-    /// The live code and its user, the user's row locked and the code read again under that lock
-    /// (a transaction that used or voided it meanwhile has committed): `invalidEmailChangeCode`
-    /// when there is no such code, before or after the lock.
-    static func lockedLiveCode(
-        _ codeHash: Data, _ purpose: EmailActionPurpose, nowMs: Int64, on connection: PostgresConnection, logger: Logger
-    ) async throws -> (EmailChangeRow, EmailChangeUserState) {
-        guard let seen = try await emailChangeLiveCode(codeHash, purpose, nowMs: nowMs, on: connection, logger: logger) else {
-            throw IdentityError.invalidEmailChangeCode
-        }
-        let user = try await emailChangeUserState(seen.userID, on: connection, logger: logger)
-        guard let code = try await emailChangeLiveCode(codeHash, purpose, nowMs: nowMs, on: connection, logger: logger) else {
-            throw IdentityError.invalidEmailChangeCode
-        }
-        return (code, user)
-    }
-
-    /// Seconds until one more change mail is allowed (nil: allowed now): past the per-minute or
-    /// per-hour count, until the code that fills the window leaves it.
-    static func emailChangeRetryAfter(
-        _ userID: UserID, nowMs: Int64, perMinute: Int, perHour: Int, on connection: PostgresConnection, logger: Logger
-    ) async throws -> Int? {
-        var wait: Int64 = 0
-        for (limit, window) in [(perMinute, Int64(60_000)), (perHour, Int64(3_600_000))] {
-            let blocking = try await mailRows(
-                """
-                SELECT created_at FROM email_actions
-                WHERE user_id = \(userID.rawValue) AND purpose = \(EmailActionPurpose.changeEmail.rawValue) AND created_at > \(nowMs - window)
-                ORDER BY created_at DESC LIMIT 1 OFFSET \(Int64(max(limit, 1) - 1))
-                """, on: connection, logger: logger
-            ).first?.decode(Int64.self)
-            if let blocking { wait = max(wait, blocking + window - nowMs) }
-        }
-        return wait > 0 ? Int((Double(wait) / 1000).rounded(.up)) : nil
-    }
-
-    /// The user's address becomes `email` (verified); version + 1.
-    static func setEmail(_ email: String, normalized: String, of userID: UserID, nowMs: Int64, on connection: PostgresConnection, logger: Logger) async throws {
-        try await mailRows(
-            """
-            UPDATE users SET email = \(email), email_normalized = \(normalized), email_verified = true, version = version + 1, updated_at = \(nowMs)
-            WHERE id = \(userID.rawValue)
-            """, on: connection, logger: logger)
-    }
-
 }

@@ -8,39 +8,29 @@ import PostgresNIO
 
 // Password reset codes, email verification and the operator's link codes on PostgreSQL (issue
 // 24): the SQLite store's `+PasswordReset`, `+EmailVerification` and `+AdminUsers`
-// (`storeLinkCode`, `update(voidingCodes:)`), with the same outcomes, error codes and limits. Each method is one transaction; those that count, void or
-// use a user's codes lock the user's row first (see `PostgresUserStore+Mail`).
+// (`storeLinkCode`, `update(voidingCodes:)`). The rules are `MailCodeRules`' (issue 36): each
+// write reads what its decision takes and applies what it returns (`+MailCodeWrites`). Each
+// method is one transaction; those that count, void or use a user's codes lock the user's row
+// first (see `PostgresUserStore+Mail`).
 extension PostgresUserStore {
     // MARK: Password reset
 
-    /// In one transaction: locks the user (enabled, with the normalized email `email`, else
-    /// `noAccount`); deletes its rows older than a day; checks the per-address limits
-    /// (`perMinute`, `perHour` codes made in the last minute and hour: `limited`); voids its
-    /// unused codes; stores `codeHash`; queues `mail`.
+    /// In one transaction: locks and reads the user and reads its reset codes of the last hour,
+    /// then applies `MailCodeRules.requestPasswordReset` (`noAccount` unless enabled and at the
+    /// normalized email `email`; `limited` past `perMinute` or `perHour`; otherwise the older
+    /// codes voided, `codeHash` stored and `mail` queued; rows older than a day deleted).
     public func storePasswordReset(
         userID: UserID, email: String, codeHash: Data, expiresAt: Date, mail: MailMessage, now: Date, perMinute: Int, perHour: Int
     ) async throws -> PasswordResetOutcome {
         try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            guard let disabled = try await Self.mailRows(
-                "SELECT disabled FROM users WHERE id = \(userID.rawValue) AND email_normalized = \(email) FOR UPDATE", on: connection, logger: log
-            ).first?.decode(Bool.self), !disabled
-            else { return .noAccount }
-            try await Self.mailRows(
-                "DELETE FROM password_resets WHERE user_id = \(userID.rawValue) AND created_at < \(nowMs - 86_400_000)", on: connection, logger: log)
-            let countRow = try await Self.mailRows(
-                """
-                SELECT count(*) FILTER (WHERE created_at > \(nowMs - 60_000)), count(*) FILTER (WHERE created_at > \(nowMs - 3_600_000))
-                FROM password_resets WHERE user_id = \(userID.rawValue)
-                """, on: connection, logger: log
-            ).first
-            let (minute, hour): (Int64, Int64) = try countRow.map { try $0.decode((Int64, Int64).self) } ?? (0, 0)
-            if minute >= perMinute || hour >= perHour { return .limited }
-            try await Self.voidResets(userID: userID, at: nowMs, on: connection, logger: log)
-            try await Self.insertReset(userID: userID, codeHash: codeHash, expiresAt: expiresAt, nowMs: nowMs, on: connection, logger: log)
-            try await Self.enqueue(mail, on: connection, at: now, wake: wake, logger: log)
-            return .queued
+            let user = try await Self.mailCodeUser(userID, on: connection, logger: log)
+            let recent = try await Self.recentResetTimes(userID, now: now, on: connection, logger: log)
+            let decision = MailCodeRules.requestPasswordReset(
+                user: user, email: email, recentCodes: recent, code: NewResetCode(codeHash: codeHash, expiresAt: expiresAt), mail: mail,
+                now: now, perMinute: perMinute, perHour: perHour)
+            if let writes = decision.writes { try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log) }
+            return decision.outcome
         }
     }
 
@@ -57,30 +47,18 @@ extension PostgresUserStore {
         return found.map { (UserID(rawValue: $0.0), $0.1) }
     }
 
-    /// In one transaction (the user locked): marks the code (unused, unexpired, of `userID`) and
-    /// every other unused code of the user used, voids its pending email changes, and sets the
-    /// password hash with the address verified (version + 1), only while the user is enabled.
-    /// `invalidResetCode` when the code no longer qualifies or the user is disabled.
+    /// In one transaction: locks and reads the user, reads the code, and applies
+    /// `MailCodeRules.usePasswordReset`: the code used, the user's other codes and pending email
+    /// changes voided, the password hash set with the address verified (version + 1).
+    /// `invalidResetCode` when the code no longer qualifies or the user is gone or disabled.
     public func usePasswordReset(codeHash: Data, userID: UserID, passwordHash: String, now: Date) async throws {
-        try await transaction { connection in
+        try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            try await Self.lockUser(userID, on: connection, logger: log)
-            let used = try await Self.mailRows(
-                """
-                UPDATE password_resets SET used_at = \(nowMs)
-                WHERE code_hash = \(codeHash) AND user_id = \(userID.rawValue) AND used_at IS NULL AND expires_at > \(nowMs)
-                RETURNING id
-                """, on: connection, logger: log)
-            guard used.count == 1 else { throw IdentityError.invalidResetCode }
-            try await Self.voidResets(userID: userID, at: nowMs, on: connection, logger: log)
-            try await Self.voidEmailActions(userID: userID, purposes: [.changeEmail], at: nowMs, on: connection, logger: log)
-            let set = try await Self.mailRows(
-                """
-                UPDATE users SET password_hash = \(passwordHash), email_verified = true, version = version + 1, updated_at = \(nowMs)
-                WHERE id = \(userID.rawValue) AND NOT disabled RETURNING id
-                """, on: connection, logger: log)
-            guard set.count == 1 else { throw IdentityError.invalidResetCode }
+            let user = try await Self.mailCodeUser(userID, on: connection, logger: log)
+            let code = try await Self.storedResetCode(codeHash, on: connection, logger: log)
+            let writes: MailCodeWrites<MailMessage> = try MailCodeRules.usePasswordReset(
+                code: code, userID: userID, user: user, passwordHash: passwordHash, now: now)
+            try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log)
         }
     }
 
@@ -94,12 +72,10 @@ extension PostgresUserStore {
 
     /// Voids every unused reset code and every pending email change of `userID`.
     public func voidPasswordResets(userID: UserID, at now: Date) async throws {
-        try await transaction { connection in
+        try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
             try await Self.lockUser(userID, on: connection, logger: log)
-            try await Self.voidResets(userID: userID, at: nowMs, on: connection, logger: log)
-            try await Self.voidEmailActions(userID: userID, purposes: [.changeEmail], at: nowMs, on: connection, logger: log)
+            try await Self.apply(MailCodeRules.passwordChanged(userID: userID), at: now, on: connection, wake: wake, logger: log)
         }
     }
 
@@ -118,102 +94,61 @@ extension PostgresUserStore {
     public func insert(_ user: UserRecord, verification: PendingVerification) async throws {
         try await mailTransaction { connection, wake in
             try await Self.insert(user, on: connection, logger: self.queryLogger)
-            try await Self.storeVerification(verification, userID: user.id, at: user.createdAt, on: connection, wake: wake, logger: self.queryLogger)
+            let writes = MailCodeRules.verificationCode(userID: user.id, code: verification.emailAction, mail: verification.mail)
+            try await Self.apply(writes, at: user.createdAt, on: connection, wake: wake, logger: self.queryLogger)
         }
     }
 
     /// `update`, and in the same transaction the verification code and mail when the updated
-    /// user has the code's address: a refused change writes neither.
+    /// user has the code's address (`MailCodeRules.verificationAfterUpdate`): a refused change
+    /// writes neither.
     public func update(
         id: UserID, now: Date, verification: PendingVerification, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
         try await mailTransaction { connection, wake in
             let user = try await Self.updateLockedUser(id: id, now: now, on: connection, logger: self.queryLogger, change)
-            guard user.emailNormalized == verification.emailNormalized else { return user }
-            try await Self.storeVerification(verification, userID: id, at: now, on: connection, wake: wake, logger: self.queryLogger)
+            let writes = MailCodeRules.verificationAfterUpdate(user: MailCodeUser(user), code: verification.emailAction, mail: verification.mail)
+            if let writes { try await Self.apply(writes, at: now, on: connection, wake: wake, logger: self.queryLogger) }
             return user
         }
     }
 
-    /// In one transaction: locks the user (enabled, at `verification.emailNormalized`, else
-    /// `noAccount`; verified already: `alreadyVerified`); checks the per-user limits (codes made
-    /// in the last minute and hour, voided ones included: `limited` with the seconds to wait);
-    /// voids the older codes, stores the new one and queues its mail.
+    /// In one transaction: locks and reads the user, reads its verification codes of the last
+    /// hour (voided ones included), and applies `MailCodeRules.requestEmailVerification`
+    /// (`noAccount` unless enabled and at `verification.emailNormalized`; `alreadyVerified`;
+    /// `limited` with the seconds to wait; otherwise the older codes voided, the new one stored
+    /// and its mail queued).
     public func storeEmailVerification(
         userID: UserID, verification: PendingVerification, now: Date, perMinute: Int, perHour: Int
     ) async throws -> EmailVerificationOutcome {
         try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            guard let state = try await Self.mailRows(
-                """
-                SELECT disabled, email_verified FROM users WHERE id = \(userID.rawValue) AND email_normalized = \(verification.emailNormalized)
-                FOR UPDATE
-                """, on: connection, logger: log
-            ).first?.decode((Bool, Bool).self), !state.0
-            else { return .noAccount }
-            if state.1 { return .alreadyVerified }
-            let made = try await Self.mailRows(
-                """
-                SELECT created_at FROM email_actions
-                WHERE user_id = \(userID.rawValue) AND purpose = \(EmailActionPurpose.verifyEmail.rawValue) AND created_at > \(nowMs - 3_600_000)
-                ORDER BY created_at
-                """, on: connection, logger: log
-            ).map { try $0.decode(Int64.self) }
-            let wait = max(
-                Self.wait(made: made, now: nowMs, limit: perMinute, window: 60_000),
-                Self.wait(made: made, now: nowMs, limit: perHour, window: 3_600_000))
-            if wait > 0 { return .limited(retryAfterSeconds: Int((wait + 999) / 1000)) }
-            try await Self.storeVerification(verification, userID: userID, at: now, on: connection, wake: wake, logger: log)
-            return .queued
+            let user = try await Self.mailCodeUser(userID, on: connection, logger: log)
+            let recent = try await Self.recentEmailActionTimes(userID, .verifyEmail, now: now, on: connection, logger: log)
+            let decision = MailCodeRules.requestEmailVerification(
+                user: user, code: verification.emailAction, mail: verification.mail, recentCodes: recent, now: now,
+                perMinute: perMinute, perHour: perHour)
+            if let writes = decision.writes { try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log) }
+            return decision.outcome
         }
     }
 
-    /// Milliseconds until fewer than `limit` of the codes made at `made` (sorted, oldest first)
-    /// fall in the last `window` ms; 0 when that is so already (as `SQLiteUserStore.wait`).
-    static func wait(made: [Int64], now: Int64, limit: Int, window: Int64) -> Int64 {
-        let inWindow = made.filter { $0 > now - window }
-        let limit = max(1, limit)
-        guard inWindow.count >= limit else { return 0 }
-        return max(1, inWindow[inWindow.count - limit] + window - now)
-    }
-
-    /// Voids the user's unused verification codes, stores `verification`'s and queues its mail
-    /// (in the caller's transaction).
-    static func storeVerification(
-        _ verification: PendingVerification, userID: UserID, at now: Date, on connection: PostgresConnection, wake: OutboxWake, logger: Logger
-    ) async throws {
-        let nowMs = now.millisecondsSince1970
-        try await voidEmailActions(userID: userID, purposes: [.verifyEmail], at: nowMs, on: connection, logger: logger)
-        try await insertEmailAction(
-            .verifyEmail, userID: userID, codeHash: verification.codeHash, email: verification.email,
-            emailNormalized: verification.emailNormalized, from: nil, previousVerified: false, expiresAt: verification.expiresAt,
-            nowMs: nowMs, on: connection, logger: logger)
-        try await enqueue(verification.mail, on: connection, at: now, wake: wake, logger: logger)
-    }
-
-    /// In one transaction: takes the verification code with this hash (unused, unexpired), locks
-    /// its user and reads the code again under that lock; checks that the code's address is
-    /// still the user's (`invalidVerificationCode`) and that the user is enabled
-    /// (`userDisabled`; the code stays usable); voids the user's verification codes and sets
-    /// `emailVerified` (version + 1). The user after it, and whether it changed.
+    /// In one transaction: reads the verification code with this hash, locks its user and reads
+    /// the code again under that lock (`lockedEmailAction`), and applies
+    /// `MailCodeRules.useEmailVerification`: `invalidVerificationCode` unless live and for the
+    /// user's current address; `userDisabled` (the code stays usable); otherwise the user's
+    /// verification codes voided and `emailVerified` set (version + 1). The user after it, and
+    /// whether it changed.
     public func useEmailVerification(codeHash: Data, now: Date) async throws -> (user: UserRecord, changed: Bool) {
         let audit = AuditScope.current
-        let (user, changed) = try await transaction { connection -> (UserRecord, Bool) in
+        let (user, changed) = try await mailTransaction { connection, wake -> (UserRecord, Bool) in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            let live: PostgresQuery = try """
-                SELECT user_id, email_normalized FROM email_actions
-                WHERE code_hash = \(codeHash) AND purpose = \(EmailActionPurpose.verifyEmail.rawValue) AND used_at IS NULL AND expires_at > \(nowMs)
-                """
-            guard let seen = try await Self.mailRows(live, on: connection, logger: log).first?.decode((String, String).self),
-                let user = try await Self.user(where: "id", seen.0, forUpdate: true, on: connection, logger: log),
-                let code = try await Self.mailRows(live, on: connection, logger: log).first?.decode((String, String).self)
-            else { throw IdentityError.invalidVerificationCode }
-            guard user.emailNormalized == code.1 else { throw IdentityError.invalidVerificationCode }
-            guard !user.disabled else { throw IdentityError.userDisabled }
-            try await Self.voidEmailActions(userID: user.id, purposes: [.verifyEmail], at: nowMs, on: connection, logger: log)
-            if user.emailVerified {
+            let (code, record) = try await Self.lockedEmailAction(codeHash, .verifyEmail, now: now, on: connection, logger: log)
+            let decision: (writes: MailCodeWrites<MailMessage>, markVerified: Bool) = try MailCodeRules.useEmailVerification(
+                code: code, user: record.map(MailCodeUser.init), now: now)
+            guard let user = record else { throw IdentityError.invalidVerificationCode }  // not reached: the decision refused
+            try await Self.apply(decision.writes, at: now, on: connection, wake: wake, logger: log)
+            guard decision.markVerified else {
                 audit?.discard()  // verified already: nothing to record
                 return (user, false)
             }
@@ -230,44 +165,32 @@ extension PostgresUserStore {
     // MARK: Admin
 
     /// Stores a `kind` code (its SHA-256) for `userID`, voiding the user's older codes of that
-    /// kind, without a mail, in one transaction (the user locked); `userNotFound` when the user
-    /// is gone, disabled, or no longer has the address `emailNormalized`.
+    /// kind, without a mail, in one transaction (the user locked; `MailCodeRules.linkCode`);
+    /// `userNotFound` when the user is gone, disabled, or no longer has the address
+    /// `emailNormalized`.
     public func storeLinkCode(
         _ kind: LinkCodeKind, userID: UserID, email: String, emailNormalized: String, codeHash: Data, expiresAt: Date, now: Date
     ) async throws {
-        try await transaction { connection in
+        try await mailTransaction { connection, wake in
             let log = self.queryLogger
-            let nowMs = now.millisecondsSince1970
-            guard let disabled = try await Self.mailRows(
-                "SELECT disabled FROM users WHERE id = \(userID.rawValue) AND email_normalized = \(emailNormalized) FOR UPDATE",
-                on: connection, logger: log
-            ).first?.decode(Bool.self), !disabled
-            else { throw IdentityError.userNotFound }
-            switch kind {
-            case .passwordReset:
-                try await Self.voidResets(userID: userID, at: nowMs, on: connection, logger: log)
-                try await Self.insertReset(userID: userID, codeHash: codeHash, expiresAt: expiresAt, nowMs: nowMs, on: connection, logger: log)
-            case .verifyEmail:
-                try await Self.voidEmailActions(userID: userID, purposes: [.verifyEmail], at: nowMs, on: connection, logger: log)
-                try await Self.insertEmailAction(
-                    .verifyEmail, userID: userID, codeHash: codeHash, email: email, emailNormalized: emailNormalized, from: nil,
-                    previousVerified: false, expiresAt: expiresAt, nowMs: nowMs, on: connection, logger: log)
-            }
+            let user = try await Self.mailCodeUser(userID, on: connection, logger: log)
+            let writes: MailCodeWrites<MailMessage> = try MailCodeRules.linkCode(
+                kind, user: user, email: email, emailNormalized: emailNormalized, codeHash: codeHash, expiresAt: expiresAt)
+            try await Self.apply(writes, at: now, on: connection, wake: wake, logger: log)
         }
     }
 
     /// `update`, and with `voidingCodes` in the same transaction the user's unused password reset
-    /// codes and pending email changes and verifications voided. Revert codes stay.
+    /// codes and pending email changes and verifications voided
+    /// (`MailCodeRules.operatorChangedCredentials`). Revert codes stay.
     public func update(
         id: UserID, now: Date, voidingCodes: Bool, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
-        try await transaction { connection in
+        try await mailTransaction { connection, wake in
             let log = self.queryLogger
             let user = try await Self.updateLockedUser(id: id, now: now, on: connection, logger: log, change)
             if voidingCodes {
-                let nowMs = now.millisecondsSince1970
-                try await Self.voidResets(userID: id, at: nowMs, on: connection, logger: log)
-                try await Self.voidEmailActions(userID: id, purposes: [.changeEmail, .verifyEmail], at: nowMs, on: connection, logger: log)
+                try await Self.apply(MailCodeRules.operatorChangedCredentials(userID: id), at: now, on: connection, wake: wake, logger: log)
             }
             return user
         }

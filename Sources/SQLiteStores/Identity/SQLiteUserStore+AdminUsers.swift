@@ -5,6 +5,7 @@ import IdentityPorts
 import GatehouseSupport
 import GRDB
 import IdentityCore
+import Mail
 
 // The admin API's reads and writes that no other path has (issue 22 §1): the filtered listing of
 // users, and action codes stored for a link the operator hands over instead of a mail.
@@ -50,36 +51,16 @@ extension SQLiteUserStore {
     }
 
     /// Stores a `kind` code (its SHA-256) for `userID`, voiding the user's older codes of that
-    /// kind, without a mail, in one transaction; `userNotFound` when the user is gone, disabled,
-    /// or no longer has the address `emailNormalized`.
+    /// kind, without a mail, in one transaction (`MailCodeRules.linkCode`); `userNotFound` when the
+    /// user is gone, disabled, or no longer has the address `emailNormalized`.
     public func storeLinkCode(
         _ kind: LinkCodeKind, userID: UserID, email: String, emailNormalized: String, codeHash: Data, expiresAt: Date, now: Date
     ) async throws {
         try await run { db in
-            let nowMs = now.millisecondsSince1970
-            guard let row = try Row.fetchOne(
-                db, sql: "SELECT disabled FROM users WHERE id = ? AND emailNormalized = ?", arguments: [userID.rawValue, emailNormalized]),
-                (row[0] as Int64) == 0
-            else { throw IdentityError.userNotFound }
-            switch kind {
-            case .passwordReset:
-                try db.execute(
-                    sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, userID.rawValue])
-                try db.execute(
-                    sql: "INSERT INTO password_resets (userId, codeHash, expiresAt, createdAt) VALUES (?, ?, ?, ?)",
-                    arguments: [userID.rawValue, codeHash, expiresAt.millisecondsSince1970, nowMs])
-            case .verifyEmail:
-                try Self.voidEmailActions(userID: userID.rawValue, purposes: [.verifyEmail], at: nowMs, in: db)
-                try db.execute(
-                    sql: """
-                        INSERT INTO email_actions (purpose, userId, codeHash, email, emailNormalized, expiresAt, createdAt)
-                        VALUES (?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
-                        EmailActionPurpose.verifyEmail.rawValue, userID.rawValue, codeHash, email, emailNormalized,
-                        expiresAt.millisecondsSince1970, nowMs,
-                    ])
-            }
+            let user = try Self.mailCodeUser(userID, in: db)
+            let writes: MailCodeWrites<MailMessage> = try MailCodeRules.linkCode(
+                kind, user: user, email: email, emailNormalized: emailNormalized, codeHash: codeHash, expiresAt: expiresAt)
+            try Self.apply(writes, at: now, in: db)
         }
     }
 }
@@ -87,18 +68,14 @@ extension SQLiteUserStore {
 extension SQLiteUserStore {
     /// `update`, and with `voidingCodes` in the same transaction the user's unused password reset
     /// codes and pending email changes and verifications voided (an operator's new address or
-    /// password). Revert codes stay: they are the previous address owner's way back.
+    /// password; `MailCodeRules.operatorChangedCredentials`). Revert codes stay: they are the
+    /// previous address owner's way back.
     public func update(
         id: UserID, now: Date, voidingCodes: Bool, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
     ) async throws -> UserRecord {
         try await run { db in
             let user = try Self.update(id: id, expectedVersion: nil, now: now, in: db, change)
-            if voidingCodes {
-                let nowMs = now.millisecondsSince1970
-                try db.execute(
-                    sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, id.rawValue])
-                try Self.voidEmailActions(userID: id.rawValue, purposes: [.changeEmail, .verifyEmail], at: nowMs, in: db)
-            }
+            if voidingCodes { try Self.apply(MailCodeRules.operatorChangedCredentials(userID: id), at: now, in: db) }
             return user
         }
     }

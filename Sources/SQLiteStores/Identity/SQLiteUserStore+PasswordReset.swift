@@ -27,34 +27,23 @@ extension SQLiteUserStore {
         }
     }
 
-    /// In one transaction: checks that `userID` still exists, is enabled and has the normalized
-    /// email `email`; checks the per-address limits (`perMinute`, `perHour` codes made in the
-    /// last minute and hour); voids the user's unused codes; stores `codeHash` (expiring at
-    /// `expiresAt`); queues `mail` in the outbox. Rows older than a day are purged.
+    /// In one transaction: reads the user, and its reset codes of the last hour, and applies
+    /// `MailCodeRules.requestPasswordReset`: `noAccount` unless `userID` still exists, is enabled
+    /// and has the normalized email `email`; `limited` past `perMinute` or `perHour` codes made in
+    /// the last minute or hour; otherwise the user's unused codes voided, `codeHash` (expiring at
+    /// `expiresAt`) stored and `mail` queued in the outbox. Rows older than a day are purged
+    /// (unless `noAccount`).
     public func storePasswordReset(
         userID: UserID, email: String, codeHash: Data, expiresAt: Date, mail: MailMessage, now: Date, perMinute: Int, perHour: Int
     ) async throws -> PasswordResetOutcome {
         try await run { db in
-            let nowMs = now.millisecondsSince1970
-            guard let row = try Row.fetchOne(
-                db, sql: "SELECT disabled FROM users WHERE id = ? AND emailNormalized = ?", arguments: [userID.rawValue, email]),
-                (row[0] as Int64) == 0
-            else { return .noAccount }
-            try db.execute(
-                sql: "DELETE FROM password_resets WHERE userId = ? AND createdAt < ?", arguments: [userID.rawValue, nowMs - 86_400_000])
-            let count = { (since: Int64) in
-                try Int.fetchOne(
-                    db, sql: "SELECT COUNT(*) FROM password_resets WHERE userId = ? AND createdAt > ?",
-                    arguments: [userID.rawValue, since]) ?? 0
-            }
-            if try count(nowMs - 60_000) >= perMinute || count(nowMs - 3_600_000) >= perHour { return .limited }
-            try db.execute(
-                sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, userID.rawValue])
-            try db.execute(
-                sql: "INSERT INTO password_resets (userId, codeHash, expiresAt, createdAt) VALUES (?, ?, ?, ?)",
-                arguments: [userID.rawValue, codeHash, expiresAt.millisecondsSince1970, nowMs])
-            try Self.enqueue(mail, in: db, at: now)
-            return .queued
+            let user = try Self.mailCodeUser(userID, in: db)
+            let recent = try Self.recentResetTimes(userID, now: now, in: db)
+            let decision = MailCodeRules.requestPasswordReset(
+                user: user, email: email, recentCodes: recent,
+                code: NewResetCode(codeHash: codeHash, expiresAt: expiresAt), mail: mail, now: now, perMinute: perMinute, perHour: perHour)
+            if let writes = decision.writes { try Self.apply(writes, at: now, in: db) }
+            return decision.outcome
         }
     }
 
@@ -71,27 +60,20 @@ extension SQLiteUserStore {
         }
     }
 
-    /// In one transaction: marks the code (still unused and unexpired, of `userID`) and every
-    /// other unused code of the user used, voids the user's pending email changes (a change asked
-    /// from a session the reset is ending must not complete after it), and sets the user's
-    /// password hash (version + 1). The address is marked verified: the code was mailed to it
-    /// (an email change voids older codes), so using it proves the mailbox.
-    /// `invalidResetCode` when the code no longer qualifies (used meanwhile, expired).
+    /// In one transaction: reads the code and the user and applies `MailCodeRules.usePasswordReset`:
+    /// the code used, every other unused code of the user voided, the user's pending email
+    /// changes voided (a change asked from a session the reset is ending must not complete after
+    /// it), and the user's password hash set (version + 1). The address is marked verified: the
+    /// code was mailed to it (an email change voids older codes), so using it proves the mailbox.
+    /// `invalidResetCode` when the code no longer qualifies (used meanwhile, expired, another
+    /// user's) or the user is gone or disabled (a disabled user gets no new password this way).
     public func usePasswordReset(codeHash: Data, userID: UserID, passwordHash: String, now: Date) async throws {
         try await run { db in
-            let nowMs = now.millisecondsSince1970
-            try db.execute(
-                sql: "UPDATE password_resets SET usedAt = ? WHERE codeHash = ? AND userId = ? AND usedAt IS NULL AND expiresAt > ?",
-                arguments: [nowMs, codeHash, userID.rawValue, nowMs])
-            guard db.changesCount == 1 else { throw IdentityError.invalidResetCode }
-            try db.execute(
-                sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, userID.rawValue])
-            try Self.voidEmailActions(userID: userID.rawValue, purposes: [.changeEmail], at: nowMs, in: db)
-            // Only while the user is enabled (a disabled user gets no new password this way).
-            try db.execute(
-                sql: "UPDATE users SET passwordHash = ?, emailVerified = 1, version = version + 1, updatedAt = ? WHERE id = ? AND disabled = 0",
-                arguments: [passwordHash, nowMs, userID.rawValue])
-            guard db.changesCount == 1 else { throw IdentityError.invalidResetCode }
+            let code = try Self.storedResetCode(codeHash, in: db)
+            let user = try Self.mailCodeUser(userID, in: db)
+            let writes: MailCodeWrites<MailMessage> = try MailCodeRules.usePasswordReset(
+                code: code, userID: userID, user: user, passwordHash: passwordHash, now: now)
+            try Self.apply(writes, at: now, in: db)
         }
     }
 
@@ -106,12 +88,7 @@ extension SQLiteUserStore {
     /// changed: a code mailed before must not outlive the credentials it was sent for, and a
     /// change asked from a session the change ends must not complete after it).
     public func voidPasswordResets(userID: UserID, at now: Date) async throws {
-        try await run { db in
-            try db.execute(
-                sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL",
-                arguments: [now.millisecondsSince1970, userID.rawValue])
-            try Self.voidEmailActions(userID: userID.rawValue, purposes: [.changeEmail], at: now.millisecondsSince1970, in: db)
-        }
+        try await run { db in try Self.apply(MailCodeRules.passwordChanged(userID: userID), at: now, in: db) }
     }
 
     /// The number of password reset rows of `userID` (for tests).
