@@ -367,7 +367,8 @@ let package = Package(
             name: "GatehouseTestSupport",
             dependencies: [
                 "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityPorts", "IdentityService", "ProtoCodec",
-                "CTestSupport", "Mail",
+                "CTestSupport", "Mail", "SQLiteStores", "PostgresStores",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),

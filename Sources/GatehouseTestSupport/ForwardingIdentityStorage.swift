@@ -96,8 +96,6 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     /// Forwards to `inner`.
     open func voidPasswordResets(userID: UserID, at now: Date) async throws { try await inner.voidPasswordResets(userID: userID, at: now) }
     /// Forwards to `inner`.
-    open func passwordResetCount(userID: UserID) async throws -> Int { try await inner.passwordResetCount(userID: userID) }
-    /// Forwards to `inner`.
     open func insert(_ user: UserRecord, verification: PendingVerification) async throws { try await inner.insert(user, verification: verification) }
     /// Forwards to `inner`.
     open func update(id: UserID, now: Date, verification: PendingVerification, _ change: @escaping @Sendable (inout UserRecord) throws -> Void) async throws -> UserRecord { try await inner.update(id: id, now: now, verification: verification, change) }
@@ -106,8 +104,6 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     /// Forwards to `inner`.
     open func useEmailVerification(codeHash: Data, now: Date) async throws -> (user: UserRecord, changed: Bool) { try await inner.useEmailVerification(codeHash: codeHash, now: now) }
     /// Forwards to `inner`.
-    open func activeEmailVerificationCount(userID: UserID, now: Date) async throws -> Int { try await inner.activeEmailVerificationCount(userID: userID, now: now) }
-    /// Forwards to `inner`.
     open func emailChangeCode(codeHash: Data, purpose: EmailActionPurpose, now: Date) async throws -> EmailChangeCode? { try await inner.emailChangeCode(codeHash: codeHash, purpose: purpose, now: now) }
     /// Forwards to `inner`.
     open func storeEmailChange(userID: UserID, from fromNormalized: String, to email: EmailAddress, codeHash: Data, expiresAt: Date, now: Date, perMinute: Int, perHour: Int, mail: @escaping @Sendable (_ currentEmail: String) -> MailMessage) async throws { try await inner.storeEmailChange(userID: userID, from: fromNormalized, to: email, codeHash: codeHash, expiresAt: expiresAt, now: now, perMinute: perMinute, perHour: perHour, mail: mail) }
@@ -115,8 +111,6 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     open func confirmEmailChange(codeHash: Data, revertCodeHash: Data, revertExpiresAt: Date, now: Date, notice: @escaping @Sendable (_ oldEmail: String, _ newEmail: String) -> MailMessage) async throws -> UserID { try await inner.confirmEmailChange(codeHash: codeHash, revertCodeHash: revertCodeHash, revertExpiresAt: revertExpiresAt, now: now, notice: notice) }
     /// Forwards to `inner`.
     open func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset?) async throws -> UserID { try await inner.revertEmailChange(codeHash: codeHash, now: now, reset: reset) }
-    /// Forwards to `inner`.
-    open func emailChangeCodeCount(userID: UserID, purpose: EmailActionPurpose, now: Date) async throws -> Int { try await inner.emailChangeCodeCount(userID: userID, purpose: purpose, now: now) }
     /// Forwards to `inner`.
     open func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws { try await inner.insertAdminKey(key, secretHash: secretHash) }
     /// Forwards to `inner`.
@@ -148,8 +142,6 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     /// Forwards to `inner`.
     open func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool { try await inner.storeAppleToken(user: user, subject: subject, clientID: clientID, sealed: sealed, at: at) }
     /// Forwards to `inner`.
-    open func appleTokenCount() async throws -> Int { try await inner.appleTokenCount() }
-    /// Forwards to `inner`.
     open func dueAppleRevocations(now: Date, limit: Int) async throws -> [PendingAppleRevocation] { try await inner.dueAppleRevocations(now: now, limit: limit) }
     /// Forwards to `inner`.
     open func claimAppleRevocation(id: Int64, now: Date, until: Date) async throws -> Bool { try await inner.claimAppleRevocation(id: id, now: now, until: until) }
@@ -157,6 +149,4 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     open func finishAppleRevocation(id: Int64) async throws { try await inner.finishAppleRevocation(id: id) }
     /// Forwards to `inner`.
     open func retryAppleRevocation(id: Int64, at next: Date) async throws { try await inner.retryAppleRevocation(id: id, at: next) }
-    /// Forwards to `inner`.
-    open func pendingAppleRevocationCount() async throws -> Int { try await inner.pendingAppleRevocationCount() }
 }

@@ -4,11 +4,11 @@ import GatehouseSupport
 import IdentityCore
 import Mail
 
-/// Everything the identity service keeps beyond the `UserStore` contract: the outbox, reset and
-/// email-action codes, the change log, the audit log, admin keys, Apple tokens, provider links,
-/// import and export (issue 24). `SQLiteUserStore` (the embedded default) and
-/// `PostgresUserStore` (several instances on one database) keep it, with the same outcomes and
-/// error codes; the handlers and workers see only this protocol.
+/// Everything the identity service keeps: the users (`UserStore`, `AnonymousSweepStore`) and the
+/// narrower ports below (audit log, change log, outbox, reset codes, email codes, admin, provider
+/// links, Apple tokens), one protocol each, so a flow or a worker can name only what it uses.
+/// `SQLiteUserStore` (the embedded default) and `PostgresUserStore` (several instances on one
+/// database) keep all of it, with the same outcomes and error codes.
 ///
 /// Two rules hold for every store:
 /// - Each write method is one transaction: the change, the mail it queues, the codes it voids,
@@ -21,14 +21,18 @@ import Mail
 /// Capabilities are requirements, not casts: `runIfLeader` (`LeaderElection`: one instance runs
 /// each background job; the store of one instance always leads), `sharedResumeHandles` and
 /// `sharedReplayGuard` (nil where one instance keeps them itself).
-public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
+public protocol IdentityStorage:
+    AnonymousSweepStore, LeaderElection, AuditLogStore, ChangeLogStore, OutboxStore, PasswordResetStore, EmailCodeStore, AdminStore,
+    ProviderLinkStore, AppleTokenStore
+{
     /// Where resume handles live when several instances share the store; nil: in the process.
     var sharedResumeHandles: (any SharedResumeHandles)? { get }
     /// The replay guard of provider tokens shared by several instances; nil: the verifier's own.
     var sharedReplayGuard: (any SharedReplayGuard)? { get }
+}
 
-    // MARK: Audit
-
+/// The audit log (`identity.listAudit`): the running call's event, pages, pruning.
+public protocol AuditLogStore: Sendable {
     /// Writes the running call's pending audit event (`AuditScope.current`) in a transaction of
     /// its own: a call that changed nothing.
     func recordPendingAudit() async throws
@@ -36,9 +40,10 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     func auditEvents(_ request: ListAuditRequest) async throws -> ListAuditResponse
     /// Deletes audit events older than `cutoff`; how many went.
     @discardableResult func pruneAudit(before cutoff: Date, batch: Int) async throws -> Int
+}
 
-    // MARK: Change log
-
+/// The change log of users: pages for `identity.listChanges`/`userChanges`, the publisher's tail, commits observed, pruning.
+public protocol ChangeLogStore: Sendable {
     /// The changes after `afterSeq`, the head and what was pruned (`identity.listChanges`).
     func listChanges(afterSeq: UInt64, limit: Int) async throws -> ListChangesResponse
     /// A snapshot of the user, or its changes after `afterSeq` (`identity.userChanges`).
@@ -54,9 +59,10 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     @discardableResult func pruneChanges(before cutoff: Date, maxPerUser: Int, batch: Int) async throws -> Int
     /// Deletes the anonymous user and marks its terminal change `migrated` in one transaction.
     func deleteMigratedAnonymous(id: UserID) async throws
+}
 
-    // MARK: Outbox
-
+/// The mail outbox: queued mails, their delivery state, purges.
+public protocol OutboxStore: Sendable {
     /// Queues a mail on its own.
     func enqueueMail(_ message: MailMessage, at now: Date) async throws
     /// The queued mails due at `now`, oldest first, at most `limit`.
@@ -75,9 +81,10 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     func purgeOutbox(before cutoff: Date) async throws -> Int
     /// Deletes used or expired codes older than `cutoff`; how many went.
     func purgeCodes(before cutoff: Date) async throws -> Int
+}
 
-    // MARK: Password reset
-
+/// Password reset codes (only their SHA-256), applied as `MailCodeRules` decides.
+public protocol PasswordResetStore: Sendable {
     /// Stores a reset code and queues its mail, within the limits (see `SQLiteUserStore`).
     func storePasswordReset(
         userID: UserID, email: String, codeHash: Data, expiresAt: Date, mail: MailMessage, now: Date, perMinute: Int, perHour: Int
@@ -90,11 +97,10 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     func purgePasswordResets(before cutoff: Date) async throws -> Int
     /// Voids the user's unused reset codes.
     func voidPasswordResets(userID: UserID, at now: Date) async throws
-    /// The user's unused reset codes (tests).
-    func passwordResetCount(userID: UserID) async throws -> Int
+}
 
-    // MARK: Email verification and change
-
+/// Email verification and the confirmed email change with its revert, applied as `MailCodeRules` decides.
+public protocol EmailCodeStore: Sendable {
     /// Inserts `user` with its verification code and mail.
     func insert(_ user: UserRecord, verification: PendingVerification) async throws
     /// Updates the user and stores a verification code with its mail.
@@ -107,8 +113,6 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     ) async throws -> EmailVerificationOutcome
     /// Uses a verification code; the user and whether it changed.
     func useEmailVerification(codeHash: Data, now: Date) async throws -> (user: UserRecord, changed: Bool)
-    /// The user's unused verification codes (tests).
-    func activeEmailVerificationCount(userID: UserID, now: Date) async throws -> Int
     /// An unused, unexpired change or revert code, or nil.
     func emailChangeCode(codeHash: Data, purpose: EmailActionPurpose, now: Date) async throws -> EmailChangeCode?
     /// Stores an email change code and queues its mail, within the limits.
@@ -123,11 +127,10 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     ) async throws -> UserID
     /// Reverts a confirmed change, with an optional password reset.
     func revertEmailChange(codeHash: Data, now: Date, reset: RevertPasswordReset?) async throws -> UserID
-    /// The user's unused codes of `purpose` (tests).
-    func emailChangeCodeCount(userID: UserID, purpose: EmailActionPurpose, now: Date) async throws -> Int
+}
 
-    // MARK: Admin
-
+/// The admin API's tables: admin keys, user pages and filters, operator link codes, import and export.
+public protocol AdminStore: Sendable {
     /// Stores a key made elsewhere (its secret's hash).
     func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws
     /// Every admin key.
@@ -154,9 +157,10 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     ) async throws -> [ImportWrite]
     /// A page of users in id order (export).
     func users(after afterID: String, limit: Int) async throws -> [UserRecord]
+}
 
-    // MARK: Providers
-
+/// Provider identities linked to users (seed 002's five cases).
+public protocol ProviderLinkStore: Sendable {
     /// Inserts a user with its first provider identity.
     func insert(_ user: UserRecord, identity provider: String, subject: String) async throws -> UserRecord
     /// Links an identity to a user and applies `change`, in one transaction.
@@ -167,13 +171,12 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord
     /// The user's subjects at `provider`.
     func subjects(provider: String, of id: UserID) async throws -> [String]
+}
 
-    // MARK: Apple tokens
-
+/// Sign in with Apple's refresh tokens, sealed, and the queue of their revocations.
+public protocol AppleTokenStore: Sendable {
     /// Stores a sealed Apple refresh token for the user's Apple identity.
     func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool
-    /// The number of stored Apple tokens.
-    func appleTokenCount() async throws -> Int
     /// Revocations due at `now`.
     func dueAppleRevocations(now: Date, limit: Int) async throws -> [PendingAppleRevocation]
     /// Claims a revocation until `until`; false when another worker holds it.
@@ -182,26 +185,30 @@ public protocol IdentityStorage: AnonymousSweepStore, LeaderElection {
     func finishAppleRevocation(id: Int64) async throws
     /// Schedules another attempt.
     func retryAppleRevocation(id: Int64, at next: Date) async throws
-    /// Revocations waiting.
-    func pendingAppleRevocationCount() async throws -> Int
 }
 
-extension IdentityStorage {
+extension AuditLogStore {
     /// `pruneAudit(before:batch:)` in batches of 5,000.
     @discardableResult public func pruneAudit(before cutoff: Date) async throws -> Int {
         try await pruneAudit(before: cutoff, batch: 5000)
     }
+}
 
+extension ChangeLogStore {
     /// `pruneChanges(before:maxPerUser:batch:)` in batches of 5,000.
     @discardableResult public func pruneChanges(before cutoff: Date, maxPerUser: Int) async throws -> Int {
         try await pruneChanges(before: cutoff, maxPerUser: maxPerUser, batch: 5000)
     }
+}
 
+extension EmailCodeStore {
     /// A revert without a password reset.
     public func revertEmailChange(codeHash: Data, now: Date) async throws -> UserID {
         try await revertEmailChange(codeHash: codeHash, now: now, reset: nil)
     }
+}
 
+extension AdminStore {
     /// An import without an audit detail.
     public func importUsers(_ candidates: [ImportCandidate], update: Bool, now: Date) async throws -> [ImportWrite] {
         try await importUsers(candidates, update: update, now: now, auditDetail: nil)

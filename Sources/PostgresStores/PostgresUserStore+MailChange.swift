@@ -92,17 +92,6 @@ extension PostgresUserStore {
         }
     }
 
-    /// The unused, unexpired codes of `userID` by purpose (tests).
-    public func emailChangeCodeCount(userID: UserID, purpose: EmailActionPurpose, now: Date) async throws -> Int {
-        try await run { connection in
-            try await Self.mailCount(
-                """
-                SELECT count(*) FROM email_actions
-                WHERE user_id = \(userID.rawValue) AND purpose = \(purpose.rawValue) AND used_at IS NULL AND expires_at > \(now.millisecondsSince1970)
-                """, on: connection, logger: self.queryLogger)
-        }
-    }
-
     /// The `purpose` code with this hash and its user (`lockedEmailAction`: the user locked, the
     /// code read again), and whether the code's address is another user's or reserved for
     /// another: what a confirmation or a revert decides on.

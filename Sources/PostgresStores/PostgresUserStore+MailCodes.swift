@@ -79,14 +79,6 @@ extension PostgresUserStore {
         }
     }
 
-    /// The number of password reset rows of `userID` (tests).
-    public func passwordResetCount(userID: UserID) async throws -> Int {
-        try await run { connection in
-            try await Self.mailCount(
-                "SELECT count(*) FROM password_resets WHERE user_id = \(userID.rawValue)", on: connection, logger: self.queryLogger)
-        }
-    }
-
     // MARK: Email verification
 
     /// Inserts `user` and, in the same transaction, stores its verification code and queues its
@@ -155,11 +147,6 @@ extension PostgresUserStore {
             return (try await Self.updateLockedUser(id: user.id, now: now, on: connection, logger: log) { $0.emailVerified = true }, true)
         }
         return (user, changed)
-    }
-
-    /// The user's unused, unexpired verification codes (tests).
-    public func activeEmailVerificationCount(userID: UserID, now: Date) async throws -> Int {
-        try await emailChangeCodeCount(userID: userID, purpose: .verifyEmail, now: now)
     }
 
     // MARK: Admin

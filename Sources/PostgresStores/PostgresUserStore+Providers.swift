@@ -234,11 +234,6 @@ extension PostgresUserStore {
         }
     }
 
-    /// How many Apple tokens are kept (for tests and figures).
-    public func appleTokenCount() async throws -> Int {
-        try await countRows("SELECT count(*) FROM apple_tokens")
-    }
-
     /// The revocations due at `now`, oldest first, at most `limit`.
     public func dueAppleRevocations(now: Date, limit: Int) async throws -> [PendingAppleRevocation] {
         try await run { connection in
@@ -287,12 +282,7 @@ extension PostgresUserStore {
         }
     }
 
-    /// Revocations waiting (for tests, figures and `/readyz`-style checks).
-    public func pendingAppleRevocationCount() async throws -> Int {
-        try await countRows("SELECT count(*) FROM apple_revocations")
-    }
-
-    private func countRows(_ query: PostgresQuery) async throws -> Int {
+    func countRows(_ query: PostgresQuery) async throws -> Int {
         try await run { connection in
             Int(try await connection.query(query, logger: self.queryLogger).collect().first?.decode(Int64.self) ?? 0)
         }

@@ -224,7 +224,7 @@ import Testing
                 })
             let stored = try results[0].get()
             _ = try results[1].get()
-            #expect(try await a.appleTokenCount() == 0, "round \(round): no token kept for an unlinked identity")
+            #expect(try await a.probes.appleTokenCount() == 0, "round \(round): no token kept for an unlinked identity")
             let queued = try await b.dueAppleRevocations(now: Date(), limit: 10)
             #expect(queued.count == (stored ? 1 : 0), "round \(round): stored \(stored), queued \(queued.count)")
             for item in queued { try await b.finishAppleRevocation(id: item.id) }
@@ -247,7 +247,7 @@ import Testing
             #expect(try results.map { try $0.get() }.filter { $0 }.count == 1, "round \(round): \(results)")
             #expect(try await a.dueAppleRevocations(now: now, limit: 10).isEmpty, "claimed: not due before `until`")
             try await b.finishAppleRevocation(id: due.id)
-            #expect(try await a.pendingAppleRevocationCount() == 0)
+            #expect(try await a.probes.pendingAppleRevocationCount() == 0)
         }
     }
 }

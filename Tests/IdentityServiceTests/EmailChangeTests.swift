@@ -84,7 +84,7 @@ struct EmailChangeTests {
         #expect(notice.text.contains("from Old@Example.com to New@Example.com"))
         let revertCode = try #require(notice.code)
         #expect(revertCode != code)
-        #expect(try await storage(h).emailChangeCodeCount(userID: after.id, purpose: .revertEmail, now: h.clock.now) == 1)
+        #expect(try await storage(h).probes.emailChangeCodeCount(userID: after.id, purpose: .revertEmail, now: h.clock.now) == 1)
         await expectCode(.invalidEmailChangeCode) { try await confirm(h, code) }
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "new@example.com", password: strong))
         await expectCode(.invalidCredentials) { try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "old@example.com", password: strong)) }
@@ -152,11 +152,11 @@ struct EmailChangeTests {
         try await storage(h).storeLinkCode(
             .verifyEmail, userID: id, email: "bo@example.com", emailNormalized: "bo@example.com", codeHash: verifyHash,
             expiresAt: Date(timeIntervalSince1970: 4_000_000_000), now: h.clock.now)
-        #expect(try await storage(h).emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 1)
+        #expect(try await storage(h).probes.emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 1)
 
         #expect(try await confirm(h, current).user.email == "bo2@example.com")
-        #expect(try await storage(h).emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 0)
-        #expect(try await storage(h).emailChangeCodeCount(userID: id, purpose: .changeEmail, now: h.clock.now) == 0)
+        #expect(try await storage(h).probes.emailChangeCodeCount(userID: id, purpose: .verifyEmail, now: h.clock.now) == 0)
+        #expect(try await storage(h).probes.emailChangeCodeCount(userID: id, purpose: .changeEmail, now: h.clock.now) == 0)
         await expectCode(.invalidResetCode) {
             try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: resetCode, password: "saffron kettle obelisk"))
         }

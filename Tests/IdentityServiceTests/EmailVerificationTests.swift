@@ -87,7 +87,7 @@ struct EmailVerificationTests {
         h.clock.advance(by: 61)
         await expectCode(.rateLimited) { try await caller.call(IdentityAPI.sendEmailVerification, send) }
         #expect(try await mails(h).count == 5)
-        #expect(try await storage(h).activeEmailVerificationCount(userID: UserID(id), now: h.clock.now) == 1)
+        #expect(try await storage(h).probes.activeEmailVerificationCount(userID: UserID(id), now: h.clock.now) == 1)
         _ = second
     }
 
@@ -197,7 +197,7 @@ struct EmailVerificationTests {
             }
         }
         #expect(try await mails(h).isEmpty)
-        #expect(try await storage(h).activeEmailVerificationCount(userID: UserID(taken), now: h.clock.now) == 0)
+        #expect(try await storage(h).probes.activeEmailVerificationCount(userID: UserID(taken), now: h.clock.now) == 0)
         #expect(try await rawStrings(h.store, sqlite: "SELECT CAST(COUNT(*) AS TEXT) FROM email_actions", postgres: "SELECT count(*)::text FROM email_actions") == ["0"])
     }
 

@@ -39,7 +39,7 @@ struct MailRaceTests {
         }
         #expect(outcomes.filter { $0 == .queued }.count == 1)
         #expect(outcomes.filter { $0 == .limited }.count == 7)
-        #expect(try await second.passwordResetCount(userID: user.id) == 1)
+        #expect(try await second.probes.passwordResetCount(userID: user.id) == 1)
         #expect(try await queuedMails(in: first, kind: "password_reset").count == 1)
     }
 
@@ -73,7 +73,7 @@ struct MailRaceTests {
                 #expect((error as? IdentityError)?.code == .invalidEmailChangeCode, "\(error)")
             }
             #expect(try await second.user(id: user.id)?.emailNormalized == "new\(round)@example.com")
-            #expect(try await first.emailChangeCodeCount(userID: user.id, purpose: .revertEmail, now: now) == 1)
+            #expect(try await first.probes.emailChangeCodeCount(userID: user.id, purpose: .revertEmail, now: now) == 1)
             #expect(try await queuedMails(in: second, kind: "email_changed").filter { $0.to == "old\(round)@example.com" }.count == 1)
         }
     }

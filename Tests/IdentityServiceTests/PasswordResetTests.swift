@@ -41,8 +41,8 @@ struct PasswordResetTests {
         let live = UserID(try await signUp(h, "live@example.com"))
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "live@example.com", locale: "en") == .queued)
         #expect(try await storage(h).purgePasswordResets(before: h.clock.now.addingTimeInterval(-86_400)) == 1)
-        #expect(try await storage(h).passwordResetCount(userID: old) == 0)
-        #expect(try await storage(h).passwordResetCount(userID: live) == 1)
+        #expect(try await storage(h).probes.passwordResetCount(userID: old) == 0)
+        #expect(try await storage(h).probes.passwordResetCount(userID: live) == 1)
     }
 
     @Test("a code mailed before the email or the password changed no longer works", arguments: StoreKind.kept)
@@ -124,7 +124,7 @@ struct PasswordResetTests {
         _ = try await h.handlers.setDisabled(SetDisabledRequest(userID: id, disabled: true))
         #expect(await h.handlers.sendPasswordReset(normalizedEmail: "off@example.com", locale: "en") == .noAccount)
         #expect(try await outbox(h).isEmpty)
-        #expect(try await storage(h).passwordResetCount(userID: UserID(id)) == 0)
+        #expect(try await storage(h).probes.passwordResetCount(userID: UserID(id)) == 0)
         await expectCode(.invalidEmail) {
             try await h.caller.call(IdentityAPI.requestPasswordReset, PasswordResetRequest(email: "not an email"))
         }

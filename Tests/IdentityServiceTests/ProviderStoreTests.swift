@@ -85,10 +85,10 @@ import Testing
         #expect(try await store.storeAppleToken(user: a.id, subject: "a-1", clientID: "app", sealed: Data([1]), at: t0))
         #expect(try await !store.storeAppleToken(user: a.id, subject: "a-other", clientID: "app", sealed: Data([2]), at: t0))
         #expect(try await store.storeAppleToken(user: a.id, subject: "a-1", clientID: "app", sealed: Data([3]), at: t0))
-        #expect(try await store.pendingAppleRevocationCount() == 0, "the replaced token is not revoked")
+        #expect(try await store.probes.pendingAppleRevocationCount() == 0, "the replaced token is not revoked")
         try await store.delete(id: a.id)
-        #expect(try await store.appleTokenCount() == 0)
-        #expect(try await store.pendingAppleRevocationCount() == 1)
+        #expect(try await store.probes.appleTokenCount() == 0)
+        #expect(try await store.probes.pendingAppleRevocationCount() == 1)
         let due = try await store.dueAppleRevocations(now: Date(), limit: 10)
         #expect(due.map(\.sealedToken) == [Data([3])])
         #expect(due.last?.associatedData == PendingAppleRevocation.associatedData(user: a.id, subject: "a-1"))
@@ -98,17 +98,17 @@ import Testing
         _ = try await store.link(provider: "apple.com", subject: "a-2", to: b.id, now: t0) { _ in }
         #expect(try await store.storeAppleToken(user: b.id, subject: "a-2", clientID: "app", sealed: Data([4]), at: t0))
         _ = try await store.unlink(provider: "apple.com", from: b.id, now: t0)
-        #expect(try await store.pendingAppleRevocationCount() == 2)
+        #expect(try await store.probes.pendingAppleRevocationCount() == 2)
         // Linked again before the worker ran: the queued revocation goes with the new token.
         _ = try await store.link(provider: "apple.com", subject: "a-2", to: b.id, now: t0) { _ in }
         #expect(try await store.storeAppleToken(user: b.id, subject: "a-2", clientID: "app", sealed: Data([5]), at: t0))
-        #expect(try await store.pendingAppleRevocationCount() == 1)
+        #expect(try await store.probes.pendingAppleRevocationCount() == 1)
         _ = try await store.unlink(provider: "apple.com", from: b.id, now: t0)
-        #expect(try await store.pendingAppleRevocationCount() == 2)
+        #expect(try await store.probes.pendingAppleRevocationCount() == 2)
         // The Apple account linked again, to another user: the revocation queued for it goes
         // (revoking would end the new user's authorisation too).
         let c = try await store.insert(UserRecord(id: .random(), email: nil, createdAt: t0), identity: "apple.com", subject: "a-1")
-        #expect(try await store.pendingAppleRevocationCount() == 1, "a-1's queued revocation dropped by the link")
+        #expect(try await store.probes.pendingAppleRevocationCount() == 1, "a-1's queued revocation dropped by the link")
         #expect(try await store.claimAppleRevocation(id: due[0].id, now: Date(), until: Date() + 60) == false, "gone: not claimed")
         _ = c
         for item in due { try await store.finishAppleRevocation(id: item.id) }

@@ -89,11 +89,6 @@ extension SQLiteUserStore {
         }
     }
 
-    /// How many Apple tokens are kept (for tests and figures).
-    public func appleTokenCount() async throws -> Int {
-        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM apple_tokens") ?? 0 }
-    }
-
     /// The revocations due at `now`, oldest first, at most `limit`.
     public func dueAppleRevocations(now: Date, limit: Int) async throws -> [PendingAppleRevocation] {
         try await read { db in
@@ -138,8 +133,4 @@ extension SQLiteUserStore {
         }
     }
 
-    /// Revocations waiting (for tests, figures and `/readyz`-style checks).
-    public func pendingAppleRevocationCount() async throws -> Int {
-        try await read { db in try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM apple_revocations") ?? 0 }
-    }
 }

@@ -92,15 +92,6 @@ extension SQLiteUserStore {
         }
     }
 
-    /// The unused codes of `userID` by purpose (for tests).
-    public func emailChangeCodeCount(userID: UserID, purpose: EmailActionPurpose, now: Date) async throws -> Int {
-        try await read { db in
-            try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM email_actions WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND expiresAt > ?",
-                arguments: [userID.rawValue, purpose.rawValue, now.millisecondsSince1970]) ?? 0
-        }
-    }
-
     /// The code with this hash (any state), its user, and whether the code's address is another
     /// user's or reserved for another: what a confirmation or a revert decides on.
     static func emailChangeState(_ codeHash: Data, in db: Database) throws -> (StoredEmailAction?, MailCodeUser?, Bool) {

@@ -78,12 +78,4 @@ extension SQLiteUserStore {
         }
     }
 
-    /// The user's unused, unexpired verification codes (for tests).
-    public func activeEmailVerificationCount(userID: UserID, now: Date) async throws -> Int {
-        try await read { db in
-            try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM email_actions WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND expiresAt > ?",
-                arguments: [userID.rawValue, EmailActionPurpose.verifyEmail.rawValue, now.millisecondsSince1970]) ?? 0
-        }
-    }
 }

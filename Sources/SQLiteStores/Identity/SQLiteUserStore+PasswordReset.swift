@@ -91,12 +91,6 @@ extension SQLiteUserStore {
         try await run { db in try Self.apply(MailCodeRules.passwordChanged(userID: userID), at: now, in: db) }
     }
 
-    /// The number of password reset rows of `userID` (for tests).
-    public func passwordResetCount(userID: UserID) async throws -> Int {
-        try await read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM password_resets WHERE userId = ?", arguments: [userID.rawValue]) ?? 0
-        }
-    }
 }
 
 extension SQLiteUserStore {
