@@ -197,12 +197,6 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
-        .executableTarget(
-            name: "identity-crash-writer",
-            dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
-            swiftSettings: swiftSettings
-        ),
         // MARK: PostgreSQL (issue 24)
         // Connection settings (`GATEHOUSE_DATABASE_URL`) and migrations under an advisory lock;
         // the stores will be built on it.
@@ -288,21 +282,32 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+
+        // MARK: Tools (Tools/): test helpers, benchmark and load programs; no server target depends on them
+        // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
+        .executableTarget(
+            name: "identity-crash-writer",
+            dependencies: ["IdentityService", "IdentityCore", "GatehouseContracts"],
+            path: "Tools/identity-crash-writer",
+            swiftSettings: swiftSettings
+        ),
         // Test helper for the token kill -9 test: issues and refreshes sessions, printing each
         // acknowledged session id and latest refresh token (stops after 60 s).
         .executableTarget(
             name: "token-crash-writer",
             dependencies: ["TokenService", "TokenCore", "GatehouseContracts", "RPCRouting"],
+            path: "Tools/token-crash-writer",
             swiftSettings: swiftSettings
         ),
+        // The other process of the two-process RPC benchmarks (Benchmarks/).
         .executableTarget(
             name: "gatehouse-echo-server",
             dependencies: ["GatehouseRPC", "GatehouseContracts", "RPCRouting", "ZeroMQ"],
+            path: "Tools/gatehouse-echo-server",
             swiftSettings: swiftSettings
         ),
-
-        // MARK: Load generator
-        .systemLibrary(name: "CEpoll"),
+        // The load generator (gatehouse-load) and its epoll binding.
+        .systemLibrary(name: "CEpoll", path: "Tools/CEpoll"),
         .target(
             name: "LoadGenerator",
             dependencies: [
@@ -314,6 +319,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            path: "Tools/LoadGenerator",
             swiftSettings: swiftSettings
         ),
         // The ceiling route for the `GET /v1/me` load test (BENCHMARKS.md): only verifies the JWT.
@@ -324,6 +330,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            path: "Tools/gatehouse-jwt-ceiling",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -332,6 +339,7 @@ let package = Package(
                 "LoadGenerator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            path: "Tools/gatehouse-load",
             swiftSettings: swiftSettings
         ),
 
