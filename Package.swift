@@ -4,6 +4,8 @@ import PackageDescription
 /// One set of Swift settings for every target (Swift 6 language mode is the default for tools 6.x).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    // A member is visible only where its module is imported (SE-0444): every file names what it uses.
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(
@@ -116,6 +118,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -359,9 +362,11 @@ let package = Package(
             dependencies: [
                 "LoadGenerator", "GatehouseTestSupport", "GatehouseSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -370,7 +375,8 @@ let package = Package(
             name: "GatehouseAppTests",
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
-                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway", "SMTPClient", "PostgresSupport",
+                "TokenService", "TokenCore", "GatehouseTestSupport", "Gateway", "SMTPClient", "PostgresSupport", "ProviderTokens",
+                "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -420,6 +426,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityService", "GatehouseRPC", "GatehouseContracts", "Mail",
+                "RPCRouting",
                 // The Swift client library, driven against the running stack (issue 23), and its example.
                 "GatehouseClient", "gatehouse-client-example",
                 // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
@@ -456,10 +463,11 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
-                "ProtoCodec", "GatehouseTestSupport",
+                "ProtoCodec", "GatehouseTestSupport", "Mail",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,8 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 /// The self-service account methods (issue 18 §4–§6): re-authentication, password and email

@@ -1,6 +1,8 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
 import ProtoCodec
 
 // Administrative methods (`gatehouse users ...`) and the settings merge patch of `updateProfile`.

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 // Admin API keys (issue 22 §1): made by `gatehouse admin keys create` (the secret shown once, its

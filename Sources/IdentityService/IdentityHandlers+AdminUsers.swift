@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import RPCRouting
 
 // The admin API's user operations (issue 22 §1). Each writing one is audited with the request's
 // actor (`admin_key:<id>`); a change that ends access (disable, a new password, delete) revokes

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
 import ProviderTokens
 import RPCRouting
 

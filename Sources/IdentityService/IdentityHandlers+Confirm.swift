@@ -1,6 +1,8 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import RPCRouting
 
 // A sign-in races the changes that end access. A password change (or a disable, or a deletion)
 // writes the user and then revokes the user's sessions; a sign-in that verified the old

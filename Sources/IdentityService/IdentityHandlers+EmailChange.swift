@@ -1,6 +1,8 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 /// The confirmed email change (issue 19 §4). `changeEmail` leaves the user as it is and mails a

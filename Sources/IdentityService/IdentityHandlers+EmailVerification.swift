@@ -1,6 +1,9 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
+import Mail
 import RPCRouting
 import Synchronization
 

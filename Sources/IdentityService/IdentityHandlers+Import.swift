@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 // Bulk import and export of users (issue 22 §5; `gatehouse users import|export`). Each item is

@@ -3,6 +3,8 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
+import Mail
 import RPCRouting
 import Synchronization
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GRDB
 
 /// Pruning the change log (`identity`'s prune job): retention and the per-user cap.

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GRDB
 import IdentityCore
 import Mail

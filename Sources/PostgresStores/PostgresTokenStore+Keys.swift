@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import PostgresNIO
+import Synchronization
 import TokenService
 
 extension PostgresTokenStore {

@@ -1,4 +1,6 @@
 import Foundation
+import GatehouseContracts
+import GatehouseSupport
 import PostgresSupport
 import TokenService
 

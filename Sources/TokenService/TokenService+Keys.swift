@@ -2,6 +2,8 @@ import Crypto
 import Foundation
 import GatehouseContracts
 import GatehouseSupport
+import Logging
+import Synchronization
 import TokenCore
 
 extension TokenService {

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import SQLiteSupport
 import Synchronization
 import GatehouseContracts
 import Logging

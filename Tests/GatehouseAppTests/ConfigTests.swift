@@ -1,7 +1,9 @@
 import Foundation
+import SQLiteSupport
 import Testing
 import Gateway
 import IdentityService
+import TokenService
 @testable import GatehouseApp
 
 @Suite("Configuration")

@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import GatehouseRPC
 import IdentityCore
+import IdentityService
 import Logging
 import Testing
 @testable import GatehouseApp

@@ -5,8 +5,10 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import IdentityCore
+import IdentityService
 import JWTKit
 import Testing
+import TokenService
 
 @testable import Gateway
 

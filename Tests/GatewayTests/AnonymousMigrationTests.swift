@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import IdentityCore
+import IdentityService
 import JWTKit
 import Testing
 

@@ -1,5 +1,7 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
+import GatehouseTestSupport
 import IdentityCore
 import IdentityService
 import ProtoCodec

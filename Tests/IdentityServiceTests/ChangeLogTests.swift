@@ -1,9 +1,11 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import GatehouseTestSupport
 import GRDB
 import IdentityCore
 @testable import IdentityService
+import PostgresNIO
 import RPCRouting
 import Testing
 

@@ -1,8 +1,10 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import IdentityCore
 import IdentityService
 import ProtoCodec
+import RPCRouting
 import Testing
 
 /// The RPC methods through `LocalCaller`, which encodes and decodes every message.

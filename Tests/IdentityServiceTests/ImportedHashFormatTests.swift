@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
 @testable import IdentityService
+import RPCRouting
 import Testing
 
 /// Hashes written by the real tools users come from (issue 22 §4): passlib, bcrypt, argon2-cffi and

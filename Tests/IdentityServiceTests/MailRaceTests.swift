@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
 @testable import IdentityService

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
+import RPCRouting
 import Testing
 
 @testable import IdentityService

@@ -1,7 +1,9 @@
+import GatehouseContracts
 import GatehouseTestSupport
 import Foundation
 import IdentityCore
 import IdentityService
+import SQLiteSupport
 import Testing
 
 /// One contract, run against every `UserStore` implementation: in memory, SQLite and PostgreSQL.

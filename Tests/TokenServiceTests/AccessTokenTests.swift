@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
+import Synchronization
 import Testing
 import TokenCore
 @testable import TokenService

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
+import PostgresNIO
 import PostgresStores
 import ProtoCodec
 import Synchronization

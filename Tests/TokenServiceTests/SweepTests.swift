@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import Testing
 import TokenCore
 @testable import TokenService
