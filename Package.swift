@@ -386,6 +386,10 @@ let package = Package(
         // Reads Package.swift and ARCHITECTURE.md: every arrow between our targets must be allowed.
         .testTarget(name: "ArchitectureTests", dependencies: ["GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
+        // The client library's problem codes against the contract's codes and the gateway's error table.
+        .testTarget(
+            name: "GatehouseClientTests", dependencies: ["GatehouseClient", "GatehouseContracts", "Gateway"],
+            swiftSettings: swiftSettings),
         // Byte-for-byte interop with Python's protobuf, and the contract golden test (GatehouseContracts vs
         // proto/*.proto); needs python3 with grpcio-tools and protobuf.
         .testTarget(
