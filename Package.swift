@@ -4,6 +4,8 @@ import PackageDescription
 /// One set of Swift settings for every target (Swift 6 language mode is the default for tools 6.x).
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
+    // A member is visible only where its module is imported (SE-0444): every file names what it uses.
+    .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
 let package = Package(
@@ -119,6 +121,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -204,12 +207,6 @@ let package = Package(
                 .product(name: "Mustache", package: "swift-mustache"),
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
-            swiftSettings: swiftSettings
-        ),
-        // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
-        .executableTarget(
-            name: "identity-crash-writer",
-            dependencies: ["IdentityService", "IdentityCore", "IdentityPorts", "SQLiteStores", "GatehouseContracts"],
             swiftSettings: swiftSettings
         ),
         // MARK: PostgreSQL (issue 24)
@@ -313,21 +310,32 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+
+        // MARK: Tools (Tools/): test helpers, benchmark and load programs; no server target depends on them
+        // Test helper for the kill -9 test: inserts users, printing each acknowledged id (stops after 60 s).
+        .executableTarget(
+            name: "identity-crash-writer",
+            dependencies: ["IdentityService", "IdentityCore", "IdentityPorts", "SQLiteStores", "GatehouseContracts"],
+            path: "Tools/identity-crash-writer",
+            swiftSettings: swiftSettings
+        ),
         // Test helper for the token kill -9 test: issues and refreshes sessions, printing each
         // acknowledged session id and latest refresh token (stops after 60 s).
         .executableTarget(
             name: "token-crash-writer",
             dependencies: ["TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "GatehouseContracts", "RPCRouting"],
+            path: "Tools/token-crash-writer",
             swiftSettings: swiftSettings
         ),
+        // The other process of the two-process RPC benchmarks (Benchmarks/).
         .executableTarget(
             name: "gatehouse-echo-server",
             dependencies: ["GatehouseRPC", "GatehouseContracts", "RPCRouting", "ZeroMQ"],
+            path: "Tools/gatehouse-echo-server",
             swiftSettings: swiftSettings
         ),
-
-        // MARK: Load generator
-        .systemLibrary(name: "CEpoll"),
+        // The load generator (gatehouse-load) and its epoll binding.
+        .systemLibrary(name: "CEpoll", path: "Tools/CEpoll"),
         .target(
             name: "LoadGenerator",
             dependencies: [
@@ -339,6 +347,7 @@ let package = Package(
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
+            path: "Tools/LoadGenerator",
             swiftSettings: swiftSettings
         ),
         // The ceiling route for the `GET /v1/me` load test (BENCHMARKS.md): only verifies the JWT.
@@ -349,6 +358,7 @@ let package = Package(
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            path: "Tools/gatehouse-jwt-ceiling",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -357,6 +367,7 @@ let package = Package(
                 "LoadGenerator",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ],
+            path: "Tools/gatehouse-load",
             swiftSettings: swiftSettings
         ),
 
@@ -380,9 +391,11 @@ let package = Package(
             dependencies: [
                 "LoadGenerator", "GatehouseTestSupport", "GatehouseSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -392,7 +405,7 @@ let package = Package(
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "IdentityPorts", "GatehouseTestSupport", "Gateway", "SMTPClient",
-                "PostgresSupport",
+                "PostgresSupport", "ProviderTokens", "SQLiteSupport",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
@@ -402,6 +415,10 @@ let package = Package(
         // Reads Package.swift and ARCHITECTURE.md: every arrow between our targets must be allowed.
         .testTarget(name: "ArchitectureTests", dependencies: ["GatehouseTestSupport"], swiftSettings: swiftSettings),
         .testTarget(name: "ProtoCodecTests", dependencies: ["ProtoCodec"], swiftSettings: swiftSettings),
+        // The client library's problem codes against the contract's codes and the gateway's error table.
+        .testTarget(
+            name: "GatehouseClientTests", dependencies: ["GatehouseClient", "GatehouseContracts", "Gateway"],
+            swiftSettings: swiftSettings),
         // Byte-for-byte interop with Python's protobuf, and the contract golden test (GatehouseContracts vs
         // proto/*.proto); needs python3 with grpcio-tools and protobuf.
         .testTarget(
@@ -444,7 +461,7 @@ let package = Package(
             name: "EndToEndTests",
             dependencies: [
                 "gatehouse", "GatehouseApp", "GatehouseTestSupport", "GatehouseSupport", "IdentityCore", "IdentityPorts", "IdentityService",
-                "SQLiteStores", "GatehouseRPC", "GatehouseContracts", "Mail",
+                "SQLiteStores", "GatehouseRPC", "GatehouseContracts", "Mail", "RPCRouting",
                 // The Swift client library, driven against the running stack (issue 23), and its example.
                 "GatehouseClient", "gatehouse-client-example",
                 // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
@@ -482,10 +499,11 @@ let package = Package(
             dependencies: [
                 "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
                 "TokenPorts", "SQLiteStores", "IdentityPorts",
-                "ProtoCodec", "GatehouseTestSupport",
+                "ProtoCodec", "GatehouseTestSupport", "Mail",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "JWTKit", package: "jwt-kit"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ],
             swiftSettings: swiftSettings
         ),

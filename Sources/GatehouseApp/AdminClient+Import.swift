@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseRPC
 
 /// The counts of one `gatehouse users import` run.
 public struct ImportSummary: Sendable, Hashable {

@@ -1,5 +1,6 @@
 import Foundation
 import IdentityService
+import Mail
 
 /// The configuration keys of password reset and its mail (issue 19, part E3).
 extension ConfigTable {

@@ -53,6 +53,12 @@ public struct HashBenchmark: Sendable {
         self.seconds = seconds
     }
 
+    /// A benchmark of the identity role's configured hashing: its Argon2id parameters on its
+    /// hashing workers, each phase lasting `seconds`.
+    public init(settings: IdentityRoleSettings, seconds: Double) {
+        self.init(parameters: settings.service.argon2, threads: settings.service.hashWorkers, seconds: seconds)
+    }
+
     /// Runs both phases (about `2 × seconds`, plus a warm-up hash). Blocks the calling thread.
     public func run() throws -> Result {
         let password = Array("correct horse battery staple".utf8)

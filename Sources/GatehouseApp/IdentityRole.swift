@@ -11,8 +11,10 @@ import Logging
 import Mail
 import PostgresNIO
 import PostgresStores
+import PostgresSupport
 import RPCRouting
 import ServiceLifecycle
+import SQLiteSupport
 
 /// Hands identity events to the ZeroMQ PUB socket.
 struct PublisherEventSink: EventSink {

@@ -1,5 +1,8 @@
 import Foundation
 #if canImport(Glibc)
+// libc's `struct stat` is attributed to the first module that included <sys/stat.h>, here NIO's
+// CNIOLinux (swiftlang/swift#85427): its fields need that import (MemberImportVisibility).
+import CNIOLinux
 import Glibc
 #elseif canImport(Darwin)
 import Darwin

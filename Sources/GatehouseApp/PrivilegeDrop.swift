@@ -1,6 +1,9 @@
 import Foundation
 import GatehouseSupport
 #if canImport(Glibc)
+// libc's `struct stat` is attributed to the first module that included <sys/stat.h>, here NIO's
+// CNIOLinux (swiftlang/swift#85427): its fields need that import (MemberImportVisibility).
+import CNIOLinux
 import Glibc
 #endif
 

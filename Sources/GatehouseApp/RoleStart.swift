@@ -2,6 +2,7 @@ import Foundation
 import GatehouseRPC
 import Logging
 import RPCRouting
+import ZeroMQ
 
 /// The one start-up path the three roles share: their links' warnings logged, RPC clients made
 /// with the link's CURVE keys and the configured timeout, and (for the two services) the data

@@ -3,6 +3,7 @@ import GatehouseSupport
 import GatehouseRPC
 import Logging
 import ServiceLifecycle
+import UnixSignals
 
 /// Keeps a process alive as a `Service` until graceful shutdown, then runs `onShutdown`
 /// (closing sockets that are not services themselves).

@@ -78,6 +78,8 @@ public enum StoreCopy {
     public struct IdentityReport: Sendable {
         /// Rows per table, and the sign-ins checked.
         public var copy: PostgresUserStore.CopyReport
+        /// Users picked at random that signed in as stored in the copy.
+        public var sampled: Int { copy.sampled }
         /// The file copied.
         public var source: String
         /// The database copied into (without its password).

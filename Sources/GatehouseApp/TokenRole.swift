@@ -6,7 +6,9 @@ import GatehouseSupport
 import Logging
 import PostgresNIO
 import PostgresStores
+import PostgresSupport
 import ServiceLifecycle
+import SQLiteSupport
 import TokenCore
 import TokenPorts
 import TokenService

@@ -56,7 +56,7 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
     case invalidCode(code: String)
     /// `rate_limited` or `too_many_attempts`: try again after `retryAfter` seconds.
     case rateLimited(code: String, retryAfter: Int?)
-    /// `service_unavailable`, `overloaded`, `provider_unavailable`, …: try again shortly.
+    /// `service_unavailable`, `overloaded`, `provider_unavailable`, `request_timeout`, …: try again shortly.
     case unavailable(code: String, retryAfter: Int?)
     /// An event stream ended for good (`account_deleted`, `signed_out`, `migrated`, …).
     case streamClosed(reason: String, message: String)
@@ -163,6 +163,28 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         "invalid_token", "token_expired", "invalid_refresh_token", "refresh_token_reused", "session_expired", "session_revoked",
     ]
 
+    /// Every problem code of the server that has a case of its own here (`fromProblem`): those
+    /// named in its switch, the session codes, and the gateway's `503` codes (`unavailable`).
+    /// `GatehouseClientTests` ties this list and `serverCodes` to the contract's codes and the
+    /// gateway's error table, both ways.
+    static let mappedCodes: Set<String> = sessionCodes.union([
+        "invalid_credentials", "email_exists", "invalid_email", "invalid_argument", "email_already_verified", "unknown_provider",
+        "weak_password", "user_not_found", "user_disabled", "email_not_verified", "requires_recent_login", "user_mismatch",
+        "migration_required", "credential_already_in_use", "provider_already_linked", "provider_not_linked",
+        "last_sign_in_method", "invalid_provider_token", "invalid_resume_handle", "invalid_reset_code",
+        "invalid_verification_code", "invalid_email_change_code", "rate_limited", "too_many_attempts", "request_timeout",
+        "service_unavailable", "overloaded", "provider_unavailable", "too_many_connections", "too_many_streams",
+    ])
+
+    /// The codes of the public API this library leaves as `server(status:code:message:)`: answers
+    /// to requests it does not make (a malformed body or HTTP message, an unknown path or method,
+    /// a missing token, an origin the server refuses) or that an app can only show (`internal`).
+    static let serverCodes: Set<String> = [
+        "malformed_request", "malformed_http", "incomplete_body", "header_fields_too_large", "http_version_not_supported",
+        "payload_too_large", "unsupported_media_type", "not_found", "method_not_allowed", "unauthenticated",
+        "origin_not_allowed", "version_conflict", "invalid_last_event_id", "internal",
+    ]
+
     /// The error for a problem+json answer of `status` (`body` as sent), with `Retry-After`.
     static func fromProblem(status: Int, body: Data, retryAfter: String?) -> GatehouseError {
         guard let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any], let code = object["code"] as? String else {
@@ -201,6 +223,8 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
         case "invalid_resume_handle", "invalid_reset_code", "invalid_verification_code", "invalid_email_change_code":
             return .invalidCode(code: code)
         case "rate_limited", "too_many_attempts": return .rateLimited(code: code, retryAfter: retry)
+        // The request did not reach the gateway in time (a slow network): as a proxy's 408.
+        case "request_timeout": return .unavailable(code: code, retryAfter: retry)
         case _ where status == 503: return .unavailable(code: code, retryAfter: retry)
         case _ where sessionCodes.contains(code): return .sessionEnded(code: code)
         default: return .server(status: status, code: code, message: message)

@@ -1,3 +1,4 @@
+import Foundation
 import GatehouseContracts
 import Logging
 import Synchronization

@@ -2,6 +2,7 @@ import GatehouseContracts
 import GatehouseSupport
 import Logging
 import ProtoCodec
+import Synchronization
 import ZeroMQ
 import RPCRouting
 

@@ -3,6 +3,7 @@ import GatehouseContracts
 import IdentityCore
 import IdentityPorts
 import Mail
+import GatehouseSupport
 
 /// An `IdentityStorage` that hands every call to `inner`: a test subclasses it and overrides the
 /// one method whose timing or failure it needs to control (a race made deterministic, a fault).

@@ -4,6 +4,8 @@ import IdentityPorts
 import PostgresNIO
 @testable import PostgresStores
 @testable import SQLiteStores
+import GatehouseSupport
+import GRDB
 
 /// What tests count in a store beyond the ports (how many codes are live, tokens kept,
 /// revocations queued): queries no production code asks, so they stay out of `IdentityStorage`.

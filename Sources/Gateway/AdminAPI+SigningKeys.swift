@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import Hummingbird
+import Logging
 
 // `POST /admin/v1/signing-keys/rotate` (issue 35 §5): the token service makes a new JWT signing
 // key, published at once, and audits it with the admin key as the actor.

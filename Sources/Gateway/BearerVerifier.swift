@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseContracts
 import JWTKit
 import GatehouseSupport
 

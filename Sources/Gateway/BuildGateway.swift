@@ -3,6 +3,7 @@ import GatehouseContracts
 public import Hummingbird
 import NIOCore
 public import Logging
+import RPCRouting
 
 /// Builds the HTTP gateway. Run the result in a `ServiceGroup` (it is a `Service`): it serves
 /// until graceful shutdown, letting in-flight requests finish. The revocation feed's consumer

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import Logging
+import Prometheus
 import ServiceLifecycle
 import Synchronization
 

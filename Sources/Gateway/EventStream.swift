@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import NIOCore
+import Prometheus
 import Synchronization
 
 /// Why a stream of `GET /v1/me/events` ended: the `closed` event's `reason`, and the label of

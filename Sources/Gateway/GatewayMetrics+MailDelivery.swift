@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import Synchronization
 
 /// `gatehouse_mail_delivery_seconds`: the identity service's enqueue-to-delivery histogram
 /// (`IdentityStats.mailDeliverySecondsBuckets`), which it counts and the gateway only shows, so

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import Hummingbird
 
 /// The self-service account routes (issue 18 §4–§6): re-authentication, password and email

@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 
 /// The action pages (issue 19 §6): where the links in mails land by default

@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import IdentityCore
+import GatehouseSupport
 
 /// The log's `user` JSON (`SQLiteUserStore.changeLogUserJSON`; public for `PostgresUserStore`,
 /// whose triggers write the same shape).

@@ -3,6 +3,7 @@ import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 import Synchronization
 

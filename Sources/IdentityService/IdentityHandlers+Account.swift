@@ -1,7 +1,9 @@
 import Foundation
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 /// The self-service account methods (issue 18 §4–§6): re-authentication, password and email

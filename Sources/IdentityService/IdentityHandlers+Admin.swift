@@ -1,7 +1,9 @@
 import Foundation
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
 import ProtoCodec
 
 // Administrative methods (`gatehouse users ...`) and the settings merge patch of `updateProfile`.

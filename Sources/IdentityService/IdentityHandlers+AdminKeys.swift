@@ -4,6 +4,7 @@ import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 // Admin API keys (issue 22 §1): made by `gatehouse admin keys create` (the secret shown once, its

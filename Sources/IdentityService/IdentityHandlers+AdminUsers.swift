@@ -3,6 +3,7 @@ import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import RPCRouting
 
 // The admin API's user operations (issue 22 §1). Each writing one is audited with the request's
 // actor (`admin_key:<id>`); a change that ends access (disable, a new password, delete) revokes

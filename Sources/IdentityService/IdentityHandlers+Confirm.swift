@@ -1,7 +1,9 @@
 import Foundation
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import RPCRouting
 
 // A sign-in races the changes that end access. A password change (or a disable, or a deletion)
 // writes the user and then revokes the user's sessions; a sign-in that verified the old

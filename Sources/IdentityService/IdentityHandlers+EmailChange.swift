@@ -1,7 +1,9 @@
 import Foundation
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 /// The confirmed email change (issue 19 §4). `changeEmail` leaves the user as it is and mails a

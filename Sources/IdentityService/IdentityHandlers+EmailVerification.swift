@@ -1,7 +1,10 @@
 import Foundation
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
+import Logging
+import Mail
 import RPCRouting
 import Synchronization
 

@@ -3,6 +3,7 @@ import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
 import RPCRouting
 
 // Bulk import and export of users (issue 22 §5; `gatehouse users import|export`). Each item is

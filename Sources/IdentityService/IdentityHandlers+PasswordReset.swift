@@ -4,6 +4,8 @@ import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
 import IdentityCore
+import Logging
+import Mail
 import RPCRouting
 import Synchronization
 

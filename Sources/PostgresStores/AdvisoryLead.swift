@@ -1,5 +1,6 @@
 import Logging
 import PostgresNIO
+import PostgresSupport
 
 /// Leadership by a PostgreSQL session advisory lock (`LeaderElection` of both stores): the lock of
 /// a job's name is taken with `pg_try_advisory_lock` on a connection of its own, held while the

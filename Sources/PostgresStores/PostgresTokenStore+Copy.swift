@@ -1,5 +1,6 @@
 import Foundation
 import TokenPorts
+import GatehouseContracts
 import PostgresNIO
 
 /// `gatehouse store copy`: a `token.sqlite` moved into an empty PostgreSQL token store, in one

@@ -3,6 +3,7 @@ import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
 import PostgresNIO
+import Synchronization
 
 extension PostgresTokenStore {
     // MARK: Secrets

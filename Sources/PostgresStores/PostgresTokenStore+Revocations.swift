@@ -1,6 +1,7 @@
 import Foundation
 import TokenPorts
 import GatehouseContracts
+import GatehouseSupport
 import PostgresNIO
 
 // Every revoking write (`revoke`, `revokeAll`, the reuse branch of `rotate`) runs in one

@@ -1,5 +1,7 @@
 import Foundation
 import TokenPorts
+import GatehouseContracts
+import GatehouseSupport
 import PostgresSupport
 
 extension PostgresTokenStore {

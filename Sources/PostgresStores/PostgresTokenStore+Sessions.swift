@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import PostgresNIO
 import TokenCore
 import TokenPorts

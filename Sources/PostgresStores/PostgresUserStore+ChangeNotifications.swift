@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import PostgresSupport
 import Synchronization
 
 /// The token `PostgresUserStore.observeChangeCommits` returns: a task that LISTENs on the change

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GatehouseSupport
 import IdentityCore
 import IdentityPorts
 import PostgresNIO

@@ -3,6 +3,7 @@ import Foundation
 import GatehouseSupport
 import Hummingbird
 import NIOCore
+import Synchronization
 
 /// The fake's `POST /auth/token` and `POST /auth/revoke`.
 extension FakeAppleEndpoints {

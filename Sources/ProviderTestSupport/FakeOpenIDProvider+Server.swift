@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import Logging
+import Synchronization
 
 /// Starting and stopping the fake's HTTP server.
 extension FakeOpenIDProvider {

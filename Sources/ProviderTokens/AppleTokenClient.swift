@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import Logging
 import NIOCore
+import NIOHTTP1
 
 /// Sign in with Apple's server side (issue 20 §4): exchanges an authorization code for Apple's
 /// tokens, and revokes a token (what Apple requires when an account is deleted), over

@@ -3,6 +3,8 @@ import Foundation
 import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
+import Logging
+import Synchronization
 import TokenCore
 
 extension TokenService {

@@ -1,6 +1,7 @@
 import Foundation
 import TokenPorts
 import GatehouseContracts
+import GatehouseSupport
 import TokenCore
 
 extension TokenService {

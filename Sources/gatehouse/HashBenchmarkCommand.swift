@@ -25,7 +25,7 @@ struct HashBenchmarkCommand: ParsableCommand {
         } catch let error as ConfigError {
             throw ValidationError(error.message)
         }
-        let benchmark = HashBenchmark(parameters: settings.service.argon2, threads: settings.service.hashWorkers, seconds: seconds)
+        let benchmark = HashBenchmark(settings: settings, seconds: seconds)
         do {
             let result = try benchmark.run()
             print(json ? result.json : result.text)

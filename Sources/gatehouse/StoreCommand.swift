@@ -43,7 +43,7 @@ struct StoreCommand: AsyncParsableCommand {
                 if present.identity {
                     let report = try await StoreCopy.copyIdentity(from: folder, to: to, passwordFile: passwordFile, logger: logger)
                     print("copied \(report.copy) from \(report.source) to \(report.target)")
-                    print("checked: the counts of every table match, and \(report.copy.sampled) users picked at random sign in as stored")
+                    print("checked: the counts of every table match, and \(report.sampled) users picked at random sign in as stored")
                 }
                 if present.token {
                     let report = try await StoreCopy.copyTokens(from: folder, to: to, passwordFile: passwordFile, logger: logger)

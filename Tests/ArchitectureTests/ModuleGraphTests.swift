@@ -38,6 +38,26 @@ struct ModuleGraphTests {
         #expect(production.isEmpty, "production targets depending on GatehouseTestSupport: \(production)")
     }
 
+    @Test("the tools live in Tools/, one folder each, and no server target depends on one")
+    func toolsApart() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let targets = try PackageGraph.targets(in: manifest)
+        let tools = Set(targets.filter(\.isTool).map(\.name))
+        let folders = try FileManager.default.contentsOfDirectory(atPath: Self.root.appendingPathComponent("Tools").path)
+            .filter { !$0.hasPrefix(".") }
+        #expect(tools.contains("gatehouse-load") && tools.contains("LoadGenerator"), "no tool read from Package.swift: \(tools)")
+        #expect(
+            Set(folders.map { "Tools/\($0)" }) == Set(targets.compactMap(\.path).filter { $0.hasPrefix("Tools/") }),
+            "Tools/ holds \(folders.sorted()), Package.swift names \(targets.compactMap(\.path).sorted())")
+        var problems: [String] = []
+        for target in targets where !target.isTest && !target.isTool {
+            for dependency in target.dependencies where tools.contains(dependency) {
+                problems.append("\(target.name) → \(dependency): a server target depends on a tool")
+            }
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
     @Test("the test process runs a bounded number of tests at once (CTestSupport), unless the caller chose")
     func testParallelismIsBounded() {
         #expect(TestParallelism.width > 0)
@@ -52,12 +72,15 @@ struct ModuleGraphTests {
                 swiftSettings: swiftSettings
             ),
             .testTarget(name: "ATests", dependencies: ["A"]),
+            .executableTarget(name: "a-tool", dependencies: ["A"], path: "Tools/a-tool"),
             """
         let targets = try PackageGraph.targets(in: manifest)
-        #expect(targets.map(\.name) == ["A", "B", "ATests"])
+        #expect(targets.map(\.name) == ["A", "B", "ATests", "a-tool"])
         #expect(targets[0].dependencies == ["B"])
         #expect(targets[1].dependencies == [])
         #expect(targets[2].isTest)
+        #expect(targets.map(\.isTool) == [false, false, false, true])
+        #expect(targets[3].dependencies == ["A"] && targets[3].path == "Tools/a-tool")
         let allowed = try PackageGraph.allowedArrows(in: "<!-- allowed-dependencies -->\n- A: C\n- B:\n<!-- /allowed-dependencies -->")
         #expect(allowed["A"] == ["C"])
         #expect(allowed["B"] == [])
@@ -66,13 +89,18 @@ struct ModuleGraphTests {
 }
 
 /// A deliberately small reader of our `Package.swift`: each `.target`, `.executableTarget`,
-/// `.systemLibrary` or `.testTarget` call, its `name:` and the quoted names in its
-/// `dependencies:` list (`.product(…)` entries are external and skipped).
+/// `.systemLibrary` or `.testTarget` call, its `name:`, its `path:` if any, and the quoted names
+/// in its `dependencies:` list (`.product(…)` entries are external and skipped).
 enum PackageGraph {
     struct Target {
         var name: String
         var dependencies: [String]
         var isTest: Bool
+        /// The folder named by `path:`; nil for the default (`Sources/<name>`, `Tests/<name>`).
+        var path: String? = nil
+
+        /// A tool (load generator, benchmark peer, crash writer): its folder is under `Tools/`.
+        var isTool: Bool { path?.hasPrefix("Tools/") ?? false }
     }
 
     struct ReadError: Error, CustomStringConvertible {
@@ -100,7 +128,8 @@ enum PackageGraph {
                 let end = try matching(rest, open: start)
                 dependencies = topLevelQuoted(Array(rest[(start + 1)..<end]))
             }
-            result.append(Target(name: name, dependencies: dependencies, isTest: kind == ".testTarget("))
+            let path = firstQuoted(after: "path:", in: call)
+            result.append(Target(name: name, dependencies: dependencies, isTest: kind == ".testTarget(", path: path))
             i = close + 1
         }
         return result

@@ -3,6 +3,9 @@ import GatehouseTestSupport
 import Testing
 
 #if canImport(Glibc)
+// libc's `struct stat` is attributed to the first module that included <sys/stat.h>, here
+// Foundation's CoreFoundation (swiftlang/swift#85427): its fields need that import.
+import CoreFoundation
 import Glibc
 #endif
 

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import Testing
 
 /// `gatehouse hash-benchmark`: figures with the configured parameters, refusals with a message.

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import GatehouseSupport
 import GatehouseTestSupport
 import ProviderTestSupport
 import Testing

@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import GatehouseSupport
 import GatehouseTestSupport
+import RPCRouting
 import Testing
 
 /// Scenarios A9 and A27 of SEEDS.md over HTTP against three separate processes.

@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseContracts
+import GatehouseRPC
 import GatehouseSupport
 import GatehouseTestSupport
+import RPCRouting
 import Testing
 
 /// Issue 24 §2–§3 for the identity service, over real processes: two identity instances and two

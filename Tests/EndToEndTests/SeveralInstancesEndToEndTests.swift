@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseRPC
 import GatehouseSupport
 import GatehouseTestSupport
+import RPCRouting
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -15,6 +15,7 @@ import Testing
 import TokenCore
 import TokenService
 @testable import GatehouseApp
+import TokenPorts
 
 /// The real identity and token services in this process, each on its own SQLite file, both on
 /// one manual clock, linked by `LocalCaller`s (every message encoded and decoded as on the wire).

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import GatehouseTestSupport
 import GRDB
 import Testing

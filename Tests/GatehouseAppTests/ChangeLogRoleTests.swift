@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseRPC
 import GatehouseTestSupport
+import IdentityService
 import Logging
 import RPCRouting
 import Testing

@@ -1,8 +1,10 @@
 import Foundation
 import SQLiteStores
+import SQLiteSupport
 import Testing
 import Gateway
 import IdentityService
+import TokenService
 @testable import GatehouseApp
 
 @Suite("Configuration")

@@ -5,6 +5,8 @@ import GatehouseRPC
 import IdentityCore
 import Logging
 import Testing
+import TokenCore
+import TokenService
 import ZeroMQ
 @testable import GatehouseApp
 import RPCRouting

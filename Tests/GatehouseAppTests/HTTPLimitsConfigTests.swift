@@ -1,4 +1,5 @@
 import Foundation
+import Gateway
 import Testing
 @testable import GatehouseApp
 

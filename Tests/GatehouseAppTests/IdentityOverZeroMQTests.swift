@@ -3,10 +3,12 @@ import GatehouseContracts
 import GatehouseTestSupport
 import GatehouseRPC
 import IdentityCore
+import IdentityService
 import Logging
 import Testing
 @testable import GatehouseApp
 import RPCRouting
+import IdentityPorts
 
 /// The identity role served over real tcp sockets, with a stand-in token service (also over
 /// tcp) answering `token.issueSession`.

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderTokens
 import Testing
 @testable import GatehouseApp
 

@@ -1,4 +1,5 @@
 import Foundation
+import IdentityService
 import Testing
 @testable import GatehouseApp
 

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseTestSupport
 import PostgresSupport
 import Testing
+import TokenService
 @testable import GatehouseApp
 
 /// Settings of several instances and of a shared database (issue 24).

@@ -11,6 +11,7 @@ import TokenCore
 import TokenService
 @testable import GatehouseApp
 import RPCRouting
+import TokenPorts
 
 /// Stands in for the sweeper's sleep between passes: each call is recorded and returns only
 /// when the test lets one pass through (or the task is cancelled, as at shutdown), so passes

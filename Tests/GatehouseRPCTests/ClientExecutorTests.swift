@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 @testable import GatehouseRPC
+import RPCRouting
 import Testing
 import GatehouseSupport
 

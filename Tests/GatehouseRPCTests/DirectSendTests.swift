@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 @testable import GatehouseRPC
 import ProtoCodec
+import RPCRouting
 import Testing
 import ZeroMQ
 

@@ -5,10 +5,13 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import IdentityCore
+import IdentityService
 import JWTKit
 import Testing
+import TokenService
 
 @testable import Gateway
+import IdentityPorts
 
 /// `POST /v1/me/reauthenticate`, `PUT /v1/me/password` and `DELETE /v1/me` (`PUT /v1/me/email`: EmailChangeRouteTests)
 /// over the real identity and token services in process, on the harness's manual clock

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseTestSupport
+import HTTPTypes
 import Logging
 import RPCRouting
 import Testing

@@ -9,6 +9,7 @@ import Logging
 import NIOCore
 import RPCRouting
 import Testing
+import TokenService
 @testable import Gateway
 
 /// The admin listener over the real identity and token services in process: every bad input

@@ -5,10 +5,12 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import IdentityCore
+import IdentityService
 import JWTKit
 import Testing
 
 @testable import Gateway
+import IdentityPorts
 
 /// `POST /v1/me/upgrade`, `POST /v1/sessions` with an anonymous bearer token, and
 /// `POST /v1/sessions/resume`, over the real identity and token services in process.

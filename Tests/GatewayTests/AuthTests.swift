@@ -10,6 +10,7 @@ import RPCRouting
 @testable import Gateway
 import GatehouseSupport
 import GatehouseTestSupport
+import TokenService
 
 @Suite struct AuthTests {
     static let invalidChallenge = #"Bearer realm="gatehouse", error="invalid_token""#

@@ -3,6 +3,8 @@ import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
 import Hummingbird
+import HummingbirdTesting
+import Prometheus
 import Testing
 
 @testable import Gateway

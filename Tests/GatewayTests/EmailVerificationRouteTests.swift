@@ -8,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import IdentityService
 import JWTKit
+import Mail
 import Testing
 
 @testable import Gateway

@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
 import Hummingbird
+import HummingbirdTesting
 import NIOCore
 import Prometheus
 import Synchronization

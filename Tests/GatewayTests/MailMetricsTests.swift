@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
+import HTTPTypes
 import Synchronization
 import Testing
 

@@ -7,6 +7,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import IdentityService
+import Mail
 import Testing
 
 @testable import Gateway

@@ -4,6 +4,7 @@ import GatehouseTestSupport
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IdentityService
 import JWTKit
 import Testing
 

@@ -1,4 +1,5 @@
 import GatehouseTestSupport
+import Prometheus
 import Testing
 
 @testable import Gateway

@@ -2,9 +2,12 @@ import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
 import HTTPTypes
+import HummingbirdTesting
+import IdentityService
 import JWTKit
 import RPCRouting
 import Testing
+import TokenService
 
 @testable import Gateway
 

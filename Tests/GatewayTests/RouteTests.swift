@@ -3,10 +3,13 @@ import GatehouseContracts
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IdentityService
+import Prometheus
 import Testing
 import CoreMetrics
 import Synchronization
 import GatehouseTestSupport
+import TokenService
 
 @testable import Gateway
 

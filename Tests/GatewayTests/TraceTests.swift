@@ -3,6 +3,7 @@ import GatehouseContracts
 import GatehouseSupport
 import HTTPTypes
 import Hummingbird
+import HummingbirdTesting
 import Testing
 
 @testable import Gateway

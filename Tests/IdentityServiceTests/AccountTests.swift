@@ -5,6 +5,7 @@ import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
 import IdentityService
+import Mail
 import RPCRouting
 import Testing
 

@@ -5,6 +5,7 @@ import IdentityCore
 import IdentityService
 import RPCRouting
 import Testing
+import IdentityPorts
 
 /// Custom claims (`identity.setCustomClaims`), default settings and the settings merge patch of
 /// `identity.updateProfile` (issue 18, part H4).

@@ -1,10 +1,13 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
+import GatehouseTestSupport
 import IdentityCore
 import IdentityService
 import ProtoCodec
 import Testing
 import RPCRouting
+import IdentityPorts
 
 /// Bad input for every field gets its stable error code and writes nothing.
 @Suite struct BadInputTests {

@@ -7,7 +7,10 @@ import GRDB
 import IdentityCore
 @testable import IdentityService
 import Logging
+import PostgresNIO
 import ProtoCodec
+import RPCRouting
+import SQLiteSupport
 import Testing
 
 /// Review findings on the change log (issue 21): a row whose `user` JSON does not decode, the

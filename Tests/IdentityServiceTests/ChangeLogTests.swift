@@ -2,10 +2,12 @@ import Foundation
 @testable import SQLiteStores
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import GatehouseTestSupport
 import GRDB
 import IdentityCore
 @testable import IdentityService
+import PostgresNIO
 import RPCRouting
 import Testing
 

@@ -1,3 +1,4 @@
+import GatehouseContracts
 import IdentityCore
 import IdentityService
 import Testing

@@ -1,9 +1,12 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import IdentityCore
 import IdentityService
 import ProtoCodec
+import RPCRouting
 import Testing
+import IdentityPorts
 
 /// The RPC methods through `LocalCaller`, which encodes and decodes every message.
 @Suite struct IdentityHandlersTests {

@@ -1,6 +1,7 @@
 import Foundation
 @testable import SQLiteStores
 import IdentityPorts
+import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
 import IdentityService

@@ -5,6 +5,7 @@ import IdentityCore
 import IdentityService
 import RPCRouting
 import Testing
+import IdentityPorts
 
 /// Bulk import and export (`identity.importUsers`, `identity.exportUsers`; issue 22 §5) against
 /// the stores that keep everything: SQLite and PostgreSQL (issue 24).

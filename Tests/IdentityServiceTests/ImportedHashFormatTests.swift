@@ -3,7 +3,9 @@ import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
 @testable import IdentityService
+import RPCRouting
 import Testing
+import IdentityPorts
 
 /// Hashes written by the real tools users come from (issue 22 §4): passlib, bcrypt, argon2-cffi and
 /// Django through python3, and Firebase's published scrypt test vectors.

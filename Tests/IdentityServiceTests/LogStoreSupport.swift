@@ -8,6 +8,7 @@ import Logging
 import PostgresNIO
 @testable import PostgresStores
 import PostgresSupport
+import SQLiteSupport
 import Testing
 
 // Helpers of the log suites (change log, audit log, sweep) that run over both kept stores.

@@ -1,5 +1,6 @@
 import Foundation
 import IdentityPorts
+import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
 @testable import IdentityService

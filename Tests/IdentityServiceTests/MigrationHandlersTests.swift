@@ -7,6 +7,7 @@ import IdentityService
 import RPCRouting
 import Synchronization
 import Testing
+import SQLiteStores
 
 /// Upgrade in place, and migration of an anonymous user to an existing account
 /// (`identity.upgradeAnonymous`, `identity.signIn` with a caller, `identity.resumeSignIn`).

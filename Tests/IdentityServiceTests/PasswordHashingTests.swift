@@ -1,3 +1,4 @@
+import GatehouseContracts
 import GatehouseTestSupport
 import Foundation
 import IdentityCore

@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import IdentityCore
 import IdentityService
+import RPCRouting
 import Testing
 
 /// A9: `identity.passwordStrength` answers a level for seed 001's three-bar meter.

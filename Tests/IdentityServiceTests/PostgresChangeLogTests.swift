@@ -8,6 +8,7 @@ import PostgresNIO
 @testable import PostgresStores
 import Synchronization
 import Testing
+import IdentityPorts
 
 /// What PostgreSQL brings that SQLite's single writer does not (issue 24): several identity
 /// instances writing the change log at once, and commits made by another instance.

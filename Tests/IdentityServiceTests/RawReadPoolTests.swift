@@ -6,6 +6,7 @@ import SQLiteSupport
 import Testing
 
 @testable import IdentityService
+import SQLiteStores
 
 /// Point reads on connections of their own see every committed write, from many threads at once.
 @Suite struct RawReadPoolTests {

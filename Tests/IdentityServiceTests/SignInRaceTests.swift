@@ -2,9 +2,11 @@ import Foundation
 import GatehouseContracts
 import GatehouseTestSupport
 import IdentityCore
+import RPCRouting
 import Testing
 
 @testable import IdentityService
+import IdentityPorts
 
 /// A sign-in that verified a password just before a change ended access (password change,
 /// disable, deletion) must not come out with a live session: its session is revoked again and

@@ -1,9 +1,11 @@
+import GatehouseContracts
 import GatehouseTestSupport
 import Foundation
 @testable import SQLiteStores
 import IdentityPorts
 import IdentityCore
 import IdentityService
+import SQLiteSupport
 import Testing
 
 /// One contract, run against every `UserStore` implementation: in memory, SQLite and PostgreSQL.

@@ -8,6 +8,7 @@
 // from `contractTable`.
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import ProtoCodec
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import Histogram
 import Testing
 @testable import LoadGenerator
 

@@ -1,4 +1,5 @@
 import Crypto
+import _CryptoExtras
 import Foundation
 import GatehouseSupport
 import GatehouseTestSupport

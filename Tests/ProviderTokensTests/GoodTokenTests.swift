@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseTestSupport
 import ProviderTestSupport
 import ProviderTokens
 import Testing

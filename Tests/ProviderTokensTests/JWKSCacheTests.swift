@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import GatehouseTestSupport
 import Logging
 import ProviderTestSupport
 import ProviderTokens

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import GatehouseTestSupport
 import Logging

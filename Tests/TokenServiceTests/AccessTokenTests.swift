@@ -3,6 +3,7 @@ import Foundation
 import TokenPorts
 import GatehouseContracts
 import GatehouseTestSupport
+import Synchronization
 import Testing
 import TokenCore
 @testable import TokenService

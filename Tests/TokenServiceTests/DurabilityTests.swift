@@ -1,5 +1,6 @@
 import Foundation
 @testable import SQLiteStores
+import GatehouseSupport
 import GRDB
 import GatehouseContracts
 import GatehouseTestSupport
@@ -7,6 +8,7 @@ import Testing
 import TokenCore
 @testable import TokenService
 import RPCRouting
+import TokenPorts
 
 /// An acknowledged session and refresh rotation survive `kill -9` of the token service.
 ///

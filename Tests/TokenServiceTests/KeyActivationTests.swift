@@ -5,6 +5,7 @@ import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
 import Testing
+import TokenCore
 @testable import TokenService
 
 /// A rotated key published before it signs (`keyActivationDelay`, several instances: issue 24).

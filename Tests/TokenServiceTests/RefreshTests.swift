@@ -1,7 +1,9 @@
 import Foundation
 import GatehouseContracts
+import GatehouseTestSupport
 import ProtoCodec
 import RPCRouting
+import Synchronization
 import Testing
 import TokenCore
 @testable import TokenService

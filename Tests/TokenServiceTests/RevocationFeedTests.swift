@@ -5,6 +5,7 @@ import ProtoCodec
 import RPCRouting
 import Testing
 @testable import TokenService
+import TokenPorts
 
 @Suite("Revocations: durable, numbered, listed")
 struct RevocationFeedTests {

@@ -6,6 +6,7 @@ import GRDB
 import GatehouseContracts
 import GatehouseTestSupport
 import Testing
+import TokenCore
 @testable import TokenService
 
 @Suite("Secrets at rest: sealing, upgrade of plain-text databases, key rotation")

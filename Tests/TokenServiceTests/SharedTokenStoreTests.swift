@@ -3,6 +3,7 @@ import TokenPorts
 import GatehouseContracts
 import GatehouseSupport
 import GatehouseTestSupport
+import PostgresNIO
 import PostgresStores
 import ProtoCodec
 import Synchronization

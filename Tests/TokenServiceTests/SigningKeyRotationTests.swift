@@ -4,6 +4,7 @@ import GatehouseTestSupport
 import Testing
 import TokenCore
 @testable import TokenService
+import TokenPorts
 
 /// Rotating the signing keys on request, audited with who asked, and on a schedule
 /// (`keyRotationInterval`, `GATEHOUSE_SIGNING_KEY_ROTATION_DAYS`: issue 35 §5), on both stores.

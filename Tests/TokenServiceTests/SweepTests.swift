@@ -2,6 +2,7 @@ import Foundation
 import TokenPorts
 @testable import SQLiteStores
 import GatehouseContracts
+import GatehouseTestSupport
 import Testing
 import TokenCore
 @testable import TokenService

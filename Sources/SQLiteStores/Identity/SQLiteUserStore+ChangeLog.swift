@@ -6,6 +6,7 @@ import GatehouseSupport
 import GRDB
 import IdentityCore
 import Logging
+import SQLiteSupport
 
 /// The change log of users (issue 21; PROTOCOL.md "The change log"): written by triggers on
 /// `users`, so every write path, whatever its SQL, records its change in its own transaction.

@@ -5,6 +5,7 @@ import Darwin
 #endif
 import Foundation
 import Histogram
+import Synchronization
 
 /// Runs the `stream` scenario: check the target, create the users, open the streams (RSS before
 /// and after), make the changes at the asked rate, wait for their events, close, report.

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 extension Run {
     // MARK: Virtual users
