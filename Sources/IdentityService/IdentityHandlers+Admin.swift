@@ -1,6 +1,7 @@
 import Foundation
 import IdentityPorts
 import GatehouseContracts
+import GatehouseSupport
 import IdentityCore
 import ProtoCodec
 

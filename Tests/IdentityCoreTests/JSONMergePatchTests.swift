@@ -1,3 +1,4 @@
+import GatehouseSupport
 import IdentityCore
 import Testing
 
