@@ -111,7 +111,7 @@ import GatehouseSupport
         "{\"raw\":\"é中🙂\"}",
     ])
     func flatObjectsMatchJSONSerialization(text: String) throws {
-        let parsed = try #require(FlatJSON.parse(Array(text.utf8)), "\(text)")
+        let parsed = try #require(JSONReader.flatStrings(Array(text.utf8)), "\(text)")
         let reference = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect(parsed.count == reference.count)
         for (key, value) in reference {
@@ -130,12 +130,12 @@ import GatehouseSupport
         #"{"a":"\ude42"}"#, #"{"a":"\x"}"#, #"{"a":"\u12"}"#, "{\"a\":\"tab\there\"}", #"{"a":nul}"#, "",
     ])
     func otherShapesFallBack(text: String) {
-        #expect(FlatJSON.parse(Array(text.utf8)) == nil, "\(text)")
+        #expect(JSONReader.flatStrings(Array(text.utf8)) == nil, "\(text)")
     }
 
     @Test func invalidUTF8FallsBack() {
-        #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)
-        #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D]) == nil)
+        #expect(JSONReader.flatStrings([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)
+        #expect(JSONReader.flatStrings([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D]) == nil)
     }
 
     @Test func iso8601MatchesFoundation() {
