@@ -216,7 +216,7 @@ struct GatewayRoutes: Sendable {
     @Sendable func getMe(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
         let user = try await call(services.identity, IdentityAPI.getUser, UserIDRequest(userID: claims.sub))
-        return Self.json(.ok, user.json, noStore: true)
+        return Self.json(.ok, user.publicView, noStore: true)
     }
 
     /// How a body `JSONDecoder` has accepted is read again for one member's text: as Foundation
@@ -250,7 +250,7 @@ struct GatewayRoutes: Sendable {
         let update = UpdateProfileRequest(
             userID: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsPatchJSON: settingsPatch)
         let user = try await call(services.identity, IdentityAPI.updateProfile, update)
-        return Self.json(.ok, user.json, noStore: true)
+        return Self.json(.ok, user.publicView, noStore: true)
     }
 
     @Sendable func passwordStrength(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
