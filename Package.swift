@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "ProtoCodec", swiftSettings: swiftSettings),
         // Every message type, method name and error code of proto/*.proto, and nothing else.
         .target(name: "GatehouseContracts", swiftSettings: swiftSettings),
-        // Small pure helpers shared by every layer: JSON writer, base64url, thread names, truncation,
+        // Small pure helpers shared by every layer: JSON writer and reader, base64url, thread names, truncation,
         // W3C trace parents and the task's current trace.
         .target(name: "GatehouseSupport", swiftSettings: swiftSettings),
         // Mail as Gatehouse sends it: the message, its MIME text, the transport interface.
@@ -425,7 +425,7 @@ let package = Package(
             name: "InteropTests", dependencies: ["ProtoCodec", "GatehouseContracts", "GatehouseTestSupport"],
             swiftSettings: swiftSettings),
         .testTarget(name: "ZeroMQTests", dependencies: ["ZeroMQ", "GatehouseTestSupport"], swiftSettings: swiftSettings),
-        .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore"], swiftSettings: swiftSettings),
+        .testTarget(name: "IdentityCoreTests", dependencies: ["IdentityCore", "GatehouseSupport"], swiftSettings: swiftSettings),
         // The token core's decisions, table by table (no I/O).
         .testTarget(name: "TokenCoreTests", dependencies: ["TokenCore"], swiftSettings: swiftSettings),
         .testTarget(name: "GatehouseSupportTests", dependencies: ["GatehouseSupport"], swiftSettings: swiftSettings),

@@ -28,7 +28,7 @@ public struct AdminClient: Sendable {
     /// for a bad endpoint, a plain-text tcp link that is not allowed, or another role's key.
     public init(config: Config) throws {
         endpoint = try config.endpoint(ConfigTable.identityURL)
-        timeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
+        timeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs))
         var configuration = RPCClient.Configuration(endpoint: endpoint, defaultTimeout: timeout)
         configuration.curve = try Self.curveKeys(config, endpoint: endpoint)
         var logger = Logger(label: "gatehouse.users")

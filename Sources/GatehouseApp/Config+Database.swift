@@ -12,9 +12,9 @@ extension ConfigTable {
     /// A file holding the database password.
     public static let databasePasswordFile = ConfigKey(env: "GATEHOUSE_DATABASE_PASSWORD_FILE", defaultValue: nil, secret: false, roles: "token, identity", help: "A file whose first line is the PostgreSQL password: a Docker or Kubernetes secret. Takes the place of a password in the URL.")
     /// Connections each instance keeps to the database.
-    public static let databasePoolSize = ConfigKey(env: "GATEHOUSE_DATABASE_POOL_SIZE", defaultValue: "16", secret: false, roles: "token, identity", help: "Most connections one instance opens to PostgreSQL (2–200; an identity instance at least 6). The server's max_connections must cover every instance's pool (deploy/README.md, sizing).")
+    public static let databasePoolSize = ConfigKey(env: "GATEHOUSE_DATABASE_POOL_SIZE", defaultValue: "16", secret: false, range: 2...200, roles: "token, identity", help: "Most connections one instance opens to PostgreSQL (2–200; an identity instance at least 6). The server's max_connections must cover every instance's pool (deploy/README.md, sizing).")
     /// How often an instance reloads the signing keys.
-    public static let keySyncInterval = ConfigKey(env: "GATEHOUSE_KEY_SYNC_INTERVAL", defaultValue: "10", secret: false, roles: "token", help: "With PostgreSQL: seconds (1–60) between each token instance's reloads of the signing keys. A rotated key is published at once and signs only after two intervals and a second, so every instance publishes it before any signs with it.")
+    public static let keySyncInterval = ConfigKey(env: "GATEHOUSE_KEY_SYNC_INTERVAL", defaultValue: "10", secret: false, range: 1...60, roles: "token", help: "With PostgreSQL: seconds (1–60) between each token instance's reloads of the signing keys. A rotated key is published at once and signs only after two intervals and a second, so every instance publishes it before any signs with it.")
 
     /// The keys above, in `ConfigTable.all`.
     static let databaseKeys = [tokenDatabaseURL, identityDatabaseURL, databasePasswordFile, databasePoolSize, keySyncInterval]
@@ -47,7 +47,7 @@ public struct DatabaseSettings: Sendable {
             throw ConfigError(message: "\(key.env) (\(key.flag)): \(error)")
         }
         return DatabaseSettings(
-            postgres: postgres, poolSize: try config.int(ConfigTable.databasePoolSize, in: 2...200),
-            keySyncInterval: try config.int(ConfigTable.keySyncInterval, in: 1...60))
+            postgres: postgres, poolSize: try config.int(ConfigTable.databasePoolSize),
+            keySyncInterval: try config.int(ConfigTable.keySyncInterval))
     }
 }

@@ -7,11 +7,11 @@ extension ConfigTable {
     /// When verification mail is sent.
     public static let emailVerification = ConfigKey(env: "GATEHOUSE_EMAIL_VERIFICATION", defaultValue: "off", secret: false, roles: "serve, identity", help: "`off` (mail only when the app asks, POST /v1/me/email-verification), `send` (also at sign-up and upgrade) or `required` (as send, and password sign-in answers 403 email_not_verified until the address is verified).")
     /// How long a verification code works.
-    public static let emailVerificationTTL = ConfigKey(env: "GATEHOUSE_EMAIL_VERIFICATION_TTL", defaultValue: "86400", secret: false, roles: "serve, identity", help: "Seconds an email verification code works (300–604800).")
+    public static let emailVerificationTTL = ConfigKey(env: "GATEHOUSE_EMAIL_VERIFICATION_TTL", defaultValue: "86400", secret: false, range: 300...604_800, roles: "serve, identity", help: "Seconds an email verification code works (300–604800).")
     /// How long an email change confirmation code works.
-    public static let emailChangeTTL = ConfigKey(env: "GATEHOUSE_EMAIL_CHANGE_TTL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds the code mailed to a new address works (300–86400); the change takes effect only when it is confirmed.")
+    public static let emailChangeTTL = ConfigKey(env: "GATEHOUSE_EMAIL_CHANGE_TTL", defaultValue: "3600", secret: false, range: 300...86_400, roles: "serve, identity", help: "Seconds the code mailed to a new address works (300–86400); the change takes effect only when it is confirmed.")
     /// How long the revert code sent to the old address works.
-    public static let emailRevertTTL = ConfigKey(env: "GATEHOUSE_EMAIL_REVERT_TTL", defaultValue: "604800", secret: false, roles: "serve, identity", help: "Seconds the code mailed to the old address after an email change works (3600–2592000): it restores the old address and signs the account out everywhere.")
+    public static let emailRevertTTL = ConfigKey(env: "GATEHOUSE_EMAIL_REVERT_TTL", defaultValue: "604800", secret: false, range: 3600...2_592_000, roles: "serve, identity", help: "Seconds the code mailed to the old address after an email change works (3600–2592000): it restores the old address and signs the account out everywhere.")
     /// Operator templates.
     public static let mailTemplates = ConfigKey(env: "GATEHOUSE_MAIL_TEMPLATES", defaultValue: nil, secret: false, roles: "serve, identity", help: "A folder of Mustache files `<kind>.<locale>.{subject,text,html}.mustache` that override or add to the built-in English and Japanese mails (kinds: password_reset, verify_email, change_email, email_changed).")
 
@@ -28,9 +28,9 @@ extension IdentityRoleSettings {
             throw ConfigError(message: "GATEHOUSE_EMAIL_VERIFICATION (--email-verification) must be off, send or required, not '\(mode)'")
         }
         settings.verification = verification
-        settings.verificationTTL = TimeInterval(try config.int(ConfigTable.emailVerificationTTL, in: 300...604_800))
-        settings.changeTTL = TimeInterval(try config.int(ConfigTable.emailChangeTTL, in: 300...86_400))
-        settings.revertTTL = TimeInterval(try config.int(ConfigTable.emailRevertTTL, in: 3600...2_592_000))
+        settings.verificationTTL = TimeInterval(try config.int(ConfigTable.emailVerificationTTL))
+        settings.changeTTL = TimeInterval(try config.int(ConfigTable.emailChangeTTL))
+        settings.revertTTL = TimeInterval(try config.int(ConfigTable.emailRevertTTL))
         return settings
     }
 

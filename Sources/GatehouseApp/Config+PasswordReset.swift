@@ -7,7 +7,7 @@ extension ConfigTable {
     /// Password reset requests per client address at the gateway.
     public static let rateLimitPasswordReset = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_PASSWORD_RESET", defaultValue: "10/h burst=5", secret: false, roles: "serve, gateway", help: "Password reset requests (`POST /v1/password-reset`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN. Confirmations count as sign-ins.")
     /// How long a password reset code works.
-    public static let passwordResetTTL = ConfigKey(env: "GATEHOUSE_PASSWORD_RESET_TTL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds a password reset code works (300–86400); it works once, and a newer request voids older codes.")
+    public static let passwordResetTTL = ConfigKey(env: "GATEHOUSE_PASSWORD_RESET_TTL", defaultValue: "3600", secret: false, range: 300...86_400, roles: "serve, identity", help: "Seconds a password reset code works (300–86400); it works once, and a newer request voids older codes.")
     /// The app name in mails.
     public static let appName = ConfigKey(env: "GATEHOUSE_APP_NAME", defaultValue: "Gatehouse", secret: false, roles: "serve, gateway, identity", help: "The app's name in mails (subject and body) and at the top of the gateway's action pages (`/actions`), at most 64 characters.")
     /// The sender of mails.
@@ -23,7 +23,7 @@ extension IdentityRoleSettings {
     /// `GATEHOUSE_PASSWORD_RESET_TTL`, `GATEHOUSE_APP_NAME`, `GATEHOUSE_MAIL_FROM`, `GATEHOUSE_MAIL_LINK_BASE`.
     static func passwordReset(_ config: Config) throws -> PasswordResetSettings {
         var settings = PasswordResetSettings()
-        settings.ttl = TimeInterval(try config.int(ConfigTable.passwordResetTTL, in: 300...86_400))
+        settings.ttl = TimeInterval(try config.int(ConfigTable.passwordResetTTL))
         let name = try config.required(ConfigTable.appName)
         guard name.count <= 64, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             throw ConfigError(message: "GATEHOUSE_APP_NAME (--app-name) must be at most 64 characters without control characters")

@@ -17,9 +17,9 @@ extension ConfigTable {
     /// Generic OpenID Connect providers.
     public static let oidcProviders = ConfigKey(env: "GATEHOUSE_OIDC_PROVIDERS", defaultValue: "", secret: false, roles: "serve, identity", help: "OpenID Connect providers, `;`-separated, each `name|issuer|client-id,client-id`: the provider id is `oidc.<name>`, its keys are found by the issuer's discovery document (`<issuer>/.well-known/openid-configuration`), and its tokens must carry that exact `iss`.")
     /// How often an unknown key id may cause a refetch of a provider's keys.
-    public static let providerKeyRefetchInterval = ConfigKey(env: "GATEHOUSE_PROVIDER_KEY_REFETCH_INTERVAL", defaultValue: "60", secret: false, roles: "serve, identity", help: "Seconds between refetches of a provider's keys caused by a token with an unknown `kid` (1–3600); between them such tokens are refused without a fetch.")
+    public static let providerKeyRefetchInterval = ConfigKey(env: "GATEHOUSE_PROVIDER_KEY_REFETCH_INTERVAL", defaultValue: "60", secret: false, range: 1...3600, roles: "serve, identity", help: "Seconds between refetches of a provider's keys caused by a token with an unknown `kid` (1–3600); between them such tokens are refused without a fetch.")
     /// The deadline of a provider key fetch.
-    public static let providerFetchTimeoutMs = ConfigKey(env: "GATEHOUSE_PROVIDER_FETCH_TIMEOUT_MS", defaultValue: "1000", secret: false, roles: "serve, identity", help: "Milliseconds a fetch of a provider's keys, or a call to Apple's token or revocation endpoint, may take (50–10000); past it the sign-in answers 503 `provider_unavailable`. Keep it below GATEHOUSE_RPC_TIMEOUT_MS.")
+    public static let providerFetchTimeoutMs = ConfigKey(env: "GATEHOUSE_PROVIDER_FETCH_TIMEOUT_MS", defaultValue: "1000", secret: false, range: 50...10_000, roles: "serve, identity", help: "Milliseconds a fetch of a provider's keys, or a call to Apple's token or revocation endpoint, may take (50–10000); past it the sign-in answers 503 `provider_unavailable`. Keep it below GATEHOUSE_RPC_TIMEOUT_MS.")
     /// Test mode for providers: plain http on loopback.
     public static let providersInsecureLoopback = ConfigKey(env: "GATEHOUSE_PROVIDERS_INSECURE_LOOPBACK", defaultValue: "false", secret: false, roles: "serve, identity", help: "For tests only: allow provider addresses over plain http on a loopback host (127.0.0.1, ::1, localhost). Never in production.")
 
@@ -123,8 +123,8 @@ extension IdentityRoleSettings {
             throw ConfigError(message: "identity providers: \(error.message)")
         }
         var options = IDTokenVerifier.Options()
-        options.cachePolicy.unknownKeyRefetchInterval = TimeInterval(try config.int(ConfigTable.providerKeyRefetchInterval, in: 1...3600))
-        options.cachePolicy.fetchTimeout = .milliseconds(try config.int(ConfigTable.providerFetchTimeoutMs, in: 50...10_000))
+        options.cachePolicy.unknownKeyRefetchInterval = TimeInterval(try config.int(ConfigTable.providerKeyRefetchInterval))
+        options.cachePolicy.fetchTimeout = .milliseconds(try config.int(ConfigTable.providerFetchTimeoutMs))
         return (providers, options)
     }
 }

@@ -11,10 +11,27 @@ public struct ConfigKey: Sendable, Hashable {
     public let defaultValue: String?
     /// Secrets are never logged and never have a literal default.
     public let secret: Bool
+    /// For an integer key, the values it allows: the one place its range is stated. `Config.int`
+    /// checks it and the README's table states it (`rangeText`; a test compares them).
+    public let range: ClosedRange<Int>?
     /// The roles that read the key (`serve, gateway`, `all`), as the README's table shows them.
     public let roles: String
     /// One sentence on what the key sets; quoted when a required value is missing.
     public let help: String
+
+    init(env: String, defaultValue: String?, secret: Bool, range: ClosedRange<Int>? = nil, roles: String, help: String) {
+        self.env = env
+        self.defaultValue = defaultValue
+        self.secret = secret
+        self.range = range
+        self.roles = roles
+        self.help = help
+    }
+
+    /// The allowed values as the README's table states them, e.g. `50–60000`; nil without a range.
+    public var rangeText: String? {
+        range.map { "\($0.lowerBound)–\($0.upperBound)" }
+    }
 
     /// `GATEHOUSE_HTTP_PORT` → `--http-port`.
     public var flag: String {
@@ -41,21 +58,21 @@ public enum ConfigTable {
     /// The browser origins CORS allows.
     public static let corsOrigins = ConfigKey(env: "GATEHOUSE_CORS_ORIGINS", defaultValue: "", secret: false, roles: "serve, gateway", help: "Comma-separated browser origins allowed by CORS (none by default).")
     /// The largest HTTP request body the gateway reads.
-    public static let maxBodyBytes = ConfigKey(env: "GATEHOUSE_MAX_BODY_BYTES", defaultValue: "65536", secret: false, roles: "serve, gateway", help: "Largest request body accepted.")
+    public static let maxBodyBytes = ConfigKey(env: "GATEHOUSE_MAX_BODY_BYTES", defaultValue: "65536", secret: false, range: 1024...16_777_216, roles: "serve, gateway", help: "Largest request body accepted.")
     /// The deadline of each service call (and of each HTTP request at the gateway).
-    public static let rpcTimeoutMs = ConfigKey(env: "GATEHOUSE_RPC_TIMEOUT_MS", defaultValue: "2000", secret: false, roles: "all", help: "Deadline of each service call, in milliseconds.")
+    public static let rpcTimeoutMs = ConfigKey(env: "GATEHOUSE_RPC_TIMEOUT_MS", defaultValue: "2000", secret: false, range: 50...60_000, roles: "all", help: "Deadline of each service call, in milliseconds.")
     /// The proxies whose `X-Forwarded-For` names the client.
     public static let trustedProxies = ConfigKey(env: "GATEHOUSE_TRUSTED_PROXIES", defaultValue: "", secret: false, roles: "serve, gateway", help: "Comma-separated IP addresses and CIDR ranges (IPv4, IPv6) of the proxies in front of the gateway. For a request from one of them, the client address (for rate limits and sessions) is the rightmost X-Forwarded-For entry that is not itself a trusted proxy; otherwise it is the TCP peer. Replaces GATEHOUSE_TRUST_FORWARDED_FOR.")
     /// How long the gateway waits for a whole request head.
-    public static let httpHeadTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_HEAD_TIMEOUT_MS", defaultValue: "10000", secret: false, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request head (from connecting, or from the first byte of a later request); then 408 `request_timeout` and the connection is closed.")
+    public static let httpHeadTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_HEAD_TIMEOUT_MS", defaultValue: "10000", secret: false, range: 100...600_000, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request head (from connecting, or from the first byte of a later request); then 408 `request_timeout` and the connection is closed.")
     /// How long the gateway waits for a whole request body.
-    public static let httpBodyTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_BODY_TIMEOUT_MS", defaultValue: "30000", secret: false, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request body after its head; then 408 `request_timeout` and the connection is closed.")
+    public static let httpBodyTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_BODY_TIMEOUT_MS", defaultValue: "30000", secret: false, range: 100...3_600_000, roles: "serve, gateway", help: "Milliseconds a client has to send a whole request body after its head; then 408 `request_timeout` and the connection is closed.")
     /// How long a kept-alive connection may wait for its next request.
-    public static let httpIdleTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_IDLE_TIMEOUT_MS", defaultValue: "60000", secret: false, roles: "serve, gateway", help: "Milliseconds a kept-alive connection may stay idle between requests before it is closed.")
+    public static let httpIdleTimeoutMs = ConfigKey(env: "GATEHOUSE_HTTP_IDLE_TIMEOUT_MS", defaultValue: "60000", secret: false, range: 100...3_600_000, roles: "serve, gateway", help: "Milliseconds a kept-alive connection may stay idle between requests before it is closed.")
     /// The most open HTTP connections.
-    public static let httpMaxConnections = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS", defaultValue: "10000", secret: false, roles: "serve, gateway", help: "Most open HTTP connections; past it a new connection gets 503 `too_many_connections` and is closed.")
+    public static let httpMaxConnections = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS", defaultValue: "10000", secret: false, range: 1...1_000_000, roles: "serve, gateway", help: "Most open HTTP connections; past it a new connection gets 503 `too_many_connections` and is closed.")
     /// The most open HTTP connections from one client address.
-    public static let httpMaxConnectionsPerAddress = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS_PER_ADDRESS", defaultValue: "256", secret: false, roles: "serve, gateway", help: "Most open HTTP connections from one peer address (0: no cap); trusted proxies (GATEHOUSE_TRUSTED_PROXIES) are not capped.")
+    public static let httpMaxConnectionsPerAddress = ConfigKey(env: "GATEHOUSE_HTTP_MAX_CONNECTIONS_PER_ADDRESS", defaultValue: "256", secret: false, range: 0...1_000_000, roles: "serve, gateway", help: "Most open HTTP connections from one peer address (0: no cap); trusted proxies (GATEHOUSE_TRUSTED_PROXIES) are not capped.")
     /// Where the identity service's RPC server binds.
     public static let identityBind = ConfigKey(env: "GATEHOUSE_IDENTITY_BIND", defaultValue: "tcp://127.0.0.1:7001", secret: false, roles: "identity", help: "Endpoint the identity service's RPC server binds.")
     /// Where the identity service publishes user events.
@@ -71,36 +88,36 @@ public enum ConfigTable {
     /// Where the gateway subscribes to session revocations.
     public static let tokenEventsURL = ConfigKey(env: "GATEHOUSE_TOKEN_EVENTS_URL", defaultValue: "tcp://127.0.0.1:7012", secret: false, roles: "gateway", help: "Where to subscribe to session revocations.")
     /// Argon2id memory cost of new password hashes, in KiB.
-    public static let argon2MemoryKiB = ConfigKey(env: "GATEHOUSE_ARGON2_MEMORY_KIB", defaultValue: "19456", secret: false, roles: "serve, identity", help: "Argon2id memory cost (KiB); OWASP: 19456.")
+    public static let argon2MemoryKiB = ConfigKey(env: "GATEHOUSE_ARGON2_MEMORY_KIB", defaultValue: "19456", secret: false, range: 8...4_194_304, roles: "serve, identity", help: "Argon2id memory cost (KiB); OWASP: 19456.")
     /// Argon2id time cost (passes) of new password hashes.
-    public static let argon2Iterations = ConfigKey(env: "GATEHOUSE_ARGON2_ITERATIONS", defaultValue: "2", secret: false, roles: "serve, identity", help: "Argon2id time cost.")
+    public static let argon2Iterations = ConfigKey(env: "GATEHOUSE_ARGON2_ITERATIONS", defaultValue: "2", secret: false, range: 1...100, roles: "serve, identity", help: "Argon2id time cost.")
     /// Argon2id lanes of new password hashes.
-    public static let argon2Parallelism = ConfigKey(env: "GATEHOUSE_ARGON2_PARALLELISM", defaultValue: "1", secret: false, roles: "serve, identity", help: "Argon2id lanes.")
+    public static let argon2Parallelism = ConfigKey(env: "GATEHOUSE_ARGON2_PARALLELISM", defaultValue: "1", secret: false, range: 1...64, roles: "serve, identity", help: "Argon2id lanes.")
     /// How many threads hash passwords (default: one per core).
-    public static let hashWorkers = ConfigKey(env: "GATEHOUSE_HASH_WORKERS", defaultValue: nil, secret: false, roles: "serve, identity", help: "Password-hashing threads (default: the number of cores).")
+    public static let hashWorkers = ConfigKey(env: "GATEHOUSE_HASH_WORKERS", defaultValue: nil, secret: false, range: 1...256, roles: "serve, identity", help: "Password-hashing threads (default: the number of cores).")
     /// How many hash jobs may wait for a thread before sign-ups and sign-ins get `overloaded`.
-    public static let hashQueue = ConfigKey(env: "GATEHOUSE_HASH_QUEUE", defaultValue: "64", secret: false, roles: "serve, identity", help: "Hash jobs allowed to wait; past it, or when a hash could not be done before the call's deadline, sign-ups and sign-ins get `overloaded`.")
+    public static let hashQueue = ConfigKey(env: "GATEHOUSE_HASH_QUEUE", defaultValue: "64", secret: false, range: 0...100_000, roles: "serve, identity", help: "Hash jobs allowed to wait; past it, or when a hash could not be done before the call's deadline, sign-ups and sign-ins get `overloaded`.")
     /// The shortest password sign-up accepts.
-    public static let passwordMinLength = ConfigKey(env: "GATEHOUSE_PASSWORD_MIN_LENGTH", defaultValue: "8", secret: false, roles: "serve, identity", help: "Shortest password accepted (8 to 64).")
+    public static let passwordMinLength = ConfigKey(env: "GATEHOUSE_PASSWORD_MIN_LENGTH", defaultValue: "8", secret: false, range: 8...64, roles: "serve, identity", help: "Shortest password accepted (8 to 64).")
     /// The algorithm of new signing keys.
     public static let signingAlgorithm = ConfigKey(env: "GATEHOUSE_SIGNING_ALGORITHM", defaultValue: "ES256", secret: false, roles: "serve, token", help: "ES256, EdDSA or RS256 for new signing keys.")
     /// How long an access token is valid.
-    public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, roles: "serve, token, gateway", help: "Access-token lifetime in seconds; the gateway keeps revoked sessions listed this long (plus leeway), so give both roles the same value.")
+    public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, range: 60...86_400, roles: "serve, token, gateway", help: "Access-token lifetime in seconds; the gateway keeps revoked sessions listed this long (plus leeway), so give both roles the same value.")
     /// A session's absolute lifetime, whatever its refreshes.
-    public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
+    public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, range: 300...31_536_000, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
     /// How long a session may go without a refresh before it ends.
-    public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, roles: "serve, identity, token", help: "Session idle timeout in seconds (30 days). The identity role reads it too: `GATEHOUSE_ANONYMOUS_RETENTION` may not be shorter.")
+    public static let sessionIdleTTL = ConfigKey(env: "GATEHOUSE_SESSION_IDLE_TTL", defaultValue: "2592000", secret: false, range: 300...31_536_000, roles: "serve, identity, token", help: "Session idle timeout in seconds (30 days). The identity role reads it too: `GATEHOUSE_ANONYMOUS_RETENTION` may not be shorter.")
     /// How long an ended session (and a superseded refresh
     /// token) is kept before the sweep deletes it.
-    public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")
+    public static let sessionRetention = ConfigKey(env: "GATEHOUSE_SESSION_RETENTION", defaultValue: "604800", secret: false, range: 3600...31_536_000, roles: "serve, token", help: "Seconds an ended (revoked, expired, idle) session is kept before the sweep deletes it (7 days); a superseded refresh token is kept at least this long, so its reuse still revokes the session.")
     /// How often the token service sweeps ended sessions and old refresh tokens.
-    public static let sweepInterval = ConfigKey(env: "GATEHOUSE_SWEEP_INTERVAL", defaultValue: "600", secret: false, roles: "serve, token", help: "Seconds between sweeps of ended sessions and old refresh tokens; 0 turns the sweep off.")
+    public static let sweepInterval = ConfigKey(env: "GATEHOUSE_SWEEP_INTERVAL", defaultValue: "600", secret: false, range: 0...86_400, roles: "serve, token", help: "Seconds between sweeps of ended sessions and old refresh tokens; 0 turns the sweep off.")
     /// Days after which the token service replaces its newest signing key by itself.
-    public static let signingKeyRotationDays = ConfigKey(env: "GATEHOUSE_SIGNING_KEY_ROTATION_DAYS", defaultValue: "0", secret: false, roles: "serve, token", help: "Days (1–3650) after which the token service makes a new signing key by itself, when its newest key is older; 0 turns the schedule off (`gatehouse keys rotate-signing` still rotates). The old key stays published until its last token has expired. With several instances on one database, one rotation per due time.")
+    public static let signingKeyRotationDays = ConfigKey(env: "GATEHOUSE_SIGNING_KEY_ROTATION_DAYS", defaultValue: "0", secret: false, range: 0...3650, roles: "serve, token", help: "Days (1–3650) after which the token service makes a new signing key by itself, when its newest key is older; 0 turns the schedule off (`gatehouse keys rotate-signing` still rotates). The old key stays published until its last token has expired. With several instances on one database, one rotation per due time.")
     /// How often the token service publishes its revocation heartbeat (the gateway's gap detector).
-    public static let revocationHeartbeatMs = ConfigKey(env: "GATEHOUSE_REVOCATION_HEARTBEAT_MS", defaultValue: "1000", secret: false, roles: "serve, token, gateway", help: "Milliseconds between the token service's `token.heartbeat`s, by which a gateway notices missed revocation events or a restarted token service; a gateway polls `token.listRevocations` when the feed is silent for three intervals. Use the same value for both roles.")
+    public static let revocationHeartbeatMs = ConfigKey(env: "GATEHOUSE_REVOCATION_HEARTBEAT_MS", defaultValue: "1000", secret: false, range: 50...60_000, roles: "serve, token, gateway", help: "Milliseconds between the token service's `token.heartbeat`s, by which a gateway notices missed revocation events or a restarted token service; a gateway polls `token.listRevocations` when the feed is silent for three intervals. Use the same value for both roles.")
     /// How long a rotated refresh token still answers with its successor (a client's retry).
-    public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
+    public static let refreshGrace = ConfigKey(env: "GATEHOUSE_REFRESH_GRACE", defaultValue: "10", secret: false, range: 0...300, roles: "serve, token", help: "Seconds a rotated refresh token still returns its successor.")
     /// What an acknowledged write survives: a process crash, or also a power cut.
     public static let durability = ConfigKey(env: "GATEHOUSE_DURABILITY", defaultValue: "power-loss", secret: false, roles: "serve, identity, token", help: "`power-loss` (default): an acknowledged write survives a power cut or OS crash (SQLite WAL, synchronous=FULL, an fsync per commit; concurrent token writes share one); `process-crash`: only a crash of the process (synchronous=NORMAL).")
     /// The file with the key that encrypts signing keys at rest.
@@ -128,26 +145,26 @@ public enum ConfigTable {
     /// Per-address budget of refreshes.
     public static let rateLimitRefresh = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_REFRESH", defaultValue: "600/min burst=120", secret: false, roles: "serve, gateway", help: "Refreshes (`POST /v1/sessions/refresh`) per client address, as for GATEHOUSE_RATE_LIMIT_SIGN_IN.")
     /// How many (class, address) buckets the gateway holds.
-    public static let rateLimitMaxClients = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_MAX_CLIENTS", defaultValue: "100000", secret: false, roles: "serve, gateway", help: "Most (class, client address) buckets a gateway holds (about 64 bytes each); past it, refilled buckets are dropped first, then the least recently used.")
+    public static let rateLimitMaxClients = ConfigKey(env: "GATEHOUSE_RATE_LIMIT_MAX_CLIENTS", defaultValue: "100000", secret: false, range: 16...100_000_000, roles: "serve, gateway", help: "Most (class, client address) buckets a gateway holds (about 64 bytes each); past it, refilled buckets are dropped first, then the least recently used.")
     /// Failed password checks per account before attempts wait.
-    public static let accountThrottleFailures = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_FAILURES", defaultValue: "5", secret: false, roles: "serve, identity", help: "Failed password checks per account (per email, existing or not) and client address before further attempts from that address wait (429 `too_many_attempts`); from all addresses together, ten times this. 0 turns the throttle off.")
+    public static let accountThrottleFailures = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_FAILURES", defaultValue: "5", secret: false, range: 0...1000, roles: "serve, identity", help: "Failed password checks per account (per email, existing or not) and client address before further attempts from that address wait (429 `too_many_attempts`); from all addresses together, ten times this. 0 turns the throttle off.")
     /// How long an account's failures are remembered.
-    public static let accountThrottleWindow = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_WINDOW", defaultValue: "900", secret: false, roles: "serve, identity", help: "Seconds an account's failures are remembered after its last one.")
+    public static let accountThrottleWindow = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_WINDOW", defaultValue: "900", secret: false, range: 1...86_400, roles: "serve, identity", help: "Seconds an account's failures are remembered after its last one.")
     /// The first wait of a throttled account.
-    public static let accountThrottleBaseDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_BASE_DELAY", defaultValue: "1", secret: false, roles: "serve, identity", help: "Seconds an account waits after its last allowed failure; doubles with each failure after it.")
+    public static let accountThrottleBaseDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_BASE_DELAY", defaultValue: "1", secret: false, range: 1...3600, roles: "serve, identity", help: "Seconds an account waits after its last allowed failure; doubles with each failure after it.")
     /// The longest wait of a throttled account.
-    public static let accountThrottleMaxDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY", defaultValue: "300", secret: false, roles: "serve, identity", help: "Longest wait between two attempts on a throttled account, in seconds (there is never a permanent lock).")
+    public static let accountThrottleMaxDelay = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_DELAY", defaultValue: "300", secret: false, range: 1...86_400, roles: "serve, identity", help: "Longest wait between two attempts on a throttled account, in seconds (there is never a permanent lock).")
     /// How many accounts the identity service tracks.
-    public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
+    public static let accountThrottleMaxAccounts = ConfigKey(env: "GATEHOUSE_ACCOUNT_THROTTLE_MAX_ACCOUNTS", defaultValue: "100000", secret: false, range: 16...100_000_000, roles: "serve, identity", help: "Most accounts (hashed emails) with failures each identity instance remembers; past it, expired ones are dropped first, then those below the threshold.")
     /// How recent a sign-in must be for credential changes and self-deletion.
-    public static let recentLoginWindow = ConfigKey(env: "GATEHOUSE_RECENT_LOGIN_WINDOW", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds after a sign-in or re-authentication (the token's `auth_time`) within which a user may change their password or email or delete their account; later they get 403 `requires_recent_login` and re-authenticate (`POST /v1/me/reauthenticate`). 0 to 604800; 0 refuses those changes always (an anonymous user may still delete itself).")
+    public static let recentLoginWindow = ConfigKey(env: "GATEHOUSE_RECENT_LOGIN_WINDOW", defaultValue: "300", secret: false, range: 0...604_800, roles: "serve, identity", help: "Seconds after a sign-in or re-authentication (the token's `auth_time`) within which a user may change their password or email or delete their account; later they get 403 `requires_recent_login` and re-authenticate (`POST /v1/me/reauthenticate`). 0 to 604800; 0 refuses those changes always (an anonymous user may still delete itself).")
 
     /// How long an anonymous user may be inactive before the identity service removes it.
-    public static let anonymousRetention = ConfigKey(env: "GATEHOUSE_ANONYMOUS_RETENTION", defaultValue: "2592000", secret: false, roles: "serve, identity", help: "Seconds an anonymous user may go without activity (its creation, its last sign-in, the last use of any of its sessions: a refresh counts) before the identity service's sweep removes it and revokes its sessions (30 days); 0 keeps anonymous users forever. Otherwise at least 3600.")
+    public static let anonymousRetention = ConfigKey(env: "GATEHOUSE_ANONYMOUS_RETENTION", defaultValue: "2592000", secret: false, range: 0...315_360_000, roles: "serve, identity", help: "Seconds an anonymous user may go without activity (its creation, its last sign-in, the last use of any of its sessions: a refresh counts) before the identity service's sweep removes it and revokes its sessions (30 days); 0 keeps anonymous users forever. Otherwise at least 3600.")
     /// How often the identity service sweeps inactive anonymous users.
-    public static let anonymousSweepInterval = ConfigKey(env: "GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", defaultValue: "3600", secret: false, roles: "serve, identity", help: "Seconds between the identity service's sweeps of inactive anonymous users (the first a minute after start, or one interval if shorter); 0 turns the sweep off.")
+    public static let anonymousSweepInterval = ConfigKey(env: "GATEHOUSE_ANONYMOUS_SWEEP_INTERVAL", defaultValue: "3600", secret: false, range: 0...86_400, roles: "serve, identity", help: "Seconds between the identity service's sweeps of inactive anonymous users (the first a minute after start, or one interval if shorter); 0 turns the sweep off.")
     /// How long a migration resume handle works.
-    public static let migrationResumeTTL = ConfigKey(env: "GATEHOUSE_MIGRATION_RESUME_TTL", defaultValue: "300", secret: false, roles: "serve, identity", help: "Seconds a `migration_required` resume handle works (10–3600): an anonymous user who signed in to an existing account resumes with it (`POST /v1/sessions/resume`) once, from the same session. Handles live in the identity service's memory and do not survive its restart; with a shared PostgreSQL store they live in the database (sealed) and work on any instance.")
+    public static let migrationResumeTTL = ConfigKey(env: "GATEHOUSE_MIGRATION_RESUME_TTL", defaultValue: "300", secret: false, range: 10...3600, roles: "serve, identity", help: "Seconds a `migration_required` resume handle works (10–3600): an anonymous user who signed in to an existing account resumes with it (`POST /v1/sessions/resume`) once, from the same session. Handles live in the identity service's memory and do not survive its restart; with a shared PostgreSQL store they live in the database (sealed) and work on any instance.")
 
     /// For end-to-end tests only: the file of the shared clock offset (`OffsetClockFile`).
     public static let testClockFile = ConfigKey(env: "GATEHOUSE_TEST_CLOCK_FILE", defaultValue: nil, secret: false, roles: "all", help: "For end-to-end tests only: a file whose 8 bytes (a little-endian Int64) are milliseconds added to the system time, re-read at every clock reading, so a test moves the clock of every process at once. A warning is logged at start. Never set it in production.")
@@ -157,7 +174,7 @@ public enum ConfigTable {
     /// The SMTP relay mail goes to; unset, mail goes to the local mailbox.
     public static let smtpHost = ConfigKey(env: "GATEHOUSE_SMTP_HOST", defaultValue: nil, secret: false, roles: "serve, identity", help: "SMTP relay the identity service delivers mail to. Unset: mail goes to the local mailbox `<data folder>/mailbox` (one .eml file per mail; `gatehouse mail list`).")
     /// The SMTP relay's port.
-    public static let smtpPort = ConfigKey(env: "GATEHOUSE_SMTP_PORT", defaultValue: "587", secret: false, roles: "serve, identity", help: "Port of the SMTP relay (587 submission with STARTTLS; 465 with implicit TLS).")
+    public static let smtpPort = ConfigKey(env: "GATEHOUSE_SMTP_PORT", defaultValue: "587", secret: false, range: 1...65_535, roles: "serve, identity", help: "Port of the SMTP relay (587 submission with STARTTLS; 465 with implicit TLS).")
     /// How the SMTP connection is encrypted.
     public static let smtpTLS = ConfigKey(env: "GATEHOUSE_SMTP_TLS", defaultValue: "starttls", secret: false, roles: "serve, identity", help: "`starttls` (required, certificate verified), `implicit` (TLS from the first byte) or `none` (plain text; credentials are then only sent to a loopback relay).")
     /// The SMTP login.
@@ -167,7 +184,7 @@ public enum ConfigTable {
     /// A CA file for a relay with a private certificate.
     public static let smtpCAFile = ConfigKey(env: "GATEHOUSE_SMTP_CA_FILE", defaultValue: nil, secret: false, roles: "serve, identity", help: "PEM file of CA certificates trusted for the relay, besides the system's (a private relay).")
     /// Attempts before a mail is dead-lettered.
-    public static let mailMaxAttempts = ConfigKey(env: "GATEHOUSE_MAIL_MAX_ATTEMPTS", defaultValue: "10", secret: false, roles: "serve, identity", help: "Delivery attempts per mail (1–100) before it is marked dead; retries wait 30 s doubling up to 1 h, less up to 20% jitter. A permanent refusal of the mail (5xx to its recipient or content) marks it dead at once.")
+    public static let mailMaxAttempts = ConfigKey(env: "GATEHOUSE_MAIL_MAX_ATTEMPTS", defaultValue: "10", secret: false, range: 1...100, roles: "serve, identity", help: "Delivery attempts per mail (1–100) before it is marked dead; retries wait 30 s doubling up to 1 h, less up to 20% jitter. A permanent refusal of the mail (5xx to its recipient or content) marks it dead at once.")
 
     /// Every key above: the flags `Config` accepts, and
     /// the rows the README's table is checked against.
@@ -256,19 +273,26 @@ public struct Config: Sendable {
         return value
     }
 
-    /// A required integer within `range`.
+    /// A required integer within the key's own `range` (any integer for a key without one).
+    public func int(_ key: ConfigKey) throws -> Int {
+        try int(key, in: key.range ?? Int.min...Int.max)
+    }
+
+    /// An integer within the key's own `range`, or nil when the key is unset or empty.
+    public func optionalInt(_ key: ConfigKey) throws -> Int? {
+        guard let text = string(key), !text.isEmpty else { return nil }
+        return try int(key)
+    }
+
+    /// A required integer within `range`, for a key read with another range than its own
+    /// (`GATEHOUSE_HTTP_PORT`: the gateway takes 0, an ephemeral port; the health check needs a
+    /// real one).
     public func int(_ key: ConfigKey, in range: ClosedRange<Int>) throws -> Int {
         let text = try required(key)
         guard let value = Int(text.trimmingCharacters(in: .whitespaces)), range.contains(value) else {
             throw ConfigError(message: "\(key.env) (\(key.flag)) must be an integer in \(range.lowerBound)...\(range.upperBound), not \(key.secret ? "<secret>" : "'\(text)'")")
         }
         return value
-    }
-
-    /// An integer within `range`, or nil when the key is unset or empty.
-    public func optionalInt(_ key: ConfigKey, in range: ClosedRange<Int>) throws -> Int? {
-        guard let text = string(key), !text.isEmpty else { return nil }
-        return try int(key, in: range)
     }
 
     /// A required boolean: `true`/`1`/`yes`/`on` or `false`/`0`/`no`/`off`.

@@ -64,37 +64,37 @@ public struct IdentityRoleSettings: Sendable {
         self.dataDir = dataDir
         mail = try MailSettings(config: config)
         let argon2 = Argon2Parameters(
-            memoryKiB: UInt32(try config.int(ConfigTable.argon2MemoryKiB, in: 8...4_194_304)),
-            iterations: UInt32(try config.int(ConfigTable.argon2Iterations, in: 1...100)),
-            parallelism: UInt32(try config.int(ConfigTable.argon2Parallelism, in: 1...64)))
+            memoryKiB: UInt32(try config.int(ConfigTable.argon2MemoryKiB)),
+            iterations: UInt32(try config.int(ConfigTable.argon2Iterations)),
+            parallelism: UInt32(try config.int(ConfigTable.argon2Parallelism)))
         databasePath = URL(fileURLWithPath: dataDir).appendingPathComponent("identity.sqlite").path
         durability = try config.powerLossDurability() ? .powerLoss : .processCrash
         service = IdentityConfiguration(
             argon2: argon2,
-            minPasswordLength: try config.int(ConfigTable.passwordMinLength, in: 8...64),
-            hashWorkers: try config.optionalInt(ConfigTable.hashWorkers, in: 1...256) ?? ProcessInfo.processInfo.activeProcessorCount,
-            hashQueueLimit: try config.int(ConfigTable.hashQueue, in: 0...100_000),
+            minPasswordLength: try config.int(ConfigTable.passwordMinLength),
+            hashWorkers: try config.optionalInt(ConfigTable.hashWorkers) ?? ProcessInfo.processInfo.activeProcessorCount,
+            hashQueueLimit: try config.int(ConfigTable.hashQueue),
             attemptThrottle: PasswordAttemptThrottle.Settings(
-                threshold: try config.int(ConfigTable.accountThrottleFailures, in: 0...1000),
-                window: TimeInterval(try config.int(ConfigTable.accountThrottleWindow, in: 1...86_400)),
-                baseDelay: TimeInterval(try config.int(ConfigTable.accountThrottleBaseDelay, in: 1...3600)),
-                maxDelay: TimeInterval(try config.int(ConfigTable.accountThrottleMaxDelay, in: 1...86_400)),
-                capacity: try config.int(ConfigTable.accountThrottleMaxAccounts, in: 16...100_000_000)))
+                threshold: try config.int(ConfigTable.accountThrottleFailures),
+                window: TimeInterval(try config.int(ConfigTable.accountThrottleWindow)),
+                baseDelay: TimeInterval(try config.int(ConfigTable.accountThrottleBaseDelay)),
+                maxDelay: TimeInterval(try config.int(ConfigTable.accountThrottleMaxDelay)),
+                capacity: try config.int(ConfigTable.accountThrottleMaxAccounts)))
         service.defaultSettingsJSON = try Self.defaultSettings(config)
-        service.recentLoginWindow = TimeInterval(try config.int(ConfigTable.recentLoginWindow, in: 0...604_800))
+        service.recentLoginWindow = TimeInterval(try config.int(ConfigTable.recentLoginWindow))
         service.anonymousRetention = TimeInterval(try Self.anonymousRetention(config))
-        anonymousSweepInterval = try config.int(ConfigTable.anonymousSweepInterval, in: 0...86_400)
-        service.migrationResumeTTL = TimeInterval(try config.int(ConfigTable.migrationResumeTTL, in: 10...3600))
+        anonymousSweepInterval = try config.int(ConfigTable.anonymousSweepInterval)
+        service.migrationResumeTTL = TimeInterval(try config.int(ConfigTable.migrationResumeTTL))
         service.passwordReset = try Self.passwordReset(config)
         service.emailFlows = try Self.emailFlows(config)
         (service.mailTemplates, mailTemplateFiles) = try Self.mailTemplates(config)
-        changeFeedHeartbeat = .milliseconds(try config.int(ConfigTable.changeFeedHeartbeatMs, in: 100...60_000))
-        service.changeLogRetention = TimeInterval(try config.int(ConfigTable.changeLogRetention, in: 60...2_592_000))
-        service.changeLogMaxPerUser = try config.int(ConfigTable.changeLogMaxPerUser, in: 10...100_000)
-        service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
+        changeFeedHeartbeat = .milliseconds(try config.int(ConfigTable.changeFeedHeartbeatMs))
+        service.changeLogRetention = TimeInterval(try config.int(ConfigTable.changeLogRetention))
+        service.changeLogMaxPerUser = try config.int(ConfigTable.changeLogMaxPerUser)
+        service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention))
         (service.providers, service.providerOptions) = try Self.providers(config)
         service.appleServer = try Self.appleServer(config, dataDir: dataDir)
-        let adminPort = try config.int(ConfigTable.adminPort, in: 0...65_535)
+        let adminPort = try config.int(ConfigTable.adminPort)
         database = try DatabaseSettings.identity(config)
         if let database, database.poolSize < 6 {
             // One connection listens for the change log's notifications and each of three jobs
@@ -104,11 +104,11 @@ public struct IdentityRoleSettings: Sendable {
         }
         admin = adminPort == 0 ? nil : AdminAPIConfiguration(
             host: config.string(ConfigTable.adminHost) ?? "127.0.0.1", port: adminPort,
-            requestTimeout: .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000)) * 2)
+            requestTimeout: .milliseconds(try config.int(ConfigTable.rpcTimeoutMs)) * 2)
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.identityBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.identityEventsBind)
         self.tokenURL = try tokenURL ?? config.endpoints(ConfigTable.tokenURL)
-        rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
+        rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs))
         links = try LinkSecurity.load(config, role: .identity, links: [
             .init(ConfigTable.identityBind, self.rpcBind, binds: true),
             .init(ConfigTable.identityEventsBind, self.eventsBind, binds: true),
@@ -131,14 +131,14 @@ extension IdentityRoleSettings {
     /// token, so a user active with one is never inactive), at most ten years.
     static func anonymousRetention(_ config: Config) throws -> Int {
         let key = ConfigTable.anonymousRetention
-        let seconds = try config.int(key, in: 0...315_360_000)
+        let seconds = try config.int(key)
         guard seconds == 0 || seconds >= 3_600 else {
             throw ConfigError(message: "\(key.env) (\(key.flag)) must be 0 (keep anonymous users) or at least 3600 seconds, not \(seconds)")
         }
         // A session idle for the whole retention must already be unusable (idle-expired), or a
         // user could refresh between the sweep's look at its activity and its deletion.
         let idle = ConfigTable.sessionIdleTTL
-        let idleSeconds = try config.int(idle, in: 300...31_536_000)
+        let idleSeconds = try config.int(idle)
         guard seconds == 0 || seconds >= idleSeconds else {
             throw ConfigError(message: "\(key.env) (\(key.flag)) must be 0 or at least \(idle.env) (\(idleSeconds) s), not \(seconds): with a shorter retention the sweep could remove an anonymous user whose idle session still works")
         }

@@ -43,8 +43,8 @@ public struct MailSettings: Sendable {
 
     /// Reads and checks the mail keys of `config` (the password file is read here).
     public init(config: Config) throws {
-        maxAttempts = try config.int(ConfigTable.mailMaxAttempts, in: 1...100)
-        deliveryTimeout = try config.int(ConfigTable.mailDeliveryTimeout, in: 5...600)
+        maxAttempts = try config.int(ConfigTable.mailMaxAttempts)
+        deliveryTimeout = try config.int(ConfigTable.mailDeliveryTimeout)
         guard let host = config.string(ConfigTable.smtpHost)?.trimmingCharacters(in: .whitespaces), !host.isEmpty else {
             smtp = nil
             return
@@ -79,7 +79,7 @@ public struct MailSettings: Sendable {
             throw ConfigError(message: "\(ConfigTable.smtpCAFile.env) (\(ConfigTable.smtpCAFile.flag)): cannot read \(ca)")
         }
         smtp = SMTPSettings(
-            host: host, port: try config.int(ConfigTable.smtpPort, in: 1...65_535), tls: tls, username: username, password: password,
+            host: host, port: try config.int(ConfigTable.smtpPort), tls: tls, username: username, password: password,
             caFile: config.string(ConfigTable.smtpCAFile).flatMap { $0.isEmpty ? nil : $0 })
     }
 

@@ -50,16 +50,16 @@ public struct TokenRoleSettings: Sendable {
         let dataDir = try config.required(ConfigTable.dataDir)
         databasePath = URL(fileURLWithPath: dataDir).appendingPathComponent("token.sqlite").path
         var service = TokenConfiguration(issuer: try Self.issuer(config), audience: try config.required(ConfigTable.audience))
-        service.accessTokenTTL = TimeInterval(try config.int(ConfigTable.accessTokenTTL, in: 60...86_400))
-        service.sessionTTL = TimeInterval(try config.int(ConfigTable.sessionTTL, in: 300...31_536_000))
-        service.idleTimeout = TimeInterval(try config.int(ConfigTable.sessionIdleTTL, in: 300...31_536_000))
-        service.refreshGrace = TimeInterval(try config.int(ConfigTable.refreshGrace, in: 0...300))
-        service.sessionRetention = TimeInterval(try config.int(ConfigTable.sessionRetention, in: 3_600...31_536_000))
-        service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention, in: 3600...157_680_000))
-        sweepInterval = try config.int(ConfigTable.sweepInterval, in: 0...86_400)
-        let rotationDays = try config.int(ConfigTable.signingKeyRotationDays, in: 0...3650)
+        service.accessTokenTTL = TimeInterval(try config.int(ConfigTable.accessTokenTTL))
+        service.sessionTTL = TimeInterval(try config.int(ConfigTable.sessionTTL))
+        service.idleTimeout = TimeInterval(try config.int(ConfigTable.sessionIdleTTL))
+        service.refreshGrace = TimeInterval(try config.int(ConfigTable.refreshGrace))
+        service.sessionRetention = TimeInterval(try config.int(ConfigTable.sessionRetention))
+        service.auditRetention = TimeInterval(try config.int(ConfigTable.auditRetention))
+        sweepInterval = try config.int(ConfigTable.sweepInterval)
+        let rotationDays = try config.int(ConfigTable.signingKeyRotationDays)
         service.keyRotationInterval = rotationDays == 0 ? nil : TimeInterval(rotationDays) * 86_400
-        heartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs, in: 50...60_000))
+        heartbeat = .milliseconds(try config.int(ConfigTable.revocationHeartbeatMs))
         let algorithm = try config.required(ConfigTable.signingAlgorithm)
         guard let alg = SigningAlgorithm.allCases.first(where: { $0.rawValue.lowercased() == algorithm.lowercased() }) else {
             throw ConfigError(message: "GATEHOUSE_SIGNING_ALGORITHM (--signing-algorithm) must be ES256, EdDSA or RS256, not '\(algorithm)'")
@@ -76,7 +76,7 @@ public struct TokenRoleSettings: Sendable {
         self.rpcBind = try rpcBind ?? config.endpoint(ConfigTable.tokenBind)
         self.eventsBind = try eventsBind ?? config.endpoint(ConfigTable.tokenEventsBind)
         self.identityURL = try identityURL ?? config.endpoints(ConfigTable.identityURL)
-        rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs, in: 50...60_000))
+        rpcTimeout = .milliseconds(try config.int(ConfigTable.rpcTimeoutMs))
         database = try DatabaseSettings.token(config)
         if database != nil, generatedKeyEncryptionKeyPath != nil {
             // A key made in one instance's data folder would seal keys the others cannot open.

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 
 // One record of an import file as an `ImportedUser`, and the jsonl line `gatehouse users export`
 // writes for one: the same fields both ways, so an export imports again.
@@ -18,13 +19,17 @@ extension UserImportFile {
         return object
     }
 
-    /// A jsonl line as a user; unknown fields and wrong types are refused. Read by `ImportJSON`
-    /// (not Foundation's `JSONSerialization`, the CLI's main cost before).
+    /// A jsonl line as a user; unknown fields and wrong types are refused. Read by `JSONReader`
+    /// as Foundation's `JSONSerialization` reads (`.foundation`: a test compares the two on a
+    /// corpus of lines), not by `JSONSerialization` itself, the CLI's main cost before.
     static func jsonlUser(_ bytes: [UInt8]) throws -> ImportedUser {
-        let members: [String: ImportJSONValue]
-        do { members = try ImportJSON.object(bytes) } catch {
-            throw ImportLineError(error == .notAnObject ? "not a JSON object" : "not JSON")
+        let read: [JSONReader.Member]?
+        do { read = try JSONReader.objectMembers(in: bytes, options: .foundation) } catch {
+            throw ImportLineError("not JSON")
         }
+        // `.foundation` reads an object or an array at the top: an array is JSON, not an object.
+        guard let read else { throw ImportLineError("not a JSON object") }
+        let members = Dictionary(read.map { ($0.name, $0) }, uniquingKeysWith: { $1 })
         if let unknown = members.keys.sorted().first(where: { !jsonlFields.contains($0) }) {
             throw ImportLineError("unknown field \(unknown) (fields: \(jsonlFields.sorted().joined(separator: ", ")))")
         }
@@ -246,15 +251,15 @@ struct Fields {
     }
 }
 
-/// Typed reads of a jsonl line's members (`ImportJSON`), with `Fields`' rules and messages:
-/// absent and `null` are nil, a wrong type is refused naming the field.
+/// Typed reads of a jsonl line's members (`JSONReader.objectMembers`), with `Fields`' rules and
+/// messages: absent and `null` are nil, a wrong type is refused naming the field.
 struct LineFields {
-    let members: [String: ImportJSONValue]
+    let members: [String: JSONReader.Member]
     /// The line, where an object member's text is.
     let line: [UInt8]
 
     func string(_ name: String) throws -> String? {
-        switch members[name] {
+        switch members[name]?.value {
         case nil, .null?: return nil
         case .string(let text)?: return text
         default: throw ImportLineError("\(name) must be a string")
@@ -262,7 +267,7 @@ struct LineFields {
     }
 
     func bool(_ name: String) throws -> Bool {
-        switch members[name] {
+        switch members[name]?.value {
         case nil, .null?: return false
         case .bool(let flag)?: return flag
         default: throw ImportLineError("\(name) must be true or false")
@@ -270,9 +275,16 @@ struct LineFields {
     }
 
     func strings(_ name: String) throws -> [String] {
-        switch members[name] {
+        switch members[name]?.value {
         case nil, .null?: return []
-        case .array(let strings?)?: return strings
+        case .array(let values)?:
+            var strings: [String] = []
+            strings.reserveCapacity(values.count)
+            for value in values {
+                guard case .string(let text) = value else { throw ImportLineError("\(name) must be an array of strings") }
+                strings.append(text)
+            }
+            return strings
         default: throw ImportLineError("\(name) must be an array of strings")
         }
     }
@@ -280,11 +292,12 @@ struct LineFields {
     /// A JSON object member, as compact JSON text with sorted keys (an object, or a string
     /// holding one), as `Fields.json` writes it.
     func json(_ name: String) throws -> String? {
-        switch members[name] {
-        case nil, .null?: return nil
-        case .string(let text)?: return text
-        case .object(let range)?:
-            guard let value = try? JSONSerialization.jsonObject(with: Data(line[range])), value is [String: Any],
+        guard let member = members[name] else { return nil }
+        switch member.value {
+        case .null: return nil
+        case .string(let text): return text
+        case .object:
+            guard let value = try? JSONSerialization.jsonObject(with: Data(line[member.range])), value is [String: Any],
                 let data = try? JSONSerialization.data(withJSONObject: value, options: [.sortedKeys])
             else { throw ImportLineError("\(name) must be a JSON object") }
             return String(decoding: data, as: UTF8.self)

@@ -1,5 +1,5 @@
-/// What a JSON string escape stands for (RFC 8259 §7), for the hand-written JSON readers of the
-/// gateway and the load generator.
+/// What a JSON string escape stands for (RFC 8259 §7), for the server's `JSONReader` and the load
+/// generator's reader.
 public enum JSONEscape {
     /// The byte a one-character escape (`\"`, `\\`, `\/`, `\b`, `\f`, `\n`, `\r`, `\t`) stands
     /// for, given the character after the backslash; nil for `u` (four hex digits follow) and for

@@ -49,7 +49,7 @@ extension AdminRoutes {
         list.cursor = query.get("cursor") ?? ""
         let page = try await call(identity, IdentityAPI.listUsers, list)
         var w = JSONObjectWriter()
-        w.rawArray("users", page.users.map(\.json))
+        w.rawArray("users", page.users.map(\.adminView))
         w.string("nextCursor", page.nextCursor.isEmpty ? nil : page.nextCursor)
         return Self.json(.ok, w.finish())
     }
@@ -64,14 +64,14 @@ extension AdminRoutes {
         let create = AdminCreateUserRequest(
             email: body.email, password: body.password, emailVerified: body.emailVerified ?? false, displayName: body.displayName,
             disabled: body.disabled ?? false, actor: actor, client: Self.client(request, context))
-        return Self.json(.created, try await call(identity, IdentityAPI.adminCreateUser, create).json)
+        return Self.json(.created, try await call(identity, IdentityAPI.adminCreateUser, create).adminView)
     }
 
     /// `GET /admin/v1/users/{id}` (users:read).
     @Sendable func getUser(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         _ = try await authorize(request, AdminKey.Scope.usersRead)
         let user = try await call(identity, IdentityAPI.adminGetUser, AdminUserRequest(userID: try Self.userID(context)))
-        return Self.json(.ok, user.json)
+        return Self.json(.ok, user.adminView)
     }
 
     /// `PATCH /admin/v1/users/{id}` (users:write): each field given is set.
@@ -85,7 +85,7 @@ extension AdminRoutes {
         let update = AdminUpdateUserRequest(
             userID: id, email: body.email, displayName: body.displayName, disabled: body.disabled, emailVerified: body.emailVerified,
             password: body.password, actor: actor, client: Self.client(request, context))
-        return Self.json(.ok, try await call(identity, IdentityAPI.adminUpdateUser, update).json)
+        return Self.json(.ok, try await call(identity, IdentityAPI.adminUpdateUser, update).adminView)
     }
 
     /// `DELETE /admin/v1/users/{id}` (users:write): 204 once the user and its sessions are gone.
@@ -126,7 +126,7 @@ extension AdminRoutes {
         let claims = String(decoding: buffer.readableBytesView, as: UTF8.self)
         let user = try await call(identity, IdentityAPI.adminSetClaims, AdminSetClaimsRequest(
             userID: id, claimsJSON: claims, actor: actor, client: Self.client(request, context)))
-        return Self.json(.ok, user.json)
+        return Self.json(.ok, user.adminView)
     }
 
     /// `POST /admin/v1/users/{id}/links` `{kind: passwordReset|verifyEmail}` (users:write): 201

@@ -5,16 +5,13 @@ import Hummingbird
 
 // The admin listener's JSON forms and its audit route (issue 22 §1, §3).
 extension AdminUser {
-    /// The public user form plus `disabled`, `customClaims` (an object, `{}` for none),
-    /// `updatedAt` and `version`.
-    var json: [UInt8] {
+    /// The admin view of a user (`AdminUser` in admin-openapi.json; see Views.swift for both
+    /// views): `{id, email, emailVerified, displayName, photoURL, isAnonymous, disabled,
+    /// providers, customClaims, createdAt, updatedAt, lastSignInAt, version}`, custom claims an
+    /// object (`{}` for none), no settings.
+    var adminView: [UInt8] {
         var w = JSONObjectWriter()
-        w.string("id", user.id)
-        w.string("email", user.email.isEmpty ? nil : user.email)
-        w.bool("emailVerified", user.emailVerified)
-        w.string("displayName", user.displayName.isEmpty ? nil : user.displayName)
-        w.string("photoURL", user.photoURL.isEmpty ? nil : user.photoURL)
-        w.bool("isAnonymous", user.isAnonymous)
+        w.userIdentity(user)
         w.bool("disabled", user.disabled)
         w.strings("providers", user.providers)
         w.raw("customClaims", customClaimsJSON.isEmpty ? Array("{}".utf8) : Array(customClaimsJSON.utf8))

@@ -66,10 +66,10 @@ struct BearerVerifier: Sendable {
     }
 
     /// `alg` and `kid` of a JWS header (base64url JSON). Headers of string members only (ours:
-    /// `alg`, `typ`, `kid`) are read by `FlatJSON`; any other shape by `JSONSerialization`.
+    /// `alg`, `typ`, `kid`) are read by `JSONReader.flatStrings`; any other shape by `JSONSerialization`.
     static func algorithmAndKeyID(_ encoded: Substring) -> (alg: String, kid: String)? {
         guard let bytes = Base64URL.decodeBytes(encoded) else { return nil }
-        if let members = FlatJSON.parse(bytes) {
+        if let members = JSONReader.flatStrings(bytes) {
             guard let alg = members["alg"] ?? nil, let kid = members["kid"] ?? nil else { return nil }
             return (alg, kid)
         }

@@ -28,7 +28,7 @@ extension EventStream {
     static func changeData(_ change: UserChange) -> [UInt8] {
         var w = JSONObjectWriter()
         w.strings("changes", change.kinds)
-        if let user = change.user { w.raw("user", user.json) } else { w.raw("user", Array("null".utf8)) }
+        if let user = change.user { w.raw("user", user.publicView) } else { w.raw("user", Array("null".utf8)) }
         w.string("occurredAt", formatMillis(change.occurredAt))
         return w.finish()
     }

@@ -146,7 +146,7 @@ final class EventStream: Sendable {
         var ended: StreamCloseReason?
         if let user = reply.user {
             var w = JSONObjectWriter()
-            w.raw("user", user.json)
+            w.raw("user", user.publicView)
             w.bool("resync", reply.resync)
             events.append((reply.head, "snapshot", w.finish()))
         } else {

@@ -80,7 +80,7 @@ extension GatewayRoutes {
             let change = ChangePasswordRequest(caller: Self.caller(claims), password: body.password, client: client)
             let reply = try await call(services.identity, IdentityAPI.changePassword, change)
             revocations.insert(reply.revokedSessionIDs, now: clock.now)
-            return Self.json(.ok, reply.user.json, noStore: true)
+            return Self.json(.ok, reply.user.publicView, noStore: true)
         }
     }
 

@@ -35,9 +35,9 @@ extension GatewayRoutes {
             caller: Self.caller(claims), email: body.email, locale: Self.mailLocale(request.headers[.acceptLanguage]), client: client.info)
         let reply = try await call(services.identity, IdentityAPI.changeEmail, change)
         revocations.insert(reply.revokedSessionIDs, now: clock.now)
-        guard let pending = reply.pendingEmail else { return Self.json(.ok, reply.user.json, noStore: true) }
+        guard let pending = reply.pendingEmail else { return Self.json(.ok, reply.user.publicView, noStore: true) }
         var w = JSONObjectWriter()
-        w.raw("user", reply.user.json)
+        w.raw("user", reply.user.publicView)
         w.string("pendingEmail", pending)
         w.int("expiresIn", Int(reply.pendingExpiresIn ?? 0))
         return Self.json(.accepted, w.finish(), noStore: true)

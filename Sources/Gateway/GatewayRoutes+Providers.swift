@@ -79,7 +79,7 @@ extension GatewayRoutes {
         let unlink = UnlinkProviderRequest(caller: Self.caller(claims), provider: provider, client: client.info)
         let user = try await call(services.identity, IdentityAPI.unlinkProvider, unlink)
         var w = JSONObjectWriter()
-        w.raw("user", user.json)
+        w.raw("user", user.publicView)
         return Self.json(.ok, w.finish(), noStore: true)
     }
 

@@ -216,8 +216,16 @@ struct GatewayRoutes: Sendable {
     @Sendable func getMe(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
         let user = try await call(services.identity, IdentityAPI.getUser, UserIDRequest(userID: claims.sub))
-        return Self.json(.ok, user.json, noStore: true)
+        return Self.json(.ok, user.publicView, noStore: true)
     }
+
+    /// How a body `JSONDecoder` has accepted is read again for one member's text: as Foundation
+    /// reads (a comma before `}`, nesting to 512), with no byte order mark before the object.
+    static let decodedBodies: JSONReader.Options = {
+        var options = JSONReader.Options.foundation
+        options.byteOrderMark = false
+        return options
+    }()
 
     @Sendable func patchMe(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
@@ -227,19 +235,22 @@ struct GatewayRoutes: Sendable {
         if let url = body.photoURL, url.utf8.count > 2048 {
             throw GatewayError.invalidArgument("`photoURL` must be at most 2048 bytes.")
         }
-        // `settings` is a JSON merge patch (RFC 7396), passed on as sent (the decoder has checked
-        // it is an object); the identity service applies it in the update's transaction.
+        // `settings` is a JSON merge patch (RFC 7396), passed on byte for byte as sent (the decoder
+        // has checked it is an object); the identity service applies it in the update's transaction.
         var settingsPatch: String?
         if body.settings != nil {
-            guard let patch = RawJSONMember.value(named: "settings", in: raw.readableBytesView) else {
+            let bytes = Array(raw.readableBytesView)
+            guard let members = try? JSONReader.objectMembers(in: bytes, options: Self.decodedBodies, values: false),
+                let patch = members.first(where: { $0.name == "settings" })
+            else {
                 throw GatewayError.malformed("Wrong type for `settings`: expected an object.")
             }
-            settingsPatch = String(decoding: patch, as: UTF8.self)
+            settingsPatch = String(decoding: bytes[patch.range], as: UTF8.self)
         }
         let update = UpdateProfileRequest(
             userID: claims.sub, displayName: body.displayName, photoURL: body.photoURL, settingsPatchJSON: settingsPatch)
         let user = try await call(services.identity, IdentityAPI.updateProfile, update)
-        return Self.json(.ok, user.json, noStore: true)
+        return Self.json(.ok, user.publicView, noStore: true)
     }
 
     @Sendable func passwordStrength(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {

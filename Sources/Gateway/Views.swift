@@ -5,18 +5,37 @@ import GatehouseSupport
 // The JSON forms of the contract's messages, each written in this one place. Field names are the
 // HTTP API's (camelCase; see openapi.json); absent values are `null`.
 
+// A user has two JSON views, one per audience, each written by one function:
+// - `User.publicView`: the user as the user (and their apps) sees it: the HTTP API's answers
+//   (`GET`/`PATCH /v1/me`, sign-up, sign-in, providers, email change) and the event stream
+//   (`GET /v1/me/events`). It carries the settings document, never custom claims or admin state.
+// - `AdminUser.adminView` (AdminAPI+Views.swift): the user as an operator sees it on the admin
+//   listener: the same identity members, then `disabled`, custom claims, `updatedAt` and
+//   `version`, and no settings.
+// The members both start with are written by `JSONObjectWriter.userIdentity`. (The export file
+// of `gatehouse users export` is neither: it is the import format, `UserImportFile.jsonlLine`.)
+
+extension JSONObjectWriter {
+    /// The members both views of a user start with: `id, email, emailVerified, displayName,
+    /// photoURL, isAnonymous`; `null` for an unset email (anonymous), display name or photo URL.
+    mutating func userIdentity(_ user: User) {
+        string("id", user.id)
+        string("email", user.email.isEmpty ? nil : user.email)  // null for an anonymous user
+        bool("emailVerified", user.emailVerified)
+        string("displayName", user.displayName.isEmpty ? nil : user.displayName)
+        string("photoURL", user.photoURL.isEmpty ? nil : user.photoURL)
+        bool("isAnonymous", user.isAnonymous)
+    }
+}
+
 extension User {
-    /// `{id, email, emailVerified, displayName, photoURL, isAnonymous, providers, createdAt, lastSignInAt,
-    /// settings}`: dates as ISO-8601 strings, `null` for an unset email (anonymous), display name,
-    /// photo URL or last sign-in, settings written byte for byte (`{}` when empty).
-    var json: [UInt8] {
+    /// The public view of a user (`User` in openapi.json): `{id, email, emailVerified,
+    /// displayName, photoURL, isAnonymous, providers, createdAt, lastSignInAt, settings}`: dates
+    /// as ISO-8601 strings, `null` for an unset email (anonymous), display name, photo URL or
+    /// last sign-in, settings written byte for byte (`{}` when empty).
+    var publicView: [UInt8] {
         var w = JSONObjectWriter()
-        w.string("id", id)
-        w.string("email", email.isEmpty ? nil : email)  // null for an anonymous user
-        w.bool("emailVerified", emailVerified)
-        w.string("displayName", displayName.isEmpty ? nil : displayName)
-        w.string("photoURL", photoURL.isEmpty ? nil : photoURL)
-        w.bool("isAnonymous", isAnonymous)
+        w.userIdentity(self)
         w.strings("providers", providers)
         w.string("createdAt", ISO8601.format(createdAt))
         w.string("lastSignInAt", lastSignInAt.map(ISO8601.format))
@@ -52,7 +71,7 @@ extension AuthResponse {
     /// for a sign-up that must verify its address first.
     var json: [UInt8] {
         var w = JSONObjectWriter()
-        w.raw("user", user.json)
+        w.raw("user", user.publicView)
         guard hasSession else {
             w.bool("verificationRequired", true)
             return w.finish()

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 
 /// JSON Merge Patch (RFC 7396), the semantics of `PATCH /v1/me`'s `settings`: a member set to
 /// `null` is removed, an object merges into the target's member recursively, any other value

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 
 /// A user's custom claims: a JSON object of at most 1,000 bytes whose members the token service
 /// writes into every access token it mints for the user (from the next refresh on).

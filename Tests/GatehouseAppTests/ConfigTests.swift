@@ -122,6 +122,27 @@ struct ConfigTests {
         }
     }
 
+    @Test("an integer key's range is stated once, in its ConfigKey: Config.int checks it, the README's row states it")
+    func ranges() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let rows = readme.split(separator: "\n").filter { $0.hasPrefix("| `GATEHOUSE_") }
+        for key in ConfigTable.all {
+            let row = rows.first { $0.hasPrefix("| `\(key.env)` |") } ?? ""
+            if let range = key.rangeText {
+                #expect(row.contains("Allowed: \(range)."), "README's row of \(key.env) must state `Allowed: \(range).`")
+            } else {
+                #expect(!row.contains("Allowed: "), "README states a range for \(key.env), which has none")
+            }
+        }
+        #expect(ConfigTable.rpcTimeoutMs.range == 50...60_000)
+        let low = try Config(environment: ["GATEHOUSE_RPC_TIMEOUT_MS": "49"])
+        #expect(throws: ConfigError.self) { try low.int(ConfigTable.rpcTimeoutMs) }
+        #expect(try Config(environment: ["GATEHOUSE_RPC_TIMEOUT_MS": "60000"]).int(ConfigTable.rpcTimeoutMs) == 60_000)
+        #expect(try Config(environment: [:]).optionalInt(ConfigTable.hashWorkers) == nil)
+        #expect(throws: ConfigError.self) { try Config(environment: ["GATEHOUSE_HASH_WORKERS": "257"]).optionalInt(ConfigTable.hashWorkers) }
+    }
+
     @Test("GATEHOUSE_DEFAULT_SETTINGS: a JSON object of at most 16 KiB, else start-up stops naming the key")
     func defaultSettings() throws {
         let good = try IdentityRoleSettings(config: Config(environment: Self.plain.merging(["GATEHOUSE_DEFAULT_SETTINGS": #" {"theme": "dark"} "#]) { $1 }))

@@ -1,13 +1,14 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import Testing
 
 @testable import GatehouseApp
 
-/// The jsonl reader of `gatehouse users import` (`ImportJSON`, issue 22 part 2) reads every line
+/// The jsonl reader of `gatehouse users import` (`JSONReader` with `.foundation`, issue 22 part 2) reads every line
 /// as the `JSONSerialization` reader it replaced did: the same user, or the same refusal.
 @Suite struct ImportJSONTests {
-    /// The reader before `ImportJSON`: Foundation's parser and `Fields`.
+    /// The reader before `JSONReader`: Foundation's parser and `Fields`.
     static func reference(_ line: String) throws -> ImportedUser {
         let parsed: Any
         do { parsed = try JSONSerialization.jsonObject(with: Data(line.utf8)) } catch { throw ImportLineError("not JSON") }
@@ -97,9 +98,9 @@ import Testing
 
     @Test func nestingDeeperThanTheLimitIsRefused() {
         let deep = "{\"email\":\"a@example.com\",\"customClaims\":{\"a\":" + String(repeating: "[", count: 5000) + String(repeating: "]", count: 5000) + "}}"
-        #expect(throws: ImportJSON.Failure.notJSON) { try ImportJSON.object(Array(deep.utf8)) }
+        #expect(throws: JSONTree.SyntaxError.self) { try JSONReader.objectMembers(in: Array(deep.utf8), options: .foundation) }
         let fine = "{\"email\":\"a@example.com\",\"x\":" + String(repeating: "[", count: 500) + String(repeating: "]", count: 500) + "}"
-        #expect(throws: Never.self) { try ImportJSON.object(Array(fine.utf8)) }
+        #expect(throws: Never.self) { try JSONReader.objectMembers(in: Array(fine.utf8), options: .foundation) }
     }
 
     @Test func theFastISO8601ReaderGivesTheFormattersDates() throws {

@@ -111,7 +111,7 @@ import GatehouseSupport
         "{\"raw\":\"é中🙂\"}",
     ])
     func flatObjectsMatchJSONSerialization(text: String) throws {
-        let parsed = try #require(FlatJSON.parse(Array(text.utf8)), "\(text)")
+        let parsed = try #require(JSONReader.flatStrings(Array(text.utf8)), "\(text)")
         let reference = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect(parsed.count == reference.count)
         for (key, value) in reference {
@@ -130,12 +130,12 @@ import GatehouseSupport
         #"{"a":"\ude42"}"#, #"{"a":"\x"}"#, #"{"a":"\u12"}"#, "{\"a\":\"tab\there\"}", #"{"a":nul}"#, "",
     ])
     func otherShapesFallBack(text: String) {
-        #expect(FlatJSON.parse(Array(text.utf8)) == nil, "\(text)")
+        #expect(JSONReader.flatStrings(Array(text.utf8)) == nil, "\(text)")
     }
 
     @Test func invalidUTF8FallsBack() {
-        #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)
-        #expect(FlatJSON.parse([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D]) == nil)
+        #expect(JSONReader.flatStrings([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xFF, 0x22, 0x7D]) == nil)
+        #expect(JSONReader.flatStrings([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0x5C, 0x6E, 0xC3, 0x22, 0x7D]) == nil)
     }
 
     @Test func iso8601MatchesFoundation() {
@@ -154,10 +154,10 @@ import GatehouseSupport
         let user = User(
             id: "u1", email: "ada@example.com", displayName: "", photoURL: "https://x.example/a.png",
             createdAt: Date(timeIntervalSince1970: 1_700_000_000), settingsJSON: #" {"theme":"dark","n":1.50} "#)
-        let text = String(decoding: user.json, as: UTF8.self)
+        let text = String(decoding: user.publicView, as: UTF8.self)
         // Raw settings JSON is written byte for byte (note `1.50`), trimmed of whitespace.
         #expect(text.contains(#""settings":{"theme":"dark","n":1.50}"#))
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(user.json)) as? [String: Any])
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(user.publicView)) as? [String: Any])
         #expect(object["displayName"] is NSNull)
         #expect(object["photoURL"] as? String == "https://x.example/a.png")
         #expect(object["lastSignInAt"] is NSNull)
@@ -165,6 +165,20 @@ import GatehouseSupport
         #expect(Set(object.keys) == [
             "id", "email", "emailVerified", "displayName", "photoURL", "isAnonymous", "providers", "createdAt", "lastSignInAt", "settings",
         ])
+    }
+
+    /// One view per audience: the admin view starts with the public view's identity members (one
+    /// writer for both), then its own; it never carries settings, the public one never claims.
+    @Test func adminViewSharesTheIdentityMembersOfThePublicView() throws {
+        let user = User(
+            id: "u1", email: "", displayName: "Ada", photoURL: "", createdAt: Date(timeIntervalSince1970: 1_700_000_000),
+            settingsJSON: #"{"theme":"dark"}"#)
+        let admin = String(decoding: AdminUser(user: user, customClaimsJSON: #"{"role":"x"}"#, updatedAt: user.createdAt).adminView, as: UTF8.self)
+        let identity = #"{"id":"u1","email":null,"emailVerified":false,"displayName":"Ada","photoURL":null,"isAnonymous":false,"#
+        #expect(String(decoding: user.publicView, as: UTF8.self).hasPrefix(identity + #""providers":"#))
+        #expect(admin.hasPrefix(identity + #""disabled":false,"providers":[],"customClaims":{"role":"x"},"#))
+        #expect(!admin.contains("settings"))
+        #expect(!String(decoding: user.publicView, as: UTF8.self).contains("customClaims"))
     }
 
     @Test func settingsAreTrimmedOfJSONWhitespace() {

@@ -1,4 +1,5 @@
 import Foundation
+import GatehouseSupport
 import IdentityCore
 import Testing
 

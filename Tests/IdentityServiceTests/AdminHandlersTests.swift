@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import GatehouseSupport
 import GatehouseTestSupport
 import IdentityCore
 import IdentityService
