@@ -29,6 +29,24 @@ struct ModuleGraphTests {
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
     }
 
+    @Test("every target of ours is drawn in the map and has its row in the table of ARCHITECTURE.md")
+    func everyModuleIsDrawn() throws {
+        let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let architecture = try String(contentsOf: Self.root.appendingPathComponent("ARCHITECTURE.md"), encoding: .utf8)
+        let targets = try PackageGraph.targets(in: manifest).filter { !$0.isTest }
+        let mapStart = try #require(architecture.range(of: "```\nedges"))
+        let mapEnd = try #require(architecture.range(of: "```", range: mapStart.upperBound..<architecture.endIndex))
+        let map = architecture[mapStart.upperBound..<mapEnd.lowerBound]
+        let rows = architecture.split(separator: "\n").filter { $0.hasPrefix("| `") }.map { $0.split(separator: "|")[0] }
+        var problems: [String] = []
+        for target in targets {
+            let pattern = "(^|[^A-Za-z0-9_-])" + NSRegularExpression.escapedPattern(for: target.name) + "($|[^A-Za-z0-9_-])"
+            if map.range(of: pattern, options: .regularExpression) == nil { problems.append("\(target.name) is not in the map") }
+            if !rows.contains(where: { $0.contains("`\(target.name)`") }) { problems.append("\(target.name) has no row in the table") }
+        }
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+    }
+
     @Test("only test targets depend on GatehouseTestSupport: production holds no fakes")
     func testSupportOnlyInTests() throws {
         let manifest = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
