@@ -1,9 +1,11 @@
 import Foundation
 import GatehouseSupport
 #if canImport(Glibc)
-// libc's `struct stat` is attributed to the first module that included <sys/stat.h>, here NIO's
-// CNIOLinux (swiftlang/swift#85427): its fields need that import (MemberImportVisibility).
+// libc's `struct stat` is attributed to the first module that included <sys/stat.h>: NIO's
+// CNIOLinux in a debug build, CoreFoundation in a release build with --static-swift-stdlib (the
+// image's) (swiftlang/swift#85427). Its fields need that import (MemberImportVisibility): both.
 import CNIOLinux
+import CoreFoundation
 import Glibc
 #endif
 
