@@ -61,7 +61,7 @@ public enum KeyEncryptionKey {
         let newKey = try TokenRoleSettings.readKey(newKeyFile, source: "--new-key-file")
         let report: SQLiteTokenStore.RewrapReport
         do {
-            report = try rewrap(databasePath: databasePath, oldKey: oldKey, newKey: newKey, discardUnreadable: oldKeyLost)
+            report = try SQLiteTokenStore.rewrap(path: databasePath, oldKey: oldKey, newKey: newKey, discardUnreadable: oldKeyLost)
         } catch let error as SQLiteTokenStore.RewrapError {
             throw ConfigError(message: error.description)
         }
@@ -71,20 +71,5 @@ public enum KeyEncryptionKey {
         }
         lines.append("Now set GATEHOUSE_KEY_ENCRYPTION_KEY_FILE=\(newKeyFile) (or move it to \(folder.appendingPathComponent(defaultFileName).path)) and start the token service.")
         return lines.joined(separator: "\n")
-    }
-
-    /// Re-seals the secrets of the token database at `databasePath` with `newKey`, opening them
-    /// with `oldKey` (nil: they may be plain text). See `SQLiteTokenStore.rewrap`.
-    static func rewrap(
-        databasePath: String, oldKey: SymmetricKey?, newKey: SymmetricKey, discardUnreadable: Bool
-    ) throws -> SQLiteTokenStore.RewrapReport {
-        try SQLiteTokenStore.rewrap(
-            path: databasePath, discardUnreadable: discardUnreadable,
-            open: { sealed, isSealed in
-                guard isSealed else { return sealed }
-                guard let oldKey, let box = try? AES.GCM.SealedBox(combined: sealed) else { return nil }
-                return try? AES.GCM.open(box, using: oldKey)
-            },
-            seal: { try TokenService.seal($0, with: newKey) })
     }
 }

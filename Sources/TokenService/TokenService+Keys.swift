@@ -10,11 +10,9 @@ import TokenCore
 extension TokenService {
     // MARK: Keys
 
-    /// `data` sealed with `key` (AES-256-GCM, nonce and tag combined); `data` itself without a key.
-    public static func seal(_ data: Data, with key: SymmetricKey?) throws -> Data {
-        guard let key else { return data }
-        guard let combined = try AES.GCM.seal(data, using: key).combined else { throw RPCError(.internal, "sealing failed") }
-        return combined
+    /// `data` sealed with `key` (`SecretSealing`); `data` itself without a key.
+    static func seal(_ data: Data, with key: SymmetricKey?) throws -> Data {
+        do { return try SecretSealing.seal(data, with: key) } catch { throw RPCError(.internal, "sealing failed") }
     }
 
     static func open(_ data: Data, with key: SymmetricKey?, isSealed: Bool, what: String) throws -> Data {
@@ -22,9 +20,10 @@ extension TokenService {
         guard let key else {
             throw RPCError(.internal, "\(what) is encrypted at rest; configure the key-encryption key (GATEHOUSE_KEY_ENCRYPTION_KEY_FILE)")
         }
-        do { return try AES.GCM.open(AES.GCM.SealedBox(combined: data), using: key) } catch {
+        guard let opened = SecretSealing.open(data, with: key) else {
             throw RPCError(.internal, "\(what) does not decrypt with the configured key-encryption key")
         }
+        return opened
     }
 
     /// Loads the published keys from the store, generating the first key on first start (one

@@ -80,10 +80,10 @@ struct SealingTests {
         let before = Self.fileBytes(dir)
 
         #expect(throws: SQLiteTokenStore.RewrapError.self) {
-            try Self.rotateEncryptionKey(databasePath: path, oldKey: .init(data: Self.keyB), newKey: .init(data: Self.keyB), discardUnreadable: false)
+            try SQLiteTokenStore.rewrap(path: path, oldKey: .init(data: Self.keyB), newKey: .init(data: Self.keyB), discardUnreadable: false)
         }
-        let report = try Self.rotateEncryptionKey(
-            databasePath: path, oldKey: .init(data: Self.keyA), newKey: .init(data: Self.keyB), discardUnreadable: false)
+        let report = try SQLiteTokenStore.rewrap(
+            path: path, oldKey: .init(data: Self.keyA), newKey: .init(data: Self.keyB), discardUnreadable: false)
         #expect(report == SQLiteTokenStore.RewrapReport(keys: 1, discardedKeys: 0, discardedSecret: false))
         #expect(Self.fileBytes(dir) != before)
         let rotated = try await Harness.make(encryptionKey: Self.keyB, dir: dir)
@@ -93,26 +93,12 @@ struct SealingTests {
 
         // The key is lost: the sealed secrets are deleted, a new signing key is made, and
         // refresh tokens still work (they are stored as hashes, not sealed).
-        let lost = try Self.rotateEncryptionKey(databasePath: path, oldKey: nil, newKey: .init(data: Self.keyA), discardUnreadable: true)
+        let lost = try SQLiteTokenStore.rewrap(path: path, oldKey: nil, newKey: .init(data: Self.keyA), discardUnreadable: true)
         #expect(lost == SQLiteTokenStore.RewrapReport(keys: 0, discardedKeys: 1, discardedSecret: true))
         let fresh = try await Harness.make(encryptionKey: Self.keyA, dir: dir)
         fresh.identity.set("user-1", UserClaims(email: "a@example.com", emailVerified: true))
         #expect(fresh.service.keys.activeKid != kid)
         let after = try await fresh.service.refresh(RefreshRequest(refreshToken: next.refreshToken))
         _ = try await fresh.service.verifyAccessToken(VerifyRequest(token: after.accessToken, checkRevoked: true))
-    }
-
-    /// Re-seals the file's secrets with `newKey` (what `gatehouse keys rotate-encryption-key` runs).
-    static func rotateEncryptionKey(
-        databasePath: String, oldKey: SymmetricKey?, newKey: SymmetricKey, discardUnreadable: Bool
-    ) throws -> SQLiteTokenStore.RewrapReport {
-        try SQLiteTokenStore.rewrap(
-            path: databasePath, discardUnreadable: discardUnreadable,
-            open: { sealed, isSealed in
-                guard isSealed else { return sealed }
-                guard let oldKey, let box = try? AES.GCM.SealedBox(combined: sealed) else { return nil }
-                return try? AES.GCM.open(box, using: oldKey)
-            },
-            seal: { try TokenService.seal($0, with: newKey) })
     }
 }

@@ -1,4 +1,6 @@
+import Crypto
 import Foundation
+import TokenCore
 import GRDB
 import TokenPorts
 import SQLiteSupport
@@ -129,5 +131,23 @@ extension SQLiteTokenStore {
     public struct RewrapError: Error, CustomStringConvertible {
         /// One line for the operator.
         public let description: String
+    }
+}
+
+extension SQLiteTokenStore {
+    /// Re-seals the secrets of the token database at `path` with `newKey`, opening them with
+    /// `oldKey` (nil: they may be plain text; with `discardUnreadable`, those that do not open are
+    /// deleted). What `gatehouse keys rotate-encryption-key` runs, with the service stopped.
+    public static func rewrap(
+        path: String, oldKey: SymmetricKey?, newKey: SymmetricKey, discardUnreadable: Bool
+    ) throws -> RewrapReport {
+        try rewrap(
+            path: path, discardUnreadable: discardUnreadable,
+            open: { sealed, isSealed in
+                guard isSealed else { return sealed }
+                guard let oldKey else { return nil }
+                return SecretSealing.open(sealed, with: oldKey)
+            },
+            seal: { try SecretSealing.seal($0, with: newKey) })
     }
 }
