@@ -41,6 +41,8 @@ let package = Package(
                 .product(name: "GatehouseRPC", package: "gatehouse"),
                 .product(name: "IdentityCore", package: "gatehouse"),
                 .product(name: "IdentityService", package: "gatehouse"),
+                .product(name: "IdentityPorts", package: "gatehouse"),
+                .product(name: "SQLiteStores", package: "gatehouse"),
             ],
             path: "Benchmarks/IdentityBenchmarks",
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
