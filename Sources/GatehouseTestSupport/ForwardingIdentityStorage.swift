@@ -48,6 +48,8 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     open var sharedResumeHandles: (any SharedResumeHandles)? { inner.sharedResumeHandles }
     /// Forwards to `inner`.
     open var sharedReplayGuard: (any SharedReplayGuard)? { inner.sharedReplayGuard }
+    /// Nil: a forwarding store's reads go through its (overridable) async methods.
+    open var synchronousReads: (any SynchronousPointReads)? { nil }
     /// Forwards to `inner`.
     open func recordPendingAudit() async throws { try await inner.recordPendingAudit() }
     /// Forwards to `inner`.

@@ -20,7 +20,7 @@ import Mail
 ///
 /// Capabilities are requirements, not casts: `runIfLeader` (`LeaderElection`: one instance runs
 /// each background job; the store of one instance always leads), `sharedResumeHandles` and
-/// `sharedReplayGuard` (nil where one instance keeps them itself).
+/// `sharedReplayGuard` (nil where one instance keeps them itself), `synchronousReads`.
 public protocol IdentityStorage:
     AnonymousSweepStore, LeaderElection, AuditLogStore, ChangeLogStore, OutboxStore, PasswordResetStore, EmailCodeStore, AdminStore,
     ProviderLinkStore, AppleTokenStore
@@ -29,6 +29,9 @@ public protocol IdentityStorage:
     var sharedResumeHandles: (any SharedResumeHandles)? { get }
     /// The replay guard of provider tokens shared by several instances; nil: the verifier's own.
     var sharedReplayGuard: (any SharedReplayGuard)? { get }
+    /// Point reads answered on the calling thread (SQLite's memory-mapped pages); nil where every
+    /// read is a round trip (PostgreSQL).
+    var synchronousReads: (any SynchronousPointReads)? { get }
 }
 
 /// The audit log (`identity.listAudit`): the running call's event, pages, pruning.

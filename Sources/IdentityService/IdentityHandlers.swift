@@ -108,7 +108,7 @@ public struct IdentityHandlers: Sendable {
         registerAdminAPIMethods(&router)
         registerProviderMethods(&router)
         registerAppleMethods(&router)
-        if let reads = store as? any SynchronousPointReads {
+        if let reads = store.synchronousReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
             router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
             router.registerSync(IdentityAPI.claimsForSession) { request, _ in try Self.claimsForSession(request, user: reads.userNow(id:)) }

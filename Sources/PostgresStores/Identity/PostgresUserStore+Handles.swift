@@ -15,6 +15,8 @@ extension PostgresUserStore: SharedResumeHandles, SharedReplayGuard {
     public var sharedResumeHandles: (any SharedResumeHandles)? { self }
     /// Several instances share the replay guard: the database keeps it.
     public var sharedReplayGuard: (any SharedReplayGuard)? { self }
+    /// Every read is a round trip to the database: none answers on the calling thread.
+    public var synchronousReads: (any SynchronousPointReads)? { nil }
 
     /// Migration 0020: `resume_handles` (a handle's SHA-256, whose it is, the sealed entry, its
     /// expiry) and `provider_token_replays` (an accepted token's key, as SHA-256, and until when).

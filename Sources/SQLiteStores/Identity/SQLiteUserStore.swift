@@ -367,6 +367,8 @@ extension SQLiteUserStore: IdentityStorage {
     public var sharedResumeHandles: (any SharedResumeHandles)? { nil }
     /// One instance: the verifier's own replay guard is the whole truth.
     public var sharedReplayGuard: (any SharedReplayGuard)? { nil }
+    /// Its point reads answer on the calling thread (`userNow(id:)`).
+    public var synchronousReads: (any SynchronousPointReads)? { self }
 
     /// The only instance on its file: it always leads, so `body` runs at once.
     public func runIfLeader(_ job: String, _ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
