@@ -381,6 +381,7 @@ let package = Package(
                 "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityPorts", "IdentityService", "ProtoCodec",
                 "CTestSupport", "Mail", "SQLiteStores", "PostgresStores",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             swiftSettings: swiftSettings
         ),

@@ -1,6 +1,7 @@
 import Foundation
 import IdentityCore
 import IdentityPorts
+import Mail
 import PostgresNIO
 @testable import PostgresStores
 @testable import SQLiteStores
@@ -48,6 +49,15 @@ extension ForwardingIdentityStorage: IdentityStoreProbes {
 }
 
 extension SQLiteUserStore: IdentityStoreProbes {
+    /// The mails of `kind` (a template kind: `password_reset`, `verify_email`, …) in the outbox,
+    /// oldest first (for tests).
+    public func outboxMails(kind: String) async throws -> [MailMessage] {
+        let rows = try await read { db in
+            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [kind])
+        }
+        return try rows.map { try JSONDecoder().decode(MailMessage.self, from: Data($0.utf8)) }
+    }
+
     /// The number of password reset rows of `userID` (for tests).
     public func passwordResetCount(userID: UserID) async throws -> Int {
         try await read { db in

@@ -92,14 +92,3 @@ extension SQLiteUserStore {
     }
 
 }
-
-extension SQLiteUserStore {
-    /// The mails of `kind` (a template kind: `password_reset`, `verify_email`, …) in the outbox,
-    /// oldest first (for tests).
-    public func outboxMails(kind: String) async throws -> [MailMessage] {
-        let rows = try await read { db in
-            try String.fetchAll(db, sql: "SELECT message FROM outbox WHERE kind = ? ORDER BY id", arguments: [kind])
-        }
-        return try rows.map { try JSONDecoder().decode(MailMessage.self, from: Data($0.utf8)) }
-    }
-}
