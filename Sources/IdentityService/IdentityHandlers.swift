@@ -8,8 +8,11 @@ import ProtoCodec
 import ProviderTokens
 import RPCRouting
 
-/// The identity service's RPC methods, independent of any transport: `router()` gives an
-/// `RPCRouter` that an RPC server (or `LocalCaller`) feeds.
+/// The identity service's parts and settings, and the feature handlers made of them: `router()`
+/// gives an `RPCRouter` that an RPC server (or `LocalCaller`) feeds. This type only assembles:
+/// each feature (`accounts`, `migration`, `providers`, `appleNotifications`, `passwordResets`,
+/// `emailVerification`, `emailChanges`, `admin`, `adminKeys`, `imports`, `changes`, `audit`)
+/// is a struct of its own that holds only the storage ports and settings it uses.
 ///
 /// Every failure is an `IdentityError` (or the token service's `RPCError`), so each has a
 /// stable code. Validation happens before anything is written: a refused request writes nothing.
@@ -63,11 +66,6 @@ public struct IdentityHandlers: Sendable {
     /// The mail outbox's delivery figures (the role's `OutboxWorker` writes them), for `stats()`.
     public var outboxMetrics = OutboxMetrics()
 
-    /// The longest display name, in characters.
-    public static let maxDisplayNameLength = 256
-    /// The longest photo URL, in bytes.
-    public static let maxPhotoURLLength = 2048
-
     /// Handlers over these parts; `clock` stamps every write. Without a `throttle`, one with the
     /// default settings on `clock`.
     public init(
@@ -86,55 +84,131 @@ public struct IdentityHandlers: Sendable {
         self.logger = logger
     }
 
+    // MARK: The features
+
+    /// What every feature shares.
+    var basics: HandlerBasics {
+        HandlerBasics(
+            tokens: tokens, events: events, clock: clock, logger: logger,
+            audit: AuditTrail(store: store, sampler: auditSampler, clock: clock, logger: logger), recentLoginWindow: recentLoginWindow)
+    }
+
+    /// Password checks under the throttles, and the end of every sign-in.
+    var signIns: PasswordSignIn {
+        PasswordSignIn(
+            basics: basics, store: store, hasher: hasher, policy: policy, throttle: throttle, accountThrottle: accountThrottle,
+            verificationRequired: emailFlows.verification == .required)
+    }
+
+    /// The verification mail of a sign-up or an upgrade.
+    var signUpMail: VerificationMail {
+        VerificationMail(basics: basics, store: store, mailComposer: mailComposer, emailFlows: emailFlows)
+    }
+
+    /// What a provider sign-in checks and keeps besides the user (links, Apple's token).
+    var providerLinks: ProviderLinks {
+        ProviderLinks(basics: basics, store: store, apple: apple)
+    }
+
+    /// Sign-up, sign-in, the current user, profile, re-authentication, password change, deletion.
+    public var accounts: AccountHandlers {
+        AccountHandlers(
+            basics: basics, store: store, signIns: signIns, hasher: hasher, policy: policy, defaultSettingsJSON: defaultSettingsJSON,
+            signUpMail: signUpMail, migration: migration)
+    }
+
+    /// An anonymous user's upgrade, and its migration to an existing account.
+    public var migration: MigrationHandlers {
+        MigrationHandlers(
+            basics: basics, store: store, signIns: signIns, hasher: hasher, policy: policy, resumeHandles: resumeHandles,
+            sharedResumeHandles: store.sharedResumeHandles, signUpMail: signUpMail, providerLinks: providerLinks)
+    }
+
+    /// Sign-in, link, unlink and re-authentication with a provider's ID token.
+    public var providers: ProviderHandlers {
+        ProviderHandlers(
+            basics: basics, store: store, signIns: signIns, links: providerLinks, migration: migration, resumeHandles: resumeHandles,
+            sharedResumeHandles: store.sharedResumeHandles, sharedReplayGuard: store.sharedReplayGuard, verifier: providerTokens,
+            defaultSettingsJSON: defaultSettingsJSON)
+    }
+
+    /// Apple's server-to-server notifications.
+    public var appleNotificationHandlers: AppleNotificationHandlers {
+        AppleNotificationHandlers(basics: basics, store: store, verifier: appleNotifications)
+    }
+
+    /// Password reset by mail.
+    public var passwordResets: PasswordResetHandlers {
+        PasswordResetHandlers(
+            basics: basics, store: store, hasher: hasher, policy: policy, settings: passwordReset, mailTemplates: mailTemplates,
+            mailComposer: mailComposer)
+    }
+
+    /// Email verification.
+    public var emailVerification: EmailVerificationHandlers {
+        EmailVerificationHandlers(basics: basics, store: store, mail: signUpMail, emailFlows: emailFlows)
+    }
+
+    /// The confirmed email change and its revert.
+    public var emailChanges: EmailChangeHandlers {
+        EmailChangeHandlers(
+            basics: basics, store: store, emailFlows: emailFlows, passwordResetTTL: passwordReset.ttl, mailComposer: mailComposer)
+    }
+
+    /// The operator's and the admin API's user operations.
+    public var admin: AdminHandlers {
+        AdminHandlers(
+            basics: basics, store: store, hasher: hasher, policy: policy, defaultSettingsJSON: defaultSettingsJSON,
+            passwordResetTTL: passwordReset.ttl, verificationTTL: emailFlows.verificationTTL, mailComposer: mailComposer)
+    }
+
+    /// Admin API keys.
+    public var adminKeys: AdminKeyHandlers {
+        AdminKeyHandlers(basics: basics, store: store)
+    }
+
+    /// `gatehouse users import` and `export`.
+    public var imports: ImportHandlers {
+        ImportHandlers(basics: basics, store: store, hashLimits: hasher.limits)
+    }
+
+    /// The change log for streams and `gatehouse users changes`.
+    public var changes: ChangeHandlers { ChangeHandlers(store: store) }
+
+    /// The audit log for `gatehouse audit`.
+    public var audit: AuditHandlers { AuditHandlers(store: store) }
+
     /// A router serving every identity method.
     public func router() -> RPCRouter {
         var router = RPCRouter()
-        router.register(IdentityAPI.signUp) { request, context in try await signUp(request, deadline: context.deadline) }
-        router.register(IdentityAPI.signIn) { request, context in try await signIn(request, deadline: context.deadline) }
-        router.register(IdentityAPI.signInAnonymously) { request, context in try await signInAnonymously(request, deadline: context.deadline) }
-        router.register(IdentityAPI.upgradeAnonymous) { request, context in try await upgradeAnonymous(request, deadline: context.deadline) }
-        router.register(IdentityAPI.resumeSignIn) { request, context in try await resumeSignIn(request, deadline: context.deadline) }
-        router.register(IdentityAPI.updateProfile) { request, _ in try await updateProfile(request) }
-        router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
-        router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
-        router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
-        registerAccountMethods(&router)
-        registerPasswordResetMethods(&router)
-        registerEmailChangeMethods(&router)
-        registerEmailVerificationMethods(&router)
-        registerImportMethods(&router)
-        registerChangeMethods(&router)
-        registerAuditMethods(&router)
-        registerAdminAPIMethods(&router)
-        registerProviderMethods(&router)
-        registerAppleMethods(&router)
+        accounts.register(&router)
+        migration.register(&router)
+        admin.register(&router)
+        passwordResets.register(&router)
+        emailChanges.register(&router)
+        emailVerification.register(&router)
+        imports.register(&router)
+        changes.register(&router)
+        audit.register(&router)
+        adminKeys.register(&router)
+        providers.register(&router)
+        appleNotificationHandlers.register(&router)
         if let reads = store.synchronousReads {
             // Point reads that never suspend: answered as the request arrives (see `registerSync`).
-            router.registerSync(IdentityAPI.getUser) { request, _ in try Self.getUser(request, user: reads.userNow(id:)) }
-            router.registerSync(IdentityAPI.claimsForSession) { request, _ in try Self.claimsForSession(request, user: reads.userNow(id:)) }
+            router.registerSync(IdentityAPI.getUser) { request, _ in try AccountHandlers.getUser(request, user: reads.userNow(id:)) }
+            router.registerSync(IdentityAPI.claimsForSession) { request, _ in
+                try AccountHandlers.claimsForSession(request, user: reads.userNow(id:))
+            }
         } else {
-            router.register(IdentityAPI.getUser) { request, _ in try await getUser(request) }
-            router.register(IdentityAPI.claimsForSession) { request, _ in try await claimsForSession(request) }
+            let accounts = accounts
+            router.register(IdentityAPI.getUser) { request, _ in try await accounts.getUser(request) }
+            router.register(IdentityAPI.claimsForSession) { request, _ in try await accounts.claimsForSession(request) }
         }
-        router.registerSync(IdentityAPI.passwordStrength) { request, _ in passwordStrength(request) }
+        let policy = policy
+        router.registerSync(IdentityAPI.passwordStrength) { request, _ in AccountHandlers.passwordStrength(request, policy: policy) }
         router.registerSync(IdentityAPI.stats) { _, _ in stats() }
         return router
     }
-
-    /// `getUser` over a synchronous point read.
-    static func getUser(_ request: UserIDRequest, user: (UserID) throws -> UserRecord?) throws -> User {
-        let id = try validID(request.userID)
-        guard let found = try user(id) else { throw IdentityError.userNotFound }
-        return User(found)
-    }
-
-    /// `claimsForSession` over a synchronous point read.
-    static func claimsForSession(_ request: ClaimsForSessionRequest, user: (UserID) throws -> UserRecord?) throws -> UserClaims {
-        guard UserID.isWellFormed(request.userID), let found = try user(UserID(request.userID)) else { return UserClaims(exists: false) }
-        return found.claims
-    }
-
-    // MARK: Methods
 
     /// The hashing pool's state (`identity.stats`).
     public func stats() -> IdentityStats {
@@ -145,238 +219,16 @@ public struct IdentityHandlers: Sendable {
             .withMail(outboxMetrics.snapshot)
     }
 
-    /// When the password hash must be done for a call that must answer by `deadline`: a tenth of
-    /// the time left (at most 100 ms) stays for what follows it (a write and the session).
+    // MARK: Codes
+
+    /// A new one-time code: 32 random bytes, base64url without padding (43 characters).
+    public static func newResetCode() -> String { IdentityInput.newResetCode() }
+
+    /// The stored form of a code: its SHA-256.
+    public static func resetCodeHash(_ code: String) -> Data { IdentityInput.resetCodeHash(code) }
+
+    /// When the password hash must be done for a call that must answer by `deadline` (see `IdentityInput.hashDeadline`).
     static func hashDeadline(_ deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant = .now) -> ContinuousClock.Instant? {
-        guard let deadline else { return nil }
-        return deadline - max(.zero, min(.milliseconds(100), (deadline - now) / 10))
-    }
-
-    /// Creates a user, then asks the token service for a session. With a `deadline` (the RPC
-    /// caller's), a hash that could not be done in time is refused as `overloaded` at once, and
-    /// the token service gets what is left of it.
-    public func signUp(_ request: SignUpRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
-        try await audited(AuditEvent.Kind.signUp, client: request.client) {
-            try await signUpAudited(request, deadline: deadline)
-        }
-    }
-
-    private func signUpAudited(_ request: SignUpRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
-        let email = try EmailAddress(request.email)
-        auditEmail(email)
-        let displayName = try Self.validDisplayName(request.displayName)
-        try Self.checkClient(request.client)
-        try Self.checkLocale(request.locale)
-        let password = try policy.validate(request.password, email: email.normalized)
-        // Cheap early answer for a taken email (the insert still decides under races).
-        if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
-        let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
-        let at = clock.now
-        let verifyFirst = emailFlows.verification == .required
-        let user = UserRecord(
-            id: .random(), email: email, displayName: displayName, passwordHash: hash, settingsJSON: defaultSettingsJSON,
-            createdAt: at, lastSignInAt: verifyFirst ? nil : at)
-        auditUser(user.id)
-        try await insertSigningUp(user, email: email, locale: request.locale)
-        await publish(IdentityAPI.Topic.userCreated, user)
-        if verifyFirst { return .verificationRequired(user: User(user)) }  // no session until verified
-        let tokens = try await issueSession(for: user, at: at, client: request.client, deadline: deadline)
-        return AuthResponse(user: User(user), tokens: tokens)
-    }
-
-    /// Creates an anonymous user (no email, no password) and a session for it (`amr: ["anon"]`,
-    /// the access token carrying `is_anonymous`). Rate-limited per client address at the gateway.
-    public func signInAnonymously(_ request: SignInAnonymouslyRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
-        try Self.checkClient(request.client)
-        let at = clock.now
-        let user = UserRecord(
-            id: .random(), email: nil, isAnonymous: true, settingsJSON: defaultSettingsJSON, createdAt: at, lastSignInAt: at)
-        try await audited(AuditEvent.Kind.signUpAnonymous, userID: user.id.rawValue, client: request.client) {
-            try await store.insert(user)
-        }
-        await publish(IdentityAPI.Topic.userCreated, user)
-        let tokens = try await issueSession(for: user, at: at, client: request.client, amr: ["anon"], deadline: deadline)
-        return AuthResponse(user: User(user), tokens: tokens)
-    }
-
-    /// Verifies email and password, upgrades an outdated hash, then asks for a session (with what
-    /// is left of `deadline`, the RPC caller's, when given).
-    /// An unknown email costs one hash too, so timing does not reveal whether it exists; both are
-    /// counted by `throttle` and `accountThrottle` before the user is looked up, so both are
-    /// throttled alike.
-    public func signIn(_ request: SignInRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
-        try await audited(AuditEvent.Kind.signIn, failure: AuditEvent.Kind.signInFailed, client: request.client) {
-            try await signInAudited(request, deadline: deadline)
-        }
-    }
-
-    private func signInAudited(_ request: SignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
-        let hashDeadline = Self.hashDeadline(deadline)
-        let email = try EmailAddress(request.email)
-        auditEmail(email)
-        try Self.checkClient(request.client)
-        if let caller = request.caller, let anonymous = try await anonymousCaller(caller) {
-            return try await signIn(request, email: email, from: anonymous, deadline: deadline)
-        }
-        let (user, stored, password) = try await checkPasswordThrottled(
-            request.password, email: email, client: request.client, deadline: hashDeadline)
-        guard !user.disabled else { throw IdentityError.userDisabled }
-        try requireVerifiedEmail(user)
-        let (signedIn, tokens) = try await completeSignIn(
-            user, verified: stored, password: password, client: request.client, hashDeadline: hashDeadline, deadline: deadline)
-        return AuthResponse(user: User(signedIn), tokens: tokens)
-    }
-
-    /// The user whose email and password these are, its stored hash and the password as
-    /// normalized; `invalidCredentials` for an unknown email or a wrong password alike (after
-    /// `unknownEmail` is called for the first, at the same cost).
-    func checkPassword(
-        _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?, unknownEmail: () -> Void = {}
-    ) async throws -> (UserRecord, String, String) {
-        if typed.isEmpty || policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
-        let password = PasswordPolicy.normalize(typed)
-        guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
-        let found = try await store.user(normalizedEmail: email.normalized)
-        if let found { auditUser(found.id) }
-        guard let user = found, let stored = user.passwordHash else {
-            _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
-            if found == nil { unknownEmail() }
-            throw IdentityError.invalidCredentials
-        }
-        var matched = try await hasher.verify(password, against: stored, deadline: hashDeadline)
-        if !matched, password != typed, !stored.hasPrefix("$argon2id$") {
-            // An imported hash may have been made from the password as typed, before NFKC.
-            matched = try await hasher.verify(typed, against: stored, deadline: hashDeadline)
-        }
-        guard matched else { throw IdentityError.invalidCredentials }
-        return (user, stored, password)
-    }
-
-    /// The user with this id (`identity.getUser`).
-    public func getUser(_ request: UserIDRequest) async throws -> User {
-        let id = try Self.validID(request.userID)
-        let found = try await store.user(id: id)
-        return try Self.getUser(request) { _ in found }
-    }
-
-
-    /// Changes display name, photo URL and settings (replaced by `settingsJSON`, or merged with
-    /// the RFC 7396 patch `settingsPatchJSON` inside the store's transaction); with
-    /// `expectedVersion`, only if nobody else changed the user since.
-    public func updateProfile(_ request: UpdateProfileRequest) async throws -> User {
-        let id = try Self.validID(request.userID)
-        let displayName = try request.displayName.map { try Self.validDisplayName($0) }
-        let photoURL = try request.photoURL.map { try Self.validPhotoURL($0) }
-        let settings = try request.settingsJSON.map { try Self.validSettings($0) }
-        let patch = try Self.validSettingsPatch(request.settingsPatchJSON, replacing: settings)
-        if let v = request.expectedVersion, v < 1 {
-            throw IdentityError.invalidArgument(field: "expectedVersion", reason: "must be 1 or more")
-        }
-        let user = try await store.update(id: id, expectedVersion: request.expectedVersion, now: clock.now) { user in
-            if let displayName { user.displayName = displayName }
-            if let photoURL { user.photoURL = photoURL }
-            if let settings { user.settingsJSON = settings }
-            if let patch { user.settingsJSON = try SettingsDocument.merged(patch, into: user.settingsJSON) }
-        }
-        await publish(IdentityAPI.Topic.userUpdated, user)
-        return User(user)
-    }
-
-    /// Revokes every session of `id` in the token service (`token.revokeAllSessions`, idempotent).
-    func revokeSessions(of id: UserID, reason: String) async throws {
-        _ = try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: reason))
-    }
-
-    /// The claims the token service needs at refresh; `exists = false` for an unknown user.
-    public func claimsForSession(_ request: ClaimsForSessionRequest) async throws -> UserClaims {
-        let found = UserID.isWellFormed(request.userID) ? try await store.user(id: UserID(request.userID)) : nil
-        return try Self.claimsForSession(request) { _ in found }
-    }
-
-    /// A strength score and whether the policy would accept the password (`identity.passwordStrength`).
-    public func passwordStrength(_ request: PasswordStrengthRequest) -> PasswordStrengthResponse {
-        let email = EmailAddress.normalize(request.email)
-        let inputs = [email, String(request.displayName.prefix(256))].compactMap { $0 }
-        let estimate = PasswordStrength.estimate(request.password, userInputs: inputs, maxLength: policy.maxLength)
-        let violations = policy.violations(of: request.password, email: email)
-        let score = violations.isEmpty ? estimate.score : min(estimate.score, 1)
-        return PasswordStrengthResponse(
-            score: Int32(score), reasons: estimate.reasons.map { StrengthReason(code: $0.code, message: $0.message) },
-            acceptable: violations.isEmpty, violations: violations.map(\.rawValue),
-            level: PasswordStrength.Level(score: score, acceptable: violations.isEmpty).rawValue)
-    }
-
-    // MARK: Helpers
-
-    /// Asks the token service for a session with what is left of the caller's `deadline` (the
-    /// token client's default timeout without one).
-    func issueSession(
-        for user: UserRecord, at: Date, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
-    ) async throws -> SessionTokens {
-        let request = IssueSessionRequest(
-            userID: user.id.rawValue, claims: user.claims, amr: amr, authTime: at, client: client)
-        return try await tokens.call(ServiceContracts.issueSession, request, deadline: deadline)
-    }
-
-    func publish(_ topic: String, _ user: UserRecord) async {
-        await publish(topic, UserEvent(userID: user.id.rawValue, version: user.version, occurredAt: user.updatedAt))
-    }
-
-    func publish(_ topic: String, _ event: UserEvent) async {
-        do {
-            await events.publish(topic: topic, payload: try ProtobufEncoder().encode(event))
-        } catch {
-            logger.warning("event \(topic) does not encode: \(error)")
-        }
-    }
-
-    static func validID(_ text: String) throws -> UserID {
-        guard UserID.isWellFormed(text) else {
-            throw IdentityError.invalidArgument(field: "userID", reason: "not a user id")
-        }
-        return UserID(text)
-    }
-
-    /// nil stays nil; "" (after trimming) becomes nil: no name.
-    static func validDisplayName(_ name: String?) throws -> String? {
-        guard let name else { return nil }
-        guard name.utf8.count <= maxDisplayNameLength * 4 else {
-            throw IdentityError.invalidArgument(field: "displayName", reason: "longer than \(maxDisplayNameLength) characters")
-        }
-        let trimmed = name.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.unicodeScalars.count <= maxDisplayNameLength else {
-            throw IdentityError.invalidArgument(field: "displayName", reason: "longer than \(maxDisplayNameLength) characters")
-        }
-        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0 == "\u{FFFD}" }) else {
-            throw IdentityError.invalidArgument(field: "displayName", reason: "contains a control character")
-        }
-        return trimmed.isEmpty ? nil : trimmed
-    }
-
-    /// The gateway truncates the user agent to 512 bytes; an IP address is at most 45 characters.
-    static func checkClient(_ client: ClientInfo) throws {
-        guard client.userAgent.utf8.count <= 512 else {
-            throw IdentityError.invalidArgument(field: "client.userAgent", reason: "longer than 512 bytes")
-        }
-        guard client.ip.utf8.count <= 45, client.ip.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
-            throw IdentityError.invalidArgument(field: "client.ip", reason: "not an IP address")
-        }
-    }
-
-    static func validPhotoURL(_ text: String) throws -> String? {
-        if text.isEmpty { return nil }
-        let invalid = IdentityError.invalidArgument(field: "photoURL", reason: "must be an http(s) URL of at most \(maxPhotoURLLength) characters")
-        guard text.utf8.count <= maxPhotoURLLength,
-            !text.unicodeScalars.contains(where: { $0.value <= 0x20 || $0.value == 0x7F || $0 == "\u{FFFD}" }),
-            let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-            scheme == "http" || scheme == "https", let host = components.host, !host.isEmpty
-        else { throw invalid }
-        return text
-    }
-
-    /// A replacing settings document, checked by the rules a later merge patch reads it with
-    /// (`SettingsDocument.validated`: `JSONTree`'s grammar and nesting limit, 16 KiB).
-    static func validSettings(_ text: String) throws -> String {
-        try SettingsDocument.validated(text, field: "settingsJSON")
+        IdentityInput.hashDeadline(deadline, now: now)
     }
 }

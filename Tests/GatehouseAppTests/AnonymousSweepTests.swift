@@ -60,7 +60,7 @@ final class SweepServices: Sendable {
 
     /// A new anonymous user and its session (`identity.signInAnonymously`).
     func anonymous() async throws -> AuthResponse {
-        try await identity.handlers.signInAnonymously(SignInAnonymouslyRequest(client: ClientInfo(userAgent: "tests", ip: "127.0.0.1")))
+        try await identity.handlers.accounts.signInAnonymously(SignInAnonymouslyRequest(client: ClientInfo(userAgent: "tests", ip: "127.0.0.1")))
     }
 
     /// Refreshes with `refreshToken` at the token service, as the gateway would.
@@ -175,7 +175,7 @@ struct AnonymousSweepTests {
         #expect(await s.code { try await s.refresh(idle.tokens.refreshToken) } == .sessionRevoked)
         #expect(try s.deletedEvents() == [idle.user.id])
         // In the audit log, by the system (issue 22 §3), in the deletion's transaction.
-        let swept = try await s.identity.handlers.listAudit(ListAuditRequest()).events.filter { $0.kind == "anonymous.swept" }
+        let swept = try await s.identity.handlers.audit.listAudit(ListAuditRequest()).events.filter { $0.kind == "anonymous.swept" }
         #expect(swept.map(\.userID) == [idle.user.id] && swept.allSatisfy { $0.actor == "system" })
         // A second pass finds nothing more.
         #expect(try await s.identity.anonymousSweep.sweep() == AnonymousSweep.Counts())
@@ -207,7 +207,7 @@ struct AnonymousSweepTests {
     @Test("a user with an email is never touched, however long idle")
     func nonAnonymousUntouched() async throws {
         let s = try await SweepServices()
-        let signedUp = try await s.identity.handlers.signUp(SignUpRequest(email: "kept@example.com", password: "correct horse battery staple"))
+        let signedUp = try await s.identity.handlers.accounts.signUp(SignUpRequest(email: "kept@example.com", password: "correct horse battery staple"))
         s.clock.advance(by: 400 * day)
         #expect(try await s.identity.anonymousSweep.sweep() == AnonymousSweep.Counts())
         #expect(try await s.exists(signedUp.user.id))

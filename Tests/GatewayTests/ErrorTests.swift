@@ -113,7 +113,7 @@ import GatehouseContracts
     @Test func disabledUserIsForbidden() async throws {
         try await Harness.run { h in
             let (user, _) = try await h.signUp()
-            _ = try await h.services.identityHandlers.setDisabled(SetDisabledRequest(userID: user["id"] as! String, disabled: true))
+            _ = try await h.services.identityHandlers.admin.setDisabled(SetDisabledRequest(userID: user["id"] as! String, disabled: true))
             try await h.request(.post, "/v1/sessions", json: #"{"email":"ada@example.com","password":"correct horse battery"}"#)
                 .expectProblem(.forbidden, "user_disabled")
         }

@@ -60,7 +60,7 @@ struct ProfileSettingsTests {
         try await Harness.run { h in
             let (user, session) = try await h.signUp("oli@example.com")
             let id = try #require(user["id"] as? String)
-            _ = try await h.services.identityHandlers.setCustomClaims(SetCustomClaimsRequest(userID: id, claimsJSON: #"{"role":"admin","tier":2}"#))
+            _ = try await h.services.identityHandlers.admin.setCustomClaims(SetCustomClaimsRequest(userID: id, claimsJSON: #"{"role":"admin","tier":2}"#))
             let old = try #require(session["accessToken"] as? String)
             #expect(try await JWTKeyCollection().unverified(old, as: ClaimsPeek.self).role == nil)
             let refresh = try #require(session["refreshToken"] as? String)

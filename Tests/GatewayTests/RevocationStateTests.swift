@@ -215,8 +215,8 @@ struct RevocationStateTests {
             let (other, otherSession) = try await h.signUp("bob@example.com")
             let deletedToken = otherSession["accessToken"] as! String
             h.services.dropEvents(true)
-            _ = try await h.services.identityHandlers.setDisabled(SetDisabledRequest(userID: user["id"] as! String, disabled: true))
-            _ = try await h.services.identityHandlers.deleteUser(UserIDRequest(userID: other["id"] as! String))
+            _ = try await h.services.identityHandlers.admin.setDisabled(SetDisabledRequest(userID: user["id"] as! String, disabled: true))
+            _ = try await h.services.identityHandlers.admin.deleteUser(UserIDRequest(userID: other["id"] as! String))
             try await Harness.run(reusing: h) { restarted in
                 for token in [disabledToken, deletedToken] {
                     try await restarted.request(.get, "/v1/me", token: token).expectProblem(.unauthorized, "session_revoked")

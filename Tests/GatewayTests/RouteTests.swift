@@ -100,7 +100,7 @@ import TokenService
             let r = try await h.request(.post, "/v1/password-strength", json: #"{"password":"abcdefgh"}"#)
             #expect(r.status == .ok)
             // The identity service's answer, as {score, level, feedback}.
-            let expected = h.services.identityHandlers.passwordStrength(PasswordStrengthRequest(password: "abcdefgh"))
+            let expected = h.services.identityHandlers.accounts.passwordStrength(PasswordStrengthRequest(password: "abcdefgh"))
             #expect(!expected.reasons.isEmpty)
             let body = try r.object()
             #expect(body["score"] as? Int == Int(expected.score))

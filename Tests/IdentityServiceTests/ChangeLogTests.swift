@@ -208,7 +208,7 @@ struct ChangeLogTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let me = try await signUp(h, "eve@example.com")
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "eve@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "eve@example.com", locale: "en") == .queued)
         let code = try #require(try await queuedMails(in: h.logStorage, kind: "password_reset").last?.code)
         _ = try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: code, password: "another fine passphrase"))
         #expect(try await kinds(h, after: 0) == [["email_verified"]])

@@ -105,7 +105,7 @@ struct EmailChangeTests {
         h.clock.advance(by: 61)
         _ = try await change(h, me, "ann.third@example.com")
         let pendingCode = try await lastCode(h, "change_email")
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "ann.new@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "ann.new@example.com", locale: "en") == .queued)
         let resetCode = try await lastCode(h, "password_reset")
 
         await expectCode(.invalidEmailChangeCode) { try await revert(h, "not-a-code") }
@@ -145,7 +145,7 @@ struct EmailChangeTests {
         _ = try await change(h, me, "bo2@example.com")
         let current = try await lastCode(h, "change_email")
         await expectCode(.invalidEmailChangeCode) { try await confirm(h, superseded) }
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
         let resetCode = try await lastCode(h, "password_reset")
         let id = UserID(me.userID)
         let verifyHash = IdentityHandlers.resetCodeHash(IdentityHandlers.newResetCode())
@@ -189,7 +189,7 @@ struct EmailChangeTests {
         h.clock.advance(by: 61)
         _ = try await change(h, dee, "dee3@example.com")
         let disabledCode = try await lastCode(h, "change_email")
-        _ = try await h.handlers.setDisabled(SetDisabledRequest(userID: dee.userID, disabled: true))
+        _ = try await h.handlers.admin.setDisabled(SetDisabledRequest(userID: dee.userID, disabled: true))
         await expectCode(.userDisabled) { try await confirm(h, disabledCode) }
         #expect(try await user(h, dee).email == "dee@example.com")
     }
@@ -231,7 +231,7 @@ struct EmailChangeTests {
         h.clock.advance(by: 61)
         _ = try await change(h, me, "fay.attacker2@example.com")
         let pending2 = try await lastCode(h, "change_email")
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "fay@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "fay@example.com", locale: "en") == .queued)
         let reset = try await lastCode(h, "password_reset")
         _ = try await h.caller.call(IdentityAPI.confirmPasswordReset, ConfirmPasswordResetRequest(code: reset, password: "another fine passphrase"))
         await expectCode(.invalidEmailChangeCode) { try await confirm(h, pending2) }

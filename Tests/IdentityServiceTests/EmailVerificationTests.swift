@@ -138,12 +138,12 @@ struct EmailVerificationTests {
         }
         try await waitUntil("the mail for di is queued") { try await mails(h).count == 1 }
         // The work behind it, directly: unknown → noAccount; within the limits → limited (silent).
-        #expect(await handlers.sendEmailVerification(normalizedEmail: "no@example.com", locale: "en") == .noAccount)
-        #expect(await handlers.sendEmailVerification(normalizedEmail: "di@example.com", locale: "en") == .limited(retryAfterSeconds: 60))
+        #expect(await handlers.emailVerification.sendEmailVerification(normalizedEmail: "no@example.com", locale: "en") == .noAccount)
+        #expect(await handlers.emailVerification.sendEmailVerification(normalizedEmail: "di@example.com", locale: "en") == .limited(retryAfterSeconds: 60))
         let code = try #require(try await mails(h).first?.code)
         _ = try await confirm(caller, code)
         h.clock.advance(by: 61)
-        #expect(await handlers.sendEmailVerification(normalizedEmail: "di@example.com", locale: "ja") == .noAccount)
+        #expect(await handlers.emailVerification.sendEmailVerification(normalizedEmail: "di@example.com", locale: "ja") == .noAccount)
         #expect(try await mails(h).count == 1)
     }
 
@@ -185,7 +185,7 @@ struct EmailVerificationTests {
         defer { h.cleanup() }
         let (handlers, caller) = handlers(h, .off)
         let taken = try await caller.call(IdentityAPI.signUp, SignUpRequest(email: "jo@example.com", password: strong)).user.id
-        let pending = handlers.pendingVerification(to: "jo@example.com", normalized: "jo@example.com", locale: "en", now: h.clock.now)
+        let pending = handlers.signUpMail.pendingVerification(to: "jo@example.com", normalized: "jo@example.com", locale: "en", now: h.clock.now)
         let twin = UserRecord(id: .random(), email: try EmailAddress("JO@example.com"), createdAt: h.clock.now)
         await expectCode(.emailExists) { try await storage(h).insert(twin, verification: pending) }
         let anon = try await caller.call(IdentityAPI.signInAnonymously, SignInAnonymouslyRequest()).user.id

@@ -36,10 +36,10 @@ struct PasswordResetTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let old = UserID(try await signUp(h, "old@example.com"))
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "old@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "old@example.com", locale: "en") == .queued)
         h.clock.advance(by: 2 * 86_400)
         let live = UserID(try await signUp(h, "live@example.com"))
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "live@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "live@example.com", locale: "en") == .queued)
         #expect(try await storage(h).purgePasswordResets(before: h.clock.now.addingTimeInterval(-86_400)) == 1)
         #expect(try await storage(h).probes.passwordResetCount(userID: old) == 0)
         #expect(try await storage(h).probes.passwordResetCount(userID: live) == 1)
@@ -51,14 +51,14 @@ struct PasswordResetTests {
         defer { h.cleanup() }
         let id = try await signUp(h, "eve@example.com")
         let me = AuthenticatedCaller(userID: id, sessionID: "sid-1", authTime: h.clock.now)
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "eve@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "eve@example.com", locale: "en") == .queued)
         let first = try #require(try await outbox(h).last?.code)
         _ = try await h.caller.call(IdentityAPI.changeEmail, ChangeEmailRequest(caller: me, email: "eve2@example.com"))
         let changeCode = try #require(try await outbox(h).last?.code)  // pending: the reset code still works until confirmed
         _ = try await h.caller.call(IdentityAPI.confirmEmailChange, EmailCodeRequest(code: changeCode))
         await expectCode(.invalidResetCode) { try await confirm(h, first, fresh) }
         h.clock.advance(by: 61)
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "eve2@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "eve2@example.com", locale: "en") == .queued)
         let second = try #require(try await outbox(h).last?.code)
         _ = try await h.caller.call(IdentityAPI.changePassword, ChangePasswordRequest(caller: me, password: "another fine passphrase"))
         await expectCode(.invalidResetCode) { try await confirm(h, second, fresh) }
@@ -70,7 +70,7 @@ struct PasswordResetTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         let id = try await signUp(h, "Ada@Example.com")
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "ada@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "ada@example.com", locale: "en") == .queued)
         let mails = try await outbox(h)
         #expect(mails.count == 1)
         let mail = try #require(mails.first)
@@ -102,9 +102,9 @@ struct PasswordResetTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "bo@example.com")
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
         h.clock.advance(by: 61)
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "bo@example.com", locale: "en") == .queued)
         let codes = try await outbox(h).compactMap(\.code)
         #expect(codes.count == 2 && codes[0] != codes[1])
         await expectCode(.invalidResetCode) { try await confirm(h, codes[0], fresh) }
@@ -119,10 +119,10 @@ struct PasswordResetTests {
     func noMailWithoutAnAccount(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "nobody@example.com", locale: "en") == .noAccount)
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "nobody@example.com", locale: "en") == .noAccount)
         let id = try await signUp(h, "off@example.com")
-        _ = try await h.handlers.setDisabled(SetDisabledRequest(userID: id, disabled: true))
-        #expect(await h.handlers.sendPasswordReset(normalizedEmail: "off@example.com", locale: "en") == .noAccount)
+        _ = try await h.handlers.admin.setDisabled(SetDisabledRequest(userID: id, disabled: true))
+        #expect(await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "off@example.com", locale: "en") == .noAccount)
         #expect(try await outbox(h).isEmpty)
         #expect(try await storage(h).probes.passwordResetCount(userID: UserID(id)) == 0)
         await expectCode(.invalidEmail) {
@@ -137,7 +137,7 @@ struct PasswordResetTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "lim@example.com")
-        let send = { await h.handlers.sendPasswordReset(normalizedEmail: "lim@example.com", locale: "en") }
+        let send = { await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "lim@example.com", locale: "en") }
         #expect(await send() == .queued)
         h.clock.advance(by: 30)
         #expect(await send() == .limited)
@@ -177,7 +177,7 @@ struct PasswordResetTests {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
         _ = try await signUp(h, "weak@example.com")
-        _ = await h.handlers.sendPasswordReset(normalizedEmail: "weak@example.com", locale: "en")
+        _ = await h.handlers.passwordResets.sendPasswordReset(normalizedEmail: "weak@example.com", locale: "en")
         let code = try #require(try await outbox(h).first?.code)
         await expectCode(.weakPassword) { try await confirm(h, code, "short") }
         #expect(h.tokens.revocations.isEmpty)

@@ -7,8 +7,16 @@ import Logging
 import RPCRouting
 import Synchronization
 
+/// Writes each call's audit event: with the first change the call commits (the store takes it
+/// from `AuditScope`), or on its own when the call wrote nothing.
+public struct AuditTrail: Sendable {
+    /// Where the events go.
+    let store: any AuditLogStore
+    /// Samples throttled refusals (one per key a minute).
+    let sampler: AuditSampler
+    let clock: WallClock
+    let logger: Logger
 
-extension IdentityHandlers {
     /// Runs `body` as the audited operation `kind`: its event is written with the first change
     /// the body commits, or when it returns without one. When the body throws an outcome worth
     /// recording (not an outage) before anything was written and `failure` is given, the event is
@@ -27,7 +35,7 @@ extension IdentityHandlers {
         do {
             result = try await AuditScope.$current.withValue(recorder) { try await body() }
         } catch {
-            guard let failure, let code = Self.auditReason(error), auditSampler.admits(code: code, event: recorder.event, now: clock.now) else {
+            guard let failure, let code = Self.auditReason(error), sampler.admits(code: code, event: recorder.event, now: clock.now) else {
                 throw error
             }
             if recorder.isPending {
@@ -73,23 +81,14 @@ extension IdentityHandlers {
             logger.error("audit event \(recorder.event.kind) not written: \(error)")
         }
     }
-
-    /// Notes `user` as the one the running call's audit event is about.
-    func auditUser(_ user: UserID) {
-        AuditScope.current?.update { $0.userID = user.rawValue }
-    }
-
-    /// Notes the address the running call is about, once it parsed (normalized: never what a
-    /// person typed into the wrong box).
-    func auditEmail(_ email: EmailAddress) {
-        AuditScope.current?.update { $0.email = email.normalized }
-    }
 }
 
-// `identity.listAudit`: pages of the log for `gatehouse audit`.
-extension IdentityHandlers {
+/// `identity.listAudit`: pages of the log for `gatehouse audit`.
+public struct AuditHandlers: Sendable {
+    let store: any AuditLogStore
+
     /// Registers `identity.listAudit`.
-    func registerAuditMethods(_ router: inout RPCRouter) {
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.listAudit) { request, _ in try await listAudit(request) }
     }
 
@@ -100,7 +99,7 @@ extension IdentityHandlers {
         guard request.userID.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "userID", reason: "longer than 128 bytes") }
         var page = request
         page.limit = Int32(limit)
-        page.since = try Self.auditableDate(request.since, "since")
+        page.since = try IdentityInput.auditableDate(request.since, "since")
         return try await store.auditEvents(page)
     }
 

@@ -6,11 +6,17 @@ import IdentityCore
 import Logging
 import RPCRouting
 
-// Bulk import and export of users (issue 22 §5; `gatehouse users import|export`). Each item is
-// checked as a sign-up would be before anything is written; a refused item is reported with a
-// stable code and a reason (never its hash) and does not stop the others.
-extension IdentityHandlers {
-    func registerImportMethods(_ router: inout RPCRouter) {
+/// Bulk import and export of users (issue 22 §5; `gatehouse users import|export`). Each item is
+/// checked as a sign-up would be before anything is written; a refused item is reported with a
+/// stable code and a reason (never its hash) and does not stop the others.
+public struct ImportHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any AdminStore
+    /// What an imported hash may cost to verify.
+    let hashLimits: HashVerifyLimits
+
+    /// Registers `identity.importUsers` and `identity.exportUsers`.
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.importUsers) { request, _ in try await importUsers(request) }
         router.register(IdentityAPI.exportUsers) { request, _ in try await exportUsers(request) }
     }
@@ -31,7 +37,7 @@ extension IdentityHandlers {
         var candidates: [ImportCandidate] = []
         var positions: [Int] = []
         for (index, item) in request.users.enumerated() {
-            switch Self.importCandidate(item, now: now, limits: hasher.limits) {
+            switch Self.importCandidate(item, now: now, limits: hashLimits) {
             case .success(let candidate):
                 candidates.append(candidate)
                 positions.append(index)
@@ -124,8 +130,8 @@ extension IdentityHandlers {
                 field: "email", reason: "a user without an email address cannot sign in to Gatehouse: not imported")
         }
         let email: EmailAddress? = try EmailAddress(typed)
-        let displayName = try item.displayName.flatMap { try validDisplayName($0) }
-        let photoURL = try item.photoURL.flatMap { try validPhotoURL($0) }
+        let displayName = try item.displayName.flatMap { try IdentityInput.validDisplayName($0) }
+        let photoURL = try item.photoURL.flatMap { try IdentityInput.validPhotoURL($0) }
         let hash = item.passwordHash.flatMap { $0.isEmpty ? nil : $0 }
         if let hash, let problem = PasswordHashing.importProblem(hash, limits: limits) {
             throw IdentityError.invalidArgument(field: "passwordHash", reason: problem)

@@ -11,11 +11,81 @@ import RPCRouting
 // and Apple's server-to-server notifications. Revocation on deletion is queued by the store's
 // triggers and worked by `AppleRevocationWorker`.
 
-extension IdentityHandlers {
+/// Sign in with Apple's notifications: a consent revoked or an account deleted unlinks Apple
+/// and ends the user's sessions.
+public struct AppleNotificationHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any UserStore & ProviderLinkStore
+    /// Verifies the notifications (Sign in with Apple configured), or nil.
+    let verifier: AppleNotificationVerifier?
+
     /// Registers `identity.appleNotification`.
-    func registerAppleMethods(_ router: inout RPCRouter) {
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.appleNotification) { request, _ in try await appleNotification(request) }
     }
+
+    /// Verifies one of Apple's server-to-server notifications and acts on it.
+    public func appleNotification(_ request: AppleNotificationRequest) async throws -> AppleNotificationResponse {
+        guard let verifier else { throw IdentityError.unknownProvider("apple.com") }
+        let note: AppleNotification
+        do {
+            note = try await verifier.verify(body: request.body, now: clock.now)
+        } catch {
+            switch error {
+            case .providerUnavailable: throw IdentityError.providerUnavailable(provider: "apple.com")
+            // A type this version does not know: acknowledged (Apple would retry it forever), not acted on.
+            case .unknownEventType(let type):
+                logger.notice("apple notification of an unknown type \(type) ignored")
+                return AppleNotificationResponse(type: type)
+            default: throw IdentityError.invalidProviderToken(reason: error.reason?.rawValue ?? error.code, message: error.message)
+            }
+        }
+        do {
+            return try await act(on: note)
+        } catch {
+            // Not acted on: Apple's retry of the same notification must be accepted.
+            verifier.replayGuard.forget(note.replayID)
+            throw error
+        }
+    }
+
+    /// What a verified notification does (see `appleNotification`).
+    private func act(on note: AppleNotification) async throws -> AppleNotificationResponse {
+        guard let owner = try await store.userID(provider: "apple.com", subject: note.sub) else {
+            return AppleNotificationResponse(type: note.type.rawValue)
+        }
+        let kind = "apple.\(note.type.rawValue)"
+        return try await audited(kind, actor: AuditEvent.Actor.system, userID: owner.rawValue) {
+            switch note.type {
+            case .emailDisabled, .emailEnabled:
+                return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue)
+            case .consentRevoked, .accountDelete:
+                // The Apple identity can no longer sign in: unlink it (its token is queued for
+                // revocation by the store) unless it is the user's only way in, and end every
+                // session, before and after the unlink (a sign-in racing it is caught by the second
+                // revocation or by its own check that the identity is still linked).
+                let (_, revoked) = try await revokingSessions(of: owner, reason: "provider_revoked") {
+                    do {
+                        let user = try await store.unlink(provider: "apple.com", from: owner, now: clock.now)
+                        await publish(IdentityAPI.Topic.userUpdated, user)
+                    } catch IdentityError.lastSignInMethod {
+                        logger.notice("apple \(note.type.rawValue) for user \(owner.rawValue): Apple is its only way to sign in; the link stays, its sessions end")
+                    } catch IdentityError.providerNotLinked {}
+                }
+                return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue, revokedSessionIDs: revoked)
+            }
+        }
+    }
+}
+
+/// What a provider sign-in checks and keeps besides the user: that the identity still names the
+/// user once the session exists, and Sign in with Apple's refresh token (exchanged from the
+/// authorization code, kept sealed).
+struct ProviderLinks: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any UserStore & AppleTokenStore
+    /// Sign in with Apple's server side (the team key configured), or nil.
+    let apple: AppleServerSide?
 
     /// Exchanges Sign in with Apple's authorization code for Apple's refresh token, as the
     /// client id the verified ID token was issued to (nil without the team key configured: the
@@ -75,57 +145,14 @@ extension IdentityHandlers {
         }
     }
 
-    /// Verifies one of Apple's server-to-server notifications and acts on it.
-    public func appleNotification(_ request: AppleNotificationRequest) async throws -> AppleNotificationResponse {
-        guard let verifier = appleNotifications else { throw IdentityError.unknownProvider("apple.com") }
-        let note: AppleNotification
-        do {
-            note = try await verifier.verify(body: request.body, now: clock.now)
-        } catch {
-            switch error {
-            case .providerUnavailable: throw IdentityError.providerUnavailable(provider: "apple.com")
-            // A type this version does not know: acknowledged (Apple would retry it forever), not acted on.
-            case .unknownEventType(let type):
-                logger.notice("apple notification of an unknown type \(type) ignored")
-                return AppleNotificationResponse(type: type)
-            default: throw IdentityError.invalidProviderToken(reason: error.reason?.rawValue ?? error.code, message: error.message)
-            }
-        }
-        do {
-            return try await act(on: note)
-        } catch {
-            // Not acted on: Apple's retry of the same notification must be accepted.
-            verifier.replayGuard.forget(note.replayID)
-            throw error
-        }
-    }
-
-    /// What a verified notification does (see `appleNotification`).
-    private func act(on note: AppleNotification) async throws -> AppleNotificationResponse {
-        guard let owner = try await store.userID(provider: "apple.com", subject: note.sub) else {
-            return AppleNotificationResponse(type: note.type.rawValue)
-        }
-        let kind = "apple.\(note.type.rawValue)"
-        return try await audited(kind, actor: AuditEvent.Actor.system, userID: owner.rawValue) {
-            switch note.type {
-            case .emailDisabled, .emailEnabled:
-                return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue)
-            case .consentRevoked, .accountDelete:
-                // The Apple identity can no longer sign in: unlink it (its token is queued for
-                // revocation by the store) unless it is the user's only way in, and end every
-                // session, before and after the unlink (a sign-in racing it is caught by the second
-                // revocation or by its own check that the identity is still linked).
-                let (_, revoked) = try await revokingSessions(of: owner, reason: "provider_revoked") {
-                    do {
-                        let user = try await store.unlink(provider: "apple.com", from: owner, now: clock.now)
-                        await publish(IdentityAPI.Topic.userUpdated, user)
-                    } catch IdentityError.lastSignInMethod {
-                        logger.notice("apple \(note.type.rawValue) for user \(owner.rawValue): Apple is its only way to sign in; the link stays, its sessions end")
-                    } catch IdentityError.providerNotLinked {}
-                }
-                return AppleNotificationResponse(type: note.type.rawValue, userID: owner.rawValue, revokedSessionIDs: revoked)
-            }
-        }
+    /// Revokes the session just issued (committed) when the identity it was issued on no longer
+    /// names `user`: an unlink (a user's, or Apple's consent-revoked) that raced the sign-in, whose
+    /// own revocation ran before this session existed.
+    func confirmLinked(_ tokens: SessionTokens, user: UserID, provider: String, subject: String) async throws {
+        guard try await store.userID(provider: provider, subject: subject) != user else { return }
+        _ = try await self.tokens.call(TokenAPI.revokeSession, RevokeSessionRequest(sessionID: tokens.sessionID, reason: "credentials_changed"))
+        throw IdentityError.invalidProviderToken(
+            reason: "identity_unlinked", message: "this sign-in was unlinked from the account meanwhile: sign in again")
     }
 
     /// The `sub` of a JWT's payload, unverified (Apple's own answer over its token endpoint).

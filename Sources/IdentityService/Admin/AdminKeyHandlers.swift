@@ -7,24 +7,19 @@ import IdentityCore
 import Logging
 import RPCRouting
 
-// Admin API keys (issue 22 §1): made by `gatehouse admin keys create` (the secret shown once, its
-// SHA-256 stored), checked by the admin listener at every request (so a revoked key is refused at
-// once), revoked by `gatehouse admin keys revoke`.
-extension IdentityHandlers {
-    /// Registers the admin API's identity methods.
-    func registerAdminAPIMethods(_ router: inout RPCRouter) {
+/// Admin API keys (issue 22 §1): made by `gatehouse admin keys create` (the secret shown once, its
+/// SHA-256 stored), checked by the admin listener at every request (so a revoked key is refused at
+/// once), revoked by `gatehouse admin keys revoke`.
+public struct AdminKeyHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any AdminStore
+
+    /// Registers the admin API's key methods.
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.createAdminKey) { request, _ in try await createAdminKey(request) }
         router.register(IdentityAPI.listAdminKeys) { _, _ in try await listAdminKeys() }
         router.register(IdentityAPI.revokeAdminKey) { request, _ in try await revokeAdminKey(request) }
         router.register(IdentityAPI.authenticateAdminKey) { request, _ in try await authenticateAdminKey(request) }
-        router.register(IdentityAPI.listUsers) { request, _ in try await listUsers(request) }
-        router.register(IdentityAPI.adminGetUser) { request, _ in try await adminGetUser(request) }
-        router.register(IdentityAPI.adminCreateUser) { request, context in try await adminCreateUser(request, deadline: context.deadline) }
-        router.register(IdentityAPI.adminUpdateUser) { request, context in try await adminUpdateUser(request, deadline: context.deadline) }
-        router.register(IdentityAPI.adminDeleteUser) { request, _ in try await adminDeleteUser(request) }
-        router.register(IdentityAPI.adminSetClaims) { request, _ in try await adminSetClaims(request) }
-        router.register(IdentityAPI.revokeUserSessions) { request, _ in try await revokeUserSessions(request) }
-        router.register(IdentityAPI.generateActionLink) { request, _ in try await generateActionLink(request) }
     }
 
     /// The prefix of every admin API key.
@@ -56,7 +51,7 @@ extension IdentityHandlers {
         let body = token.dropFirst(Self.adminKeyPrefix.count)
         let id = String(body.prefix(16))
         let rest = body.dropFirst(16)
-        guard rest.first == ".", let hash = Self.resetCodeHash(ifWellFormed: String(rest.dropFirst())) else {
+        guard rest.first == ".", let hash = IdentityInput.resetCodeHash(ifWellFormed: String(rest.dropFirst())) else {
             throw IdentityError.invalidAdminKey
         }
         guard let (key, stored) = try await store.activeAdminKey(id: id),
@@ -82,12 +77,5 @@ extension IdentityHandlers {
         }
         guard !scopes.isEmpty else { throw IdentityError.invalidArgument(field: "scopes", reason: "give at least one scope") }
         return scopes.sorted()
-    }
-
-    /// The audit actor a request names: `admin_key:<id>` (at most 128 bytes), or the operator.
-    static func adminActor(_ actor: String) throws -> String {
-        if actor.isEmpty { return AuditEvent.Actor.operator }
-        guard actor.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "actor", reason: "longer than 128 bytes") }
-        return actor
     }
 }

@@ -6,16 +6,34 @@ import IdentityCore
 import ProviderTokens
 import RPCRouting
 
-// Signing in with a provider (issue 20 §2, §3): every provider token is verified here
-// (`IDTokenVerifier`); a provider name and user id alone are never trusted (scenario A13). The
-// five cases of seed 002 follow from who calls (nobody, an anonymous user, a signed-in user) and
-// whom the identity (provider, subject) is linked to. An email a token carries never links to an
-// existing account by itself: a token whose email belongs to another user is `email_exists`, and
-// the person signs in to that account and links the provider from there.
+/// Signing in with a provider (issue 20 §2, §3): every provider token is verified here
+/// (`IDTokenVerifier`); a provider name and user id alone are never trusted (scenario A13). The
+/// five cases of seed 002 follow from who calls (nobody, an anonymous user, a signed-in user) and
+/// whom the identity (provider, subject) is linked to. An email a token carries never links to an
+/// existing account by itself: a token whose email belongs to another user is `email_exists`, and
+/// the person signs in to that account and links the provider from there.
+public struct ProviderHandlers: SignsInUsers {
+    /// The ports a provider sign-in uses.
+    typealias Store = any UserStore & ProviderLinkStore
 
-extension IdentityHandlers {
+    let basics: HandlerBasics
+    let store: Store
+    let signIns: PasswordSignIn
+    /// The identity's link confirmed after the session, Apple's token exchanged and kept.
+    let links: ProviderLinks
+    /// An anonymous caller whose identity is another user's migrates.
+    let migration: MigrationHandlers
+    let resumeHandles: ResumeHandles
+    let sharedResumeHandles: (any SharedResumeHandles)?
+    /// The replay guard of provider tokens when the store shares one between instances.
+    let sharedReplayGuard: (any SharedReplayGuard)?
+    /// Verifies provider ID tokens (nil: no provider configured, every provider is unknown).
+    let verifier: IDTokenVerifier?
+    /// The settings every new user gets.
+    let defaultSettingsJSON: String
+
     /// Registers `identity.signInWithProvider`, `unlinkProvider` and `reauthenticateWithProvider`.
-    func registerProviderMethods(_ router: inout RPCRouter) {
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.signInWithProvider) { request, context in
             try await signInWithProvider(request, deadline: context.deadline)
         }
@@ -38,31 +56,31 @@ extension IdentityHandlers {
     }
 
     private func signInWithProviderAudited(_ request: ProviderSignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
-        try Self.checkClient(request.client)
-        let displayName = try Self.validDisplayName(request.displayName)
+        try IdentityInput.checkClient(request.client)
+        let displayName = try IdentityInput.validDisplayName(request.displayName)
         let storage = store
-        let caller = try request.caller.map { caller -> (AuthenticatedCaller, UserID) in (caller, try Self.validCaller(caller)) }
+        let caller = try request.caller.map { caller -> (AuthenticatedCaller, UserID) in (caller, try IdentityInput.validCaller(caller)) }
         if request.linkOnly, caller == nil {
             throw IdentityError.invalidArgument(field: "caller", reason: "linking a provider needs a signed-in user")
         }
         let token = try await verifiedToken(request.credential)
         let provider = request.credential.provider
         let appleToken = request.authorizationCode.isEmpty
-            ? nil : try await exchangeAppleCode(request.authorizationCode, redirectURI: request.redirectURI, token: token, provider: provider)
+            ? nil : try await links.exchangeAppleCode(request.authorizationCode, redirectURI: request.redirectURI, token: token, provider: provider)
         // A refusal drops Apple's token unused (never revoked: revoking one token of an Apple
         // account ends the app's whole authorisation, the user's other links included); a
         // migration_required handle carries it to the resume.
         let reply = try await AppleTokenCarry.$current.withValue(appleToken.map(AppleTokenCarry.init)) {
             try await providerOutcome(request, token: token, caller: caller, displayName: displayName, store: storage, deadline: deadline)
         }
-        if let appleToken { await keepAppleToken(appleToken, user: UserID(reply.user.id), subject: token.sub) }
+        if let appleToken { await links.keepAppleToken(appleToken, user: UserID(reply.user.id), subject: token.sub) }
         return reply
     }
 
     /// The five cases, once the token is verified.
     private func providerOutcome(
         _ request: ProviderSignInRequest, token: VerifiedProviderToken, caller: (AuthenticatedCaller, UserID)?, displayName: String?,
-        store storage: any IdentityStorage, deadline: ContinuousClock.Instant?
+        store storage: Store, deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse {
         let provider = request.credential.provider
         let linked = try await store.userID(provider: provider, subject: token.sub)
@@ -103,8 +121,8 @@ extension IdentityHandlers {
             client: request.client, sessionID: request.caller.sessionID
         ) {
             AuditScope.current?.update { $0.detailJSON = Self.providerDetail(request.provider) }
-            let id = try Self.validCaller(request.caller)
-            try Self.checkClient(request.client)
+            let id = try IdentityInput.validCaller(request.caller)
+            try IdentityInput.checkClient(request.client)
             try Self.checkProviderID(request.provider)
             try requireRecentLogin(request.caller)
             let user = try await store.unlink(provider: request.provider, from: id, now: clock.now)
@@ -123,15 +141,15 @@ extension IdentityHandlers {
             client: request.client, sessionID: request.caller.sessionID
         ) {
             AuditScope.current?.update { $0.detailJSON = Self.providerDetail(request.credential.provider) }
-            try Self.checkClient(request.client)
-            let current = try await callerUser(request.caller)
+            try IdentityInput.checkClient(request.client)
+            let current = try await store.callerUser(request.caller)
             let token = try await verifiedToken(request.credential)
             guard try await store.userID(provider: request.credential.provider, subject: token.sub) == current.id else {
                 throw IdentityError.userMismatch
             }
             guard !current.disabled else { throw IdentityError.userDisabled }
             let (user, tokens) = try await signInVerified(current, client: request.client, amr: [request.credential.provider], deadline: deadline)
-            try await confirmLinked(tokens, user: current.id, provider: request.credential.provider, subject: token.sub)
+            try await links.confirmLinked(tokens, user: current.id, provider: request.credential.provider, subject: token.sub)
             let replaced = RevokeSessionRequest(sessionID: request.caller.sessionID, reason: "reauthenticated")
             _ = try await self.tokens.call(TokenAPI.revokeSession, replaced)
             return AuthResponse(user: user, tokens: tokens)
@@ -155,14 +173,14 @@ extension IdentityHandlers {
             await publish(IdentityAPI.Topic.userUpdated, current)
         }
         let (signedIn, tokens) = try await signInVerified(current, client: client, amr: [provider], deadline: deadline)
-        try await confirmLinked(tokens, user: user.id, provider: provider, subject: subject)
+        try await links.confirmLinked(tokens, user: user.id, provider: provider, subject: subject)
         return AuthResponse(user: signedIn, tokens: tokens)
     }
 
     /// Case 5, an identity linked to nobody: a new user with the token's email (verified as the
     /// provider says) and the app's name for it. `email_exists` when another user has the email.
     private func signUpWithProvider(
-        _ token: VerifiedProviderToken, provider: String, displayName: String?, client: ClientInfo, store storage: any IdentityStorage,
+        _ token: VerifiedProviderToken, provider: String, displayName: String?, client: ClientInfo, store storage: Store,
         deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse {
         AuditScope.current?.update { $0.kind = AuditEvent.Kind.signUp }
@@ -204,7 +222,7 @@ extension IdentityHandlers {
     /// and takes the token's email (`email_exists` if another user has it); a user with an email
     /// keeps it, and a verified provider email equal to it marks it verified.
     private func linkVerified(
-        _ token: VerifiedProviderToken, provider: String, to current: UserRecord, displayName: String?, store storage: any IdentityStorage
+        _ token: VerifiedProviderToken, provider: String, to current: UserRecord, displayName: String?, store storage: Store
     ) async throws -> UserRecord {
         let email = current.isAnonymous ? try Self.providerEmail(token) : nil
         if let email, try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
@@ -245,20 +263,20 @@ extension IdentityHandlers {
             carried.appleClientID = AppleTokenCarry.current?.clientID
             let handle = try await resumeHandles.issue(
                 anonymousUserID: anonymous.id, sessionID: session.sessionID, target: target, providerIdentity: carried, now: clock.now,
-                shared: store.sharedResumeHandles)
+                shared: sharedResumeHandles)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
         }
-        if let reply = try await migrate(
+        if let reply = try await migration.migrate(
             anonymous.id, to: target, performMigration: allowMigration, client: request.client, amr: [provider], deadline: deadline)
         {
-            try await confirmLinked(reply.tokens, user: target.id, provider: provider, subject: subject)
+            try await links.confirmLinked(reply.tokens, user: target.id, provider: provider, subject: subject)
             return reply
         }
         // The caller was upgraded meanwhile: an ordinary sign-in to the identity's user.
         let (user, tokens) = try await signInVerified(target, client: request.client, amr: [provider], deadline: deadline)
-        try await confirmLinked(tokens, user: target.id, provider: provider, subject: subject)
+        try await links.confirmLinked(tokens, user: target.id, provider: provider, subject: subject)
         return AuthResponse(user: user, tokens: tokens)
     }
 
@@ -272,18 +290,8 @@ extension IdentityHandlers {
     ) async throws -> SessionTokens {
         let tokens = try await issueConfirmedSession(
             for: user, at: clock.now, client: client, verified: user.passwordHash, amr: [provider], deadline: deadline)
-        try await confirmLinked(tokens, user: user.id, provider: provider, subject: subject)
+        try await links.confirmLinked(tokens, user: user.id, provider: provider, subject: subject)
         return tokens
-    }
-
-    /// Revokes the session just issued (committed) when the identity it was issued on no longer
-    /// names `user`: an unlink (a user's, or Apple's consent-revoked) that raced the sign-in, whose
-    /// own revocation ran before this session existed.
-    func confirmLinked(_ tokens: SessionTokens, user: UserID, provider: String, subject: String) async throws {
-        guard try await store.userID(provider: provider, subject: subject) != user else { return }
-        _ = try await self.tokens.call(TokenAPI.revokeSession, RevokeSessionRequest(sessionID: tokens.sessionID, reason: "credentials_changed"))
-        throw IdentityError.invalidProviderToken(
-            reason: "identity_unlinked", message: "this sign-in was unlinked from the account meanwhile: sign in again")
     }
 
     /// The verified token, or the refusal as an `IdentityError` (the token never in it).
@@ -294,7 +302,7 @@ extension IdentityHandlers {
                 field: "idToken", reason: "a provider sign-in needs the provider's ID token; a provider user id alone is never trusted")
         }
         guard credential.nonce.utf8.count <= 512 else { throw IdentityError.invalidArgument(field: "nonce", reason: "longer than 512 bytes") }
-        guard let verifier = providerTokens else { throw IdentityError.unknownProvider(credential.provider) }
+        guard let verifier else { throw IdentityError.unknownProvider(credential.provider) }
         let token: VerifiedProviderToken
         do {
             token = try await verifier.verify(
@@ -311,7 +319,7 @@ extension IdentityHandlers {
             throw IdentityError.invalidProviderToken(reason: "malformed", message: "the ID token's sub is longer than 255 bytes")
         }
         // Several instances: a token accepted by another instance is a replay here too.
-        if let shared = store.sharedReplayGuard,
+        if let shared = sharedReplayGuard,
             try await !shared.acceptProviderToken(token.replayID, until: token.replayUntil, now: clock.now)
         {
             let reason = InvalidProviderTokenReason.replayed

@@ -12,37 +12,18 @@ import Synchronization
 /// Password reset (issue 19 §2, scenario A30). The request answers at once, the same whether or
 /// not the address has an account, and the work (look-up, code, mail) happens after the answer.
 /// A code is 32 random bytes (base64url); only its SHA-256 is stored; it is never logged.
-extension IdentityHandlers {
-    /// Mail requests by address (password reset, email verification) whose work (after the
-    /// answer) is still running, in this process.
-    static let pendingMailRequests = Mutex<Int>(0)
-    /// Past this many pending, a request is answered the same but its work is dropped (logged at
-    /// warning): a flood from many addresses cannot pile up unbounded work.
-    static let maxPendingMailRequests = 1024
-
-    /// Runs `work` after the answer of a request by address is on its way: a short random pause
-    /// first (measured on 2 cores, work started at once slowed the answers of known emails by
-    /// ~60 µs against unknown ones), at most `maxPendingMailRequests` at once (past that the work
-    /// of `what` is dropped and logged; the answer is the same).
-    func afterAnswer(_ what: String, _ work: @escaping @Sendable () async -> Void) {
-        let admitted = Self.pendingMailRequests.withLock { pending in
-            guard pending < Self.maxPendingMailRequests else { return false }
-            pending += 1
-            return true
-        }
-        guard admitted else {
-            logger.warning("\(what) dropped: \(Self.maxPendingMailRequests) requests are still being prepared")
-            return
-        }
-        Task.detached(priority: .utility) {
-            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...80)))
-            await work()
-            Self.pendingMailRequests.withLock { $0 -= 1 }
-        }
-    }
+public struct PasswordResetHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any UserStore & PasswordResetStore
+    let hasher: PasswordHasher
+    let policy: PasswordPolicy
+    /// Code lifetime, per-address mail limits.
+    let settings: PasswordResetSettings
+    let mailTemplates: MailTemplates
+    let mailComposer: MailComposer
 
     /// Registers `identity.requestPasswordReset` and `identity.confirmPasswordReset`.
-    func registerPasswordResetMethods(_ router: inout RPCRouter) {
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.requestPasswordReset) { request, _ in try requestPasswordReset(request) }
         router.register(IdentityAPI.confirmPasswordReset) { request, context in
             try await confirmPasswordReset(request, deadline: context.deadline)
@@ -54,12 +35,12 @@ extension IdentityHandlers {
     /// says whether the address has an account.
     public func requestPasswordReset(_ request: PasswordResetRequest) throws -> Empty {
         let email = try EmailAddress(request.email)
-        try Self.checkClient(request.client)
+        try IdentityInput.checkClient(request.client)
         guard request.locale.utf8.count <= 64 else {
             throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes")
         }
         let locale = mailTemplates.locale(request.locale)
-        afterAnswer("password reset") { _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale) }
+        MailRequests.afterAnswer(logger: logger, "password reset") { _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale) }
         return Empty()
     }
 
@@ -74,16 +55,16 @@ extension IdentityHandlers {
             else {
                 // The same work as for an account (a code and a rendered mail), thrown away.
                 _ = mailComposer.message(
-                    .passwordReset, to: "nobody@example.invalid", code: Self.newResetCode(), ttl: passwordReset.ttl, preferences: locale,
+                    .passwordReset, to: "nobody@example.invalid", code: IdentityInput.newResetCode(), ttl: settings.ttl, preferences: locale,
                     date: clock.now)
                 return .noAccount
             }
-            let code = Self.newResetCode()
+            let code = IdentityInput.newResetCode()
             let now = clock.now
-            let mail = mailComposer.message(.passwordReset, to: recipient, code: code, ttl: passwordReset.ttl, preferences: locale, date: now)
+            let mail = mailComposer.message(.passwordReset, to: recipient, code: code, ttl: settings.ttl, preferences: locale, date: now)
             let outcome = try await store.storePasswordReset(
-                userID: user.id, email: normalizedEmail, codeHash: Self.resetCodeHash(code), expiresAt: now.addingTimeInterval(passwordReset.ttl),
-                mail: mail, now: now, perMinute: passwordReset.perMinute, perHour: passwordReset.perHour)
+                userID: user.id, email: normalizedEmail, codeHash: IdentityInput.resetCodeHash(code), expiresAt: now.addingTimeInterval(settings.ttl),
+                mail: mail, now: now, perMinute: settings.perMinute, perHour: settings.perHour)
             switch outcome {
             case .queued: logger.info("password reset mail queued", metadata: ["user": "\(user.id.rawValue)", "messageId": "\(mail.messageID)"])
             case .limited: logger.notice("password reset not sent: the address had one too recently", metadata: ["user": "\(user.id.rawValue)"])
@@ -103,15 +84,15 @@ extension IdentityHandlers {
     public func confirmPasswordReset(
         _ request: ConfirmPasswordResetRequest, deadline: ContinuousClock.Instant? = nil
     ) async throws -> ConfirmPasswordResetResponse {
-        try Self.checkClient(request.client)
-        guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code),
+        try IdentityInput.checkClient(request.client)
+        guard let codeHash = IdentityInput.resetCodeHash(ifWellFormed: request.code),
             let found = try await store.passwordResetUser(codeHash: codeHash, now: clock.now),
             let user = try await store.user(id: found.0)
         else { throw IdentityError.invalidResetCode }
         let (userID, email) = found
         guard !user.disabled else { throw IdentityError.userDisabled }
         let password = try policy.validate(request.password, email: email)
-        let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
+        let hash = try await hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
         let at = clock.now
         let (_, revoked) = try await revokingSessions(of: userID, reason: "password_reset") {
             try await audited(AuditEvent.Kind.passwordReset, userID: userID.rawValue, email: user.email ?? "", client: request.client) {
@@ -122,24 +103,35 @@ extension IdentityHandlers {
         logger.info("password reset confirmed", metadata: ["user": "\(userID.rawValue)"])
         return ConfirmPasswordResetResponse(revokedSessionIDs: revoked)
     }
+}
 
-    // MARK: Codes
+/// The work of requests by address (password reset, email verification), done after the answer.
+enum MailRequests {
+    /// Mail requests by address (password reset, email verification) whose work (after the
+    /// answer) is still running, in this process.
+    static let pendingMailRequests = Mutex<Int>(0)
+    /// Past this many pending, a request is answered the same but its work is dropped (logged at
+    /// warning): a flood from many addresses cannot pile up unbounded work.
+    static let maxPendingMailRequests = 1024
 
-    /// A new code: 32 random bytes, base64url without padding (43 characters).
-    public static func newResetCode() -> String {
-        var generator = SystemRandomNumberGenerator()
-        let bytes = (0..<4).flatMap { _ in withUnsafeBytes(of: generator.next() as UInt64) { Array($0) } }
-        return Base64URL.encode(bytes)
-    }
-
-    /// The stored form of a code: its SHA-256.
-    public static func resetCodeHash(_ code: String) -> Data {
-        Data(SHA256.hash(data: Data(code.utf8)))
-    }
-
-    /// The hash of `code` when it has the form of one (43 base64url characters, 32 bytes), else nil.
-    static func resetCodeHash(ifWellFormed code: String) -> Data? {
-        guard code.utf8.count == 43, let bytes = Base64URL.decodeBytes(code), bytes.count == 32 else { return nil }
-        return resetCodeHash(code)
+    /// Runs `work` after the answer of a request by address is on its way: a short random pause
+    /// first (measured on 2 cores, work started at once slowed the answers of known emails by
+    /// ~60 µs against unknown ones), at most `maxPendingMailRequests` at once (past that the work
+    /// of `what` is dropped and logged; the answer is the same).
+    static func afterAnswer(logger: Logger, _ what: String, _ work: @escaping @Sendable () async -> Void) {
+        let admitted = Self.pendingMailRequests.withLock { pending in
+            guard pending < Self.maxPendingMailRequests else { return false }
+            pending += 1
+            return true
+        }
+        guard admitted else {
+            logger.warning("\(what) dropped: \(Self.maxPendingMailRequests) requests are still being prepared")
+            return
+        }
+        Task.detached(priority: .utility) {
+            try? await Task.sleep(for: .milliseconds(Int.random(in: 20...80)))
+            await work()
+            Self.pendingMailRequests.withLock { $0 -= 1 }
+        }
     }
 }

@@ -4,12 +4,13 @@ import GatehouseContracts
 import IdentityCore
 import RPCRouting
 
-// The change log's read methods (issue 21): `identity.listChanges` for a gateway catching up on
-// `user.changed`, `identity.userChanges` for a stream's snapshot or resume.
+/// The change log's read methods (issue 21): `identity.listChanges` for a gateway catching up on
+/// `user.changed`, `identity.userChanges` for a stream's snapshot or resume.
+public struct ChangeHandlers: Sendable {
+    let store: any ChangeLogStore
 
-extension IdentityHandlers {
     /// Registers `identity.listChanges` and `identity.userChanges`.
-    func registerChangeMethods(_ router: inout RPCRouter) {
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.listChanges) { request, _ in try await listChanges(request) }
         router.register(IdentityAPI.userChanges) { request, _ in try await userChanges(request) }
     }
@@ -24,7 +25,7 @@ extension IdentityHandlers {
     /// `UserChangesRequest`). `userNotFound` when there is no such user and no terminal change of
     /// it to replay.
     public func userChanges(_ request: UserChangesRequest) async throws -> UserChangesResponse {
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         let limit = try Self.changesLimit(request.limit)
         return try await store.userChanges(id: id, resume: request.resume, afterSeq: request.afterSeq, limit: limit)
     }

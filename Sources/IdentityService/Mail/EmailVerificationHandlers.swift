@@ -14,30 +14,128 @@ import Synchronization
 /// `GATEHOUSE_EMAIL_VERIFICATION` send or required, at sign-up and at an anonymous user's upgrade
 /// (in the same transaction as the user's insert or upgrade). The code verifies the address only
 /// while it is still the user's.
-extension IdentityHandlers {
+public struct EmailVerificationHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any UserStore & EmailCodeStore
+    /// Makes the codes and their mail.
+    let mail: VerificationMail
+    /// Code lifetime and per-user mail limits.
+    let emailFlows: EmailFlowSettings
+
     /// Registers `identity.sendEmailVerification`, `requestEmailVerification` and `confirmEmailVerification`.
-    func registerEmailVerificationMethods(_ router: inout RPCRouter) {
+    func register(_ router: inout RPCRouter) {
         router.register(IdentityAPI.sendEmailVerification) { request, _ in try await sendEmailVerification(request) }
         router.register(IdentityAPI.requestEmailVerification) { request, _ in try requestEmailVerification(request) }
         router.register(IdentityAPI.confirmEmailVerification) { request, _ in try await confirmEmailVerification(request) }
     }
 
+    /// Mails a verification code to the signed-in caller's current address (older codes voided),
+    /// within the per-user limits (`mailRateLimited` with the seconds to wait). An anonymous or
+    /// email-less caller: `invalidArgument`; a verified address: `emailAlreadyVerified`.
+    public func sendEmailVerification(_ request: SendEmailVerificationRequest) async throws -> SendEmailVerificationResponse {
+        let current = try await store.callerUser(request.caller)
+        try IdentityInput.checkClient(request.client)
+        try IdentityInput.checkLocale(request.locale)
+        guard !current.isAnonymous, let typed = current.email, let normalized = current.emailNormalized else {
+            throw IdentityError.invalidArgument(
+                field: "email", reason: "this user has no email address: register one with POST /v1/me/upgrade")
+        }
+        guard !current.emailVerified else { throw IdentityError.emailAlreadyVerified }
+        let now = clock.now
+        let pending = mail.pendingVerification(to: typed, normalized: normalized, locale: request.locale, now: now)
+        let outcome = try await store.storeEmailVerification(
+            userID: current.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
+        switch outcome {
+        case .queued:
+            logger.info("email verification mail queued", metadata: ["user": "\(current.id.rawValue)", "messageId": "\(pending.mail.messageID)"])
+            return SendEmailVerificationResponse(email: typed, expiresIn: Int64(emailFlows.verificationTTL.rounded(.up)))
+        case .limited(let seconds): throw IdentityError.mailRateLimited(retryAfterSeconds: seconds)
+        case .alreadyVerified: throw IdentityError.emailAlreadyVerified
+        case .noAccount: throw IdentityError.userNotFound  // changed or disabled meanwhile
+        }
+    }
+
+    /// Checks the email's form (`invalidEmail`) and the client, then answers; the look-up, code
+    /// and mail happen after the answer and a random pause (`sendEmailVerification(normalizedEmail:locale:)`),
+    /// so neither the answer nor its timing says whether the address has an account or is verified.
+    public func requestEmailVerification(_ request: EmailVerificationRequest) throws -> Empty {
+        let email = try EmailAddress(request.email)
+        try IdentityInput.checkClient(request.client)
+        try IdentityInput.checkLocale(request.locale)
+        let locale = request.locale
+        MailRequests.afterAnswer(logger: logger, "email verification request") { _ = await self.sendEmailVerification(normalizedEmail: email.normalized, locale: locale) }
+        return Empty()
+    }
+
+    /// The work behind a request by address: for an enabled account with this unverified
+    /// address, a new code and its mail (older codes voided), unless past the per-user limits
+    /// (then nothing, logged). An unknown or verified address renders a mail and throws it away.
+    /// nil when it failed (logged, without the code).
+    @discardableResult
+    public func sendEmailVerification(normalizedEmail: String, locale: String) async -> EmailVerificationOutcome? {
+        do {
+            let now = clock.now
+            guard let user = try await store.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
+                !user.emailVerified, let typed = user.email
+            else {
+                // The same work as for an account (a code and a rendered mail), thrown away.
+                _ = mail.pendingVerification(to: "nobody@example.invalid", normalized: "nobody@example.invalid", locale: locale, now: now)
+                return .noAccount
+            }
+            let pending = mail.pendingVerification(to: typed, normalized: normalizedEmail, locale: locale, now: now)
+            let outcome = try await store.storeEmailVerification(
+                userID: user.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
+            switch outcome {
+            case .queued: logger.info("email verification mail queued", metadata: ["user": "\(user.id.rawValue)"])
+            case .limited: logger.notice("email verification not sent: the user had one too recently", metadata: ["user": "\(user.id.rawValue)"])
+            case .alreadyVerified, .noAccount: break
+            }
+            return outcome
+        } catch {
+            logger.warning("email verification request failed: \(error)")
+            return nil
+        }
+    }
+
+    /// Verifies the address of the code's user: `invalidVerificationCode` for an unknown,
+    /// expired or used code (or one voided by a newer one), or one mailed to an address the user
+    /// no longer has; `userDisabled` for a disabled user. Publishes `user.updated`.
+    public func confirmEmailVerification(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
+        try IdentityInput.checkClient(request.client)
+        guard let codeHash = IdentityInput.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidVerificationCode }
+        let now = clock.now
+        let code = try await store.emailChangeCode(codeHash: codeHash, purpose: .verifyEmail, now: now)
+        let (user, changed) = try await audited(
+            AuditEvent.Kind.emailVerified, userID: code?.userID.rawValue ?? "", email: code?.email ?? "", client: request.client
+        ) { try await store.useEmailVerification(codeHash: codeHash, now: now) }
+        if changed {
+            await publish(IdentityAPI.Topic.userUpdated, user)
+            logger.info("email verified", metadata: ["user": "\(user.id.rawValue)"])
+        }
+        return EmailCodeResponse(user: User(user))
+    }
+}
+
+/// The verification code and mail of a new address: sent at sign-up and at an anonymous user's
+/// upgrade (in the same transaction as the insert or upgrade) under `send` or `required`, and on
+/// request (`EmailVerificationHandlers`).
+struct VerificationMail: Sendable {
+    let basics: HandlerBasics
+    let store: any UserStore & EmailCodeStore
+    let mailComposer: MailComposer
+    let emailFlows: EmailFlowSettings
+    var logger: Logger { basics.logger }
+
     /// Whether sign-up and upgrade mail a verification (`send` and `required`).
     var mailsVerificationOnSignUp: Bool { emailFlows.verification != .off }
-
-    /// Under `required`: `emailNotVerified` for a user whose address is not verified (called only
-    /// after the user's password checked out, so it reveals nothing to someone without it).
-    func requireVerifiedEmail(_ user: UserRecord) throws {
-        if emailFlows.verification == .required, !user.isAnonymous, !user.emailVerified { throw IdentityError.emailNotVerified }
-    }
 
     /// A new verification code for the address `typed` (`normalized`), stored as its hash, and
     /// its mail in the first of `locale`'s languages with templates, made at `now`.
     func pendingVerification(to typed: String, normalized: String, locale: String, now: Date) -> PendingVerification {
-        let code = Self.newResetCode()
+        let code = IdentityInput.newResetCode()
         let mail = mailComposer.message(.verifyEmail, to: typed, code: code, ttl: emailFlows.verificationTTL, preferences: locale, date: now)
         return PendingVerification(
-            codeHash: Self.resetCodeHash(code), email: typed, emailNormalized: normalized,
+            codeHash: IdentityInput.resetCodeHash(code), email: typed, emailNormalized: normalized,
             expiresAt: now.addingTimeInterval(emailFlows.verificationTTL), mail: mail)
     }
 
@@ -62,96 +160,5 @@ extension IdentityHandlers {
         let user = try await store.update(id: id, now: now, verification: pending, change)
         logger.info("email verification mail queued at upgrade", metadata: ["user": "\(id.rawValue)"])
         return user
-    }
-
-    /// Mails a verification code to the signed-in caller's current address (older codes voided),
-    /// within the per-user limits (`mailRateLimited` with the seconds to wait). An anonymous or
-    /// email-less caller: `invalidArgument`; a verified address: `emailAlreadyVerified`.
-    public func sendEmailVerification(_ request: SendEmailVerificationRequest) async throws -> SendEmailVerificationResponse {
-        let current = try await callerUser(request.caller)
-        try Self.checkClient(request.client)
-        try Self.checkLocale(request.locale)
-        guard !current.isAnonymous, let typed = current.email, let normalized = current.emailNormalized else {
-            throw IdentityError.invalidArgument(
-                field: "email", reason: "this user has no email address: register one with POST /v1/me/upgrade")
-        }
-        guard !current.emailVerified else { throw IdentityError.emailAlreadyVerified }
-        let now = clock.now
-        let pending = pendingVerification(to: typed, normalized: normalized, locale: request.locale, now: now)
-        let outcome = try await store.storeEmailVerification(
-            userID: current.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
-        switch outcome {
-        case .queued:
-            logger.info("email verification mail queued", metadata: ["user": "\(current.id.rawValue)", "messageId": "\(pending.mail.messageID)"])
-            return SendEmailVerificationResponse(email: typed, expiresIn: Int64(emailFlows.verificationTTL.rounded(.up)))
-        case .limited(let seconds): throw IdentityError.mailRateLimited(retryAfterSeconds: seconds)
-        case .alreadyVerified: throw IdentityError.emailAlreadyVerified
-        case .noAccount: throw IdentityError.userNotFound  // changed or disabled meanwhile
-        }
-    }
-
-    /// Checks the email's form (`invalidEmail`) and the client, then answers; the look-up, code
-    /// and mail happen after the answer and a random pause (`sendEmailVerification(normalizedEmail:locale:)`),
-    /// so neither the answer nor its timing says whether the address has an account or is verified.
-    public func requestEmailVerification(_ request: EmailVerificationRequest) throws -> Empty {
-        let email = try EmailAddress(request.email)
-        try Self.checkClient(request.client)
-        try Self.checkLocale(request.locale)
-        let locale = request.locale
-        afterAnswer("email verification request") { _ = await self.sendEmailVerification(normalizedEmail: email.normalized, locale: locale) }
-        return Empty()
-    }
-
-    /// The work behind a request by address: for an enabled account with this unverified
-    /// address, a new code and its mail (older codes voided), unless past the per-user limits
-    /// (then nothing, logged). An unknown or verified address renders a mail and throws it away.
-    /// nil when it failed (logged, without the code).
-    @discardableResult
-    public func sendEmailVerification(normalizedEmail: String, locale: String) async -> EmailVerificationOutcome? {
-        do {
-            let now = clock.now
-            guard let user = try await store.user(normalizedEmail: normalizedEmail), !user.disabled, !user.isAnonymous,
-                !user.emailVerified, let typed = user.email
-            else {
-                // The same work as for an account (a code and a rendered mail), thrown away.
-                _ = pendingVerification(to: "nobody@example.invalid", normalized: "nobody@example.invalid", locale: locale, now: now)
-                return .noAccount
-            }
-            let pending = pendingVerification(to: typed, normalized: normalizedEmail, locale: locale, now: now)
-            let outcome = try await store.storeEmailVerification(
-                userID: user.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
-            switch outcome {
-            case .queued: logger.info("email verification mail queued", metadata: ["user": "\(user.id.rawValue)"])
-            case .limited: logger.notice("email verification not sent: the user had one too recently", metadata: ["user": "\(user.id.rawValue)"])
-            case .alreadyVerified, .noAccount: break
-            }
-            return outcome
-        } catch {
-            logger.warning("email verification request failed: \(error)")
-            return nil
-        }
-    }
-
-    /// Verifies the address of the code's user: `invalidVerificationCode` for an unknown,
-    /// expired or used code (or one voided by a newer one), or one mailed to an address the user
-    /// no longer has; `userDisabled` for a disabled user. Publishes `user.updated`.
-    public func confirmEmailVerification(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
-        try Self.checkClient(request.client)
-        guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidVerificationCode }
-        let now = clock.now
-        let code = try await store.emailChangeCode(codeHash: codeHash, purpose: .verifyEmail, now: now)
-        let (user, changed) = try await audited(
-            AuditEvent.Kind.emailVerified, userID: code?.userID.rawValue ?? "", email: code?.email ?? "", client: request.client
-        ) { try await store.useEmailVerification(codeHash: codeHash, now: now) }
-        if changed {
-            await publish(IdentityAPI.Topic.userUpdated, user)
-            logger.info("email verified", metadata: ["user": "\(user.id.rawValue)"])
-        }
-        return EmailCodeResponse(user: User(user))
-    }
-
-    /// `invalidArgument` for a locale list over 64 bytes.
-    static func checkLocale(_ locale: String) throws {
-        guard locale.utf8.count <= 64 else { throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes") }
     }
 }

@@ -11,10 +11,18 @@ import RPCRouting
 /// address verified) and mails the old address a notice with a revert code;
 /// `revertEmailChange` restores the old address with it and revokes every session of the user.
 /// Codes are 32 random bytes (base64url), stored as their SHA-256, never logged.
-extension IdentityHandlers {
-    /// Registers `identity.confirmEmailChange` and `identity.revertEmailChange`
-    /// (`identity.changeEmail` is registered with the account methods).
-    func registerEmailChangeMethods(_ router: inout RPCRouter) {
+public struct EmailChangeHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any UserStore & EmailCodeStore
+    /// Code lifetimes and per-user mail limits.
+    let emailFlows: EmailFlowSettings
+    /// The lifetime of the reset code a revert mails.
+    let passwordResetTTL: TimeInterval
+    let mailComposer: MailComposer
+
+    /// Registers `identity.changeEmail`, `identity.confirmEmailChange` and `identity.revertEmailChange`.
+    func register(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.changeEmail) { request, _ in try await changeEmail(request) }
         router.register(IdentityAPI.confirmEmailChange) { request, _ in try await confirmEmailChange(request) }
         router.register(IdentityAPI.revertEmailChange) { request, _ in try await revertEmailChange(request) }
     }
@@ -27,15 +35,15 @@ extension IdentityHandlers {
     /// `invalidEmail`; `emailExists` (the address has another account); `mailRateLimited` past
     /// `emailFlows.perMinute`/`perHour` change mails; an anonymous caller: `invalidArgument`.
     public func changeEmail(_ request: ChangeEmailRequest) async throws -> CredentialChangeResponse {
-        let current = try await callerUser(request.caller)
+        let current = try await store.callerUser(request.caller)
         guard !current.isAnonymous, let currentEmail = current.email, current.emailNormalized != nil else {
             throw IdentityError.invalidArgument(
                 field: "email", reason: "an anonymous user has no email: register an email and password with POST /v1/me/upgrade")
         }
         try requireRecentLogin(request.caller)
         let email = try EmailAddress(request.email)
-        try Self.checkClient(request.client)
-        let preferences = try Self.emailChangeLocale(request.locale)
+        try IdentityInput.checkClient(request.client)
+        let preferences = try IdentityInput.emailChangeLocale(request.locale)
         if email.typed == currentEmail { return CredentialChangeResponse(user: User(current)) }
         return try await audited(
             AuditEvent.Kind.emailChangeRequested, userID: current.id.rawValue, email: email.typed, client: request.client,
@@ -54,11 +62,11 @@ extension IdentityHandlers {
             await publish(IdentityAPI.Topic.userEmailChanged, user)
             return CredentialChangeResponse(user: User(user))
         }
-        let code = Self.newResetCode()
+        let code = IdentityInput.newResetCode()
         let now = clock.now
         let (composer, ttl) = (mailComposer, emailFlows.changeTTL)
         try await store.storeEmailChange(
-            userID: current.id, from: currentNormalized, to: email, codeHash: Self.resetCodeHash(code), expiresAt: now.addingTimeInterval(ttl),
+            userID: current.id, from: currentNormalized, to: email, codeHash: IdentityInput.resetCodeHash(code), expiresAt: now.addingTimeInterval(ttl),
             now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour
         ) { old in
             composer.message(
@@ -78,10 +86,10 @@ extension IdentityHandlers {
     /// code was made; `emailExists` when the new address got an account meanwhile (the code stays
     /// usable); `userDisabled`.
     public func confirmEmailChange(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
-        try Self.checkClient(request.client)
-        let preferences = try Self.emailChangeLocale(request.locale)
-        guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidEmailChangeCode }
-        let revertCode = Self.newResetCode()
+        try IdentityInput.checkClient(request.client)
+        let preferences = try IdentityInput.emailChangeLocale(request.locale)
+        guard let codeHash = IdentityInput.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidEmailChangeCode }
+        let revertCode = IdentityInput.newResetCode()
         let now = clock.now
         let (composer, ttl) = (mailComposer, emailFlows.revertTTL)
         let pending = try await store.emailChangeCode(codeHash: codeHash, purpose: .changeEmail, now: now)
@@ -89,7 +97,7 @@ extension IdentityHandlers {
             AuditEvent.Kind.emailChanged, userID: pending?.userID.rawValue ?? "", email: pending?.email ?? "", client: request.client
         ) {
             try await store.confirmEmailChange(
-            codeHash: codeHash, revertCodeHash: Self.resetCodeHash(revertCode), revertExpiresAt: now.addingTimeInterval(ttl), now: now
+            codeHash: codeHash, revertCodeHash: IdentityInput.resetCodeHash(revertCode), revertExpiresAt: now.addingTimeInterval(ttl), now: now
         ) { old, new in
             composer.message(
                 .emailChanged, to: old, code: revertCode, ttl: ttl, preferences: preferences, date: now,
@@ -110,9 +118,9 @@ extension IdentityHandlers {
     /// voids the user's change, verify, later revert and password reset codes. Publishes
     /// `user.email_changed`; the reply names the revoked sessions for the gateway.
     public func revertEmailChange(_ request: EmailCodeRequest) async throws -> EmailCodeResponse {
-        try Self.checkClient(request.client)
+        try IdentityInput.checkClient(request.client)
         let now = clock.now
-        guard let codeHash = Self.resetCodeHash(ifWellFormed: request.code),
+        guard let codeHash = IdentityInput.resetCodeHash(ifWellFormed: request.code),
             let code = try await store.emailChangeCode(codeHash: codeHash, purpose: .revertEmail, now: now),
             let user = try await store.user(id: code.userID)
         else { throw IdentityError.invalidEmailChangeCode }
@@ -120,9 +128,9 @@ extension IdentityHandlers {
         if let holder = try await store.user(normalizedEmail: code.emailNormalized), holder.id != user.id { throw IdentityError.emailExists }
         // The password ends too (a takeover usually set its own): a reset mail to the restored
         // address, in the revert's transaction, lets the owner set a new one.
-        let resetCode = Self.newResetCode()
-        let (composer, resetTTL, preferences) = (mailComposer, passwordReset.ttl, try Self.emailChangeLocale(request.locale))
-        let reset = RevertPasswordReset(codeHash: Self.resetCodeHash(resetCode), expiresAt: now.addingTimeInterval(resetTTL)) { to in
+        let resetCode = IdentityInput.newResetCode()
+        let (composer, resetTTL, preferences) = (mailComposer, passwordResetTTL, try IdentityInput.emailChangeLocale(request.locale))
+        let reset = RevertPasswordReset(codeHash: IdentityInput.resetCodeHash(resetCode), expiresAt: now.addingTimeInterval(resetTTL)) { to in
             composer.message(.passwordReset, to: to, code: resetCode, ttl: resetTTL, preferences: preferences, date: now)
         }
         let (id, revoked) = try await revokingSessions(of: user.id, reason: "email_reverted") {
@@ -134,11 +142,5 @@ extension IdentityHandlers {
         await publish(IdentityAPI.Topic.userEmailChanged, reverted)
         logger.notice("email change reverted: old address restored, every session revoked", metadata: ["user": "\(id.rawValue)"])
         return EmailCodeResponse(user: User(reverted), revokedSessionIDs: revoked)
-    }
-
-    /// The mail language preference list, checked for length (`invalidArgument` past 64 bytes).
-    static func emailChangeLocale(_ locale: String) throws -> String {
-        guard locale.utf8.count <= 64 else { throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes") }
-        return locale.isEmpty ? "en" : locale
     }
 }

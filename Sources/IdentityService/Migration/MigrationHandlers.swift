@@ -10,7 +10,28 @@ import RPCRouting
 // and the target found enabled, and always through the delete path: the users row, then every
 // session revoked in the token service (committed before the reply, which names them).
 
-extension IdentityHandlers {
+/// An anonymous user's upgrade in place and its migration to an existing account.
+public struct MigrationHandlers: SignsInUsers {
+    let basics: HandlerBasics
+    let store: any UserStore & ChangeLogStore
+    let signIns: PasswordSignIn
+    let hasher: PasswordHasher
+    let policy: PasswordPolicy
+    /// The resume handles of `migration_required` answers.
+    let resumeHandles: ResumeHandles
+    /// Where the handles live when the store shares them between instances.
+    let sharedResumeHandles: (any SharedResumeHandles)?
+    /// Mails the verification at an upgrade when the operator asks for one.
+    let signUpMail: VerificationMail
+    /// A provider identity carried by a resume handle.
+    let providerLinks: ProviderLinks
+
+    /// Registers `identity.upgradeAnonymous` and `identity.resumeSignIn`.
+    func register(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.upgradeAnonymous) { request, context in try await upgradeAnonymous(request, deadline: context.deadline) }
+        router.register(IdentityAPI.resumeSignIn) { request, context in try await resumeSignIn(request, deadline: context.deadline) }
+    }
+
     /// The answer to an upgrade by a caller that is not anonymous.
     static let notAnonymous = IdentityError.invalidArgument(
         field: "caller", reason: "only an anonymous user can be upgraded; change the email or password with PUT /v1/me/email or /v1/me/password")
@@ -20,21 +41,21 @@ extension IdentityHandlers {
     /// stay valid; their access tokens show the new state from their next refresh. A taken email
     /// is `emailExists` and changes nothing (`identity.upgradeAnonymous`).
     public func upgradeAnonymous(_ request: UpgradeAnonymousRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AuthResponse {
-        let id = try Self.validID(request.caller.userID)
+        let id = try IdentityInput.validID(request.caller.userID)
         let email = try EmailAddress(request.email)
-        let displayName = try Self.validDisplayName(request.displayName)
-        try Self.checkClient(request.client)
-        try Self.checkLocale(request.locale)
+        let displayName = try IdentityInput.validDisplayName(request.displayName)
+        try IdentityInput.checkClient(request.client)
+        try IdentityInput.checkLocale(request.locale)
         let password = try policy.validate(request.password, email: email.normalized)
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
         guard current.isAnonymous else { throw Self.notAnonymous }
         // Cheap early answer for a taken email (the update still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
-        let hash = try await hasher.hash(password, deadline: Self.hashDeadline(deadline))
+        let hash = try await hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
         let at = clock.now
         let audit = (kind: AuditEvent.Kind.anonymousUpgraded, user: id.rawValue)
         let user = try await audited(audit.kind, userID: audit.user, email: email.typed, client: request.client) {
-            try await updateUpgrading(id: id, email: email, locale: request.locale, now: at) { user in
+            try await signUpMail.updateUpgrading(id: id, email: email, locale: request.locale, now: at) { user in
             guard user.isAnonymous else { throw Self.notAnonymous }
             user.email = email.typed
             user.emailNormalized = email.normalized
@@ -67,7 +88,7 @@ extension IdentityHandlers {
     func signIn(
         _ request: SignInRequest, email: EmailAddress, from anonymous: UserRecord, deadline: ContinuousClock.Instant?
     ) async throws -> AuthResponse {
-        let hashDeadline = Self.hashDeadline(deadline)
+        let hashDeadline = IdentityInput.hashDeadline(deadline)
         var unknownEmail = false
         let target: UserRecord
         do {
@@ -82,7 +103,7 @@ extension IdentityHandlers {
         guard let allowMigration = request.allowMigration else {
             let handle = try await resumeHandles.issue(
                 anonymousUserID: anonymous.id, sessionID: request.caller?.sessionID ?? "", target: target, now: clock.now,
-                shared: store.sharedResumeHandles)
+                shared: sharedResumeHandles)
             throw IdentityError.migrationRequired(
                 anonymousUserID: anonymous.id.rawValue, existingUserID: target.id.rawValue, resumeHandle: handle,
                 expiresInSeconds: Int(resumeHandles.ttl.rounded(.up)))
@@ -107,11 +128,11 @@ extension IdentityHandlers {
     }
 
     private func resumeSignInAudited(_ request: ResumeSignInRequest, deadline: ContinuousClock.Instant?) async throws -> AuthResponse {
-        try Self.checkClient(request.client)
+        try IdentityInput.checkClient(request.client)
         guard UserID.isWellFormed(request.caller.userID),
             let entry = try await resumeHandles.take(
                 request.resumeHandle, userID: UserID(request.caller.userID), sessionID: request.caller.sessionID, now: clock.now,
-                shared: store.sharedResumeHandles)
+                shared: sharedResumeHandles)
         else { throw IdentityError.invalidResumeHandle }
         auditUser(entry.targetUserID)
         guard let anonymous = try await store.user(id: entry.anonymousUserID), anonymous.isAnonymous,
@@ -134,9 +155,9 @@ extension IdentityHandlers {
                 anonymous.id, to: target, performMigration: request.allowMigration, client: request.client, amr: amr, deadline: deadline)
         else { throw IdentityError.invalidResumeHandle }
         if let identity = entry.providerIdentity {
-            try await confirmLinked(reply.tokens, user: target.id, provider: identity.provider, subject: identity.subject)
+            try await providerLinks.confirmLinked(reply.tokens, user: target.id, provider: identity.provider, subject: identity.subject)
             if let refresh = identity.appleRefreshToken, let client = identity.appleClientID {
-                await keepAppleToken((refresh, client), user: target.id, subject: identity.subject)
+                await providerLinks.keepAppleToken((refresh, client), user: target.id, subject: identity.subject)
             }
         }
         return reply
@@ -177,15 +198,5 @@ extension IdentityHandlers {
     /// Deletes the migrated anonymous user; the SQLite store marks its change-log entry `migrated`.
     private func deleteMigrated(_ id: UserID) async throws {
         try await store.deleteMigratedAnonymous(id: id)
-    }
-
-    /// Records a sign-in of `target`, whose credentials were verified, and issues its session
-    /// (`amr`: `["pwd"]`, or the provider for a provider sign-in).
-    func signInVerified(
-        _ target: UserRecord, client: ClientInfo, amr: [String] = ["pwd"], deadline: ContinuousClock.Instant?
-    ) async throws -> (User, SessionTokens) {
-        let (signedIn, tokens) = try await completeSignIn(
-            target, verified: target.passwordHash, password: nil, client: client, hashDeadline: nil, deadline: deadline, amr: amr)
-        return (User(signedIn), tokens)
     }
 }

@@ -5,15 +5,54 @@ import GatehouseSupport
 import IdentityCore
 import Logging
 import ProtoCodec
+import RPCRouting
+import Mail
 
-// Administrative methods (`gatehouse users ...`) and the settings merge patch of `updateProfile`.
-extension IdentityHandlers {
+/// The operator's user operations (`gatehouse users ...`) and the admin API's (issue 22 §1).
+/// Each writing one is audited with the request's actor (`admin_key:<id>`, or the operator); a
+/// change that ends access (disable, a new password, delete) revokes the user's sessions,
+/// committed in the token service, before it answers.
+public struct AdminHandlers: IdentityFeature {
+    let basics: HandlerBasics
+    let store: any UserStore & AdminStore
+    let hasher: PasswordHasher
+    let policy: PasswordPolicy
+    /// The settings every new user gets.
+    let defaultSettingsJSON: String
+    /// The lifetimes of the codes of generated action links.
+    let passwordResetTTL: TimeInterval
+    let verificationTTL: TimeInterval
+    /// Builds the links.
+    let mailComposer: MailComposer
+
+    /// Registers the operator's and the admin API's user methods.
+    func register(_ router: inout RPCRouter) {
+        router.register(IdentityAPI.deleteUser) { request, _ in try await deleteUser(request) }
+        router.register(IdentityAPI.setDisabled) { request, _ in try await setDisabled(request) }
+        router.register(IdentityAPI.setCustomClaims) { request, _ in try await setCustomClaims(request) }
+        router.register(IdentityAPI.listUsers) { request, _ in try await listUsers(request) }
+        router.register(IdentityAPI.adminGetUser) { request, _ in try await adminGetUser(request) }
+        router.register(IdentityAPI.adminCreateUser) { request, context in try await adminCreateUser(request, deadline: context.deadline) }
+        router.register(IdentityAPI.adminUpdateUser) { request, context in try await adminUpdateUser(request, deadline: context.deadline) }
+        router.register(IdentityAPI.adminDeleteUser) { request, _ in try await adminDeleteUser(request) }
+        router.register(IdentityAPI.adminSetClaims) { request, _ in try await adminSetClaims(request) }
+        router.register(IdentityAPI.revokeUserSessions) { request, _ in try await revokeUserSessions(request) }
+        router.register(IdentityAPI.generateActionLink) { request, _ in try await generateActionLink(request) }
+    }
+
+    /// The audit actor a request names: `admin_key:<id>` (at most 128 bytes), or the operator.
+    static func adminActor(_ actor: String) throws -> String {
+        if actor.isEmpty { return AuditEvent.Actor.operator }
+        guard actor.utf8.count <= 128 else { throw IdentityError.invalidArgument(field: "actor", reason: "longer than 128 bytes") }
+        return actor
+    }
+
     /// Revokes the user's sessions in the token service, deletes the user and its linked
     /// identities, revokes again (a racing sign-in's session), all committed before this returns,
     /// then publishes `user.deleted` (`identity.deleteUser`). A retry after a failed revocation
     /// answers `userNotFound`, and revokes them all the same.
     public func deleteUser(_ request: UserIDRequest) async throws -> Empty {
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         return try await audited(AuditEvent.Kind.userDeleted, actor: AuditEvent.Actor.operator, userID: id.rawValue) {
             try await deleteUserAudited(id)
         }
@@ -35,7 +74,7 @@ extension IdentityHandlers {
     /// (committed there before this returns; again on a repeated call, so a retry after a failed
     /// revocation completes it) and publishes `user.disabled`.
     public func setDisabled(_ request: SetDisabledRequest) async throws -> User {
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         let kind = request.disabled ? AuditEvent.Kind.userDisabled : AuditEvent.Kind.userEnabled
         return try await audited(kind, actor: AuditEvent.Actor.operator, userID: id.rawValue) { try await setDisabledAudited(request, id: id) }
     }
@@ -57,7 +96,7 @@ extension IdentityHandlers {
     /// reads them at each refresh (`claimsForSession`), so they are in the user's access tokens
     /// from the next refresh on. Publishes `user.updated`.
     public func setCustomClaims(_ request: SetCustomClaimsRequest) async throws -> User {
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         let claims = try CustomClaims.validated(request.claimsJSON)
         let user = try await audited(AuditEvent.Kind.claimsSet, actor: AuditEvent.Actor.operator, userID: id.rawValue) {
             try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.customClaimsJSON = claims }
@@ -69,15 +108,5 @@ extension IdentityHandlers {
             logger.warning("event \(IdentityAPI.Topic.userUpdated) does not encode: \(error)")
         }
         return User(user)
-    }
-
-    /// The checked merge patch of `updateProfile` (nil when none), read before the store is
-    /// touched; refused together with a replacing `settingsJSON`.
-    static func validSettingsPatch(_ text: String?, replacing settings: String?) throws -> JSONTree? {
-        guard let text else { return nil }
-        guard settings == nil else {
-            throw IdentityError.invalidArgument(field: "settingsPatchJSON", reason: "give either settingsJSON or settingsPatchJSON, not both")
-        }
-        return try SettingsDocument.patch(text)
     }
 }

@@ -8,7 +8,7 @@ import RPCRouting
 // The admin API's user operations (issue 22 §1). Each writing one is audited with the request's
 // actor (`admin_key:<id>`); a change that ends access (disable, a new password, delete) revokes
 // the user's sessions, committed in the token service, before it answers.
-extension IdentityHandlers {
+extension AdminHandlers {
     /// A filtered page of users in id order (`identity.listUsers`).
     public func listUsers(_ request: ListUsersRequest) async throws -> ListUsersResponse {
         guard (0...maxUsersPage).contains(request.limit) else {
@@ -28,15 +28,15 @@ extension IdentityHandlers {
         filter.provider = request.provider
         filter.disabled = request.disabled
         filter.anonymous = request.anonymous
-        filter.createdAfter = try Self.auditableDate(request.createdAfter, "createdAfter")
-        filter.createdBefore = try Self.auditableDate(request.createdBefore, "createdBefore")
+        filter.createdAfter = try IdentityInput.auditableDate(request.createdAfter, "createdAfter")
+        filter.createdBefore = try IdentityInput.auditableDate(request.createdBefore, "createdBefore")
         let (users, more) = try await store.users(filter: filter, after: request.cursor, limit: limit)
         return ListUsersResponse(users: users.map(AdminUser.init), nextCursor: more ? users.last?.id.rawValue ?? "" : "")
     }
 
     /// One user with its custom claims.
     public func adminGetUser(_ request: AdminUserRequest) async throws -> AdminUser {
-        guard let user = try await store.user(id: try Self.validID(request.userID)) else { throw IdentityError.userNotFound }
+        guard let user = try await store.user(id: try IdentityInput.validID(request.userID)) else { throw IdentityError.userNotFound }
         return AdminUser(user)
     }
 
@@ -45,10 +45,10 @@ extension IdentityHandlers {
     public func adminCreateUser(_ request: AdminCreateUserRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AdminUser {
         let actor = try Self.adminActor(request.actor)
         let email = try EmailAddress(request.email)
-        let displayName = try Self.validDisplayName(request.displayName)
+        let displayName = try IdentityInput.validDisplayName(request.displayName)
         var hash: String?
         if let typed = request.password {
-            hash = try await hasher.hash(try policy.validate(typed, email: email.normalized), deadline: Self.hashDeadline(deadline))
+            hash = try await hasher.hash(try policy.validate(typed, email: email.normalized), deadline: IdentityInput.hashDeadline(deadline))
         }
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let user = UserRecord(
@@ -66,9 +66,9 @@ extension IdentityHandlers {
     /// after the write (a sign-in racing it is caught), and voids password reset codes.
     public func adminUpdateUser(_ request: AdminUpdateUserRequest, deadline: ContinuousClock.Instant? = nil) async throws -> AdminUser {
         let actor = try Self.adminActor(request.actor)
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         let email = try request.email.map { try EmailAddress($0) }
-        let displayName = try request.displayName.map { try Self.validDisplayName($0) ?? "" }
+        let displayName = try request.displayName.map { try IdentityInput.validDisplayName($0) ?? "" }
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
         if current.isAnonymous, email != nil || request.password != nil {
             throw IdentityError.invalidArgument(field: "email", reason: "an anonymous user gets an email and password by upgrading (POST /v1/me/upgrade)")
@@ -76,7 +76,7 @@ extension IdentityHandlers {
         let normalized = email?.normalized ?? current.emailNormalized ?? ""
         var newHash: String?
         if let typed = request.password {
-            newHash = try await hasher.hash(try policy.validate(typed, email: normalized), deadline: Self.hashDeadline(deadline))
+            newHash = try await hasher.hash(try policy.validate(typed, email: normalized), deadline: IdentityInput.hashDeadline(deadline))
         }
         let hash = newHash
         if let email, email.normalized != current.emailNormalized, try await store.user(normalizedEmail: email.normalized) != nil {
@@ -128,7 +128,7 @@ extension IdentityHandlers {
     /// Deletes a user as `identity.deleteUser` does, audited with the request's actor.
     public func adminDeleteUser(_ request: AdminUserRequest) async throws -> Empty {
         let actor = try Self.adminActor(request.actor)
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         return try await audited(AuditEvent.Kind.userDeleted, actor: actor, userID: id.rawValue, client: request.client) {
             try await deleteUserAudited(id)
         }
@@ -137,7 +137,7 @@ extension IdentityHandlers {
     /// Sets a user's custom claims as `identity.setCustomClaims` does, audited with the actor.
     public func adminSetClaims(_ request: AdminSetClaimsRequest) async throws -> AdminUser {
         let actor = try Self.adminActor(request.actor)
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         let claims = try CustomClaims.validated(request.claimsJSON)
         let user = try await audited(AuditEvent.Kind.claimsSet, actor: actor, userID: id.rawValue, client: request.client) {
             try await store.update(id: id, expectedVersion: nil, now: clock.now) { $0.customClaimsJSON = claims }
@@ -149,7 +149,7 @@ extension IdentityHandlers {
     /// Revokes every session of a user (reason `admin_revoked`, committed in the token service).
     public func revokeUserSessions(_ request: AdminUserRequest) async throws -> RevokedCount {
         let actor = try Self.adminActor(request.actor)
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         guard try await store.user(id: id) != nil else { throw IdentityError.userNotFound }
         return try await audited(AuditEvent.Kind.userSessionsRevoked, actor: actor, userID: id.rawValue, client: request.client) {
             try await tokens.call(TokenAPI.revokeAllSessions, UserSessionsRequest(userID: id.rawValue, reason: "admin_revoked"))
@@ -160,7 +160,7 @@ extension IdentityHandlers {
     /// a mail: the operator hands it over. Older codes of the kind are voided.
     public func generateActionLink(_ request: GenerateActionLinkRequest) async throws -> ActionLink {
         let actor = try Self.adminActor(request.actor)
-        let id = try Self.validID(request.userID)
+        let id = try IdentityInput.validID(request.userID)
         guard let kind = LinkCodeKind(rawValue: request.kind) else {
             throw IdentityError.invalidArgument(field: "kind", reason: "must be password_reset or verify_email")
         }
@@ -170,28 +170,17 @@ extension IdentityHandlers {
         }
         guard !user.disabled else { throw IdentityError.userDisabled }
         if kind == .verifyEmail, user.emailVerified { throw IdentityError.emailAlreadyVerified }
-        let ttl = kind == .passwordReset ? passwordReset.ttl : emailFlows.verificationTTL
-        let code = Self.newResetCode()
+        let ttl = kind == .passwordReset ? passwordResetTTL : verificationTTL
+        let code = IdentityInput.newResetCode()
         let now = clock.now
         try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: normalized, client: request.client) {
             AuditScope.current?.update { $0.detailJSON = #"{"kind":"\#(kind.rawValue)"}"# }
             try await store.storeLinkCode(
-                kind, userID: id, email: typed, emailNormalized: normalized, codeHash: Self.resetCodeHash(code),
+                kind, userID: id, email: typed, emailNormalized: normalized, codeHash: IdentityInput.resetCodeHash(code),
                 expiresAt: now.addingTimeInterval(ttl), now: now)
         }
         let link = mailComposer.link(kind == .passwordReset ? .passwordReset : .verifyEmail, code: code, locale: "en") ?? ""
         return ActionLink(link: link, code: code, expiresIn: Int64(ttl.rounded(.up)))
-    }
-}
-
-extension IdentityHandlers {
-    /// `date` when it is within the years 1970 to 9999 (stored as milliseconds); `invalidArgument` otherwise.
-    static func auditableDate(_ date: Date?, _ field: String) throws -> Date? {
-        guard let date else { return nil }
-        guard date.timeIntervalSince1970 >= 0, date.timeIntervalSince1970 < 253_402_300_800 else {
-            throw IdentityError.invalidArgument(field: field, reason: "must be a time between 1970 and 9999")
-        }
-        return date
     }
 }
 
