@@ -137,9 +137,7 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     /// Forwards to `inner`.
     open func insert(_ user: UserRecord, identity provider: String, subject: String) async throws -> UserRecord { try await inner.insert(user, identity: provider, subject: subject) }
     /// Forwards to `inner`.
-    open func link(provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void) async throws -> UserRecord { try await inner.link(provider: provider, subject: subject, to: id, now: now, change) }
-    /// Forwards to `inner`.
-    open func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord { try await inner.unlink(provider: provider, from: id, now: now) }
+    open func transact<T: Sendable>(userID id: UserID, now: Date, _ decide: @escaping @Sendable (UserState) throws -> (UserWrites, T)) async throws -> (UserRecord, T) { try await inner.transact(userID: id, now: now, decide) }
     /// Forwards to `inner`.
     open func subjects(provider: String, of id: UserID) async throws -> [String] { try await inner.subjects(provider: provider, of: id) }
     /// Forwards to `inner`.

@@ -162,18 +162,44 @@ public protocol AdminStore: Sendable {
     func users(after afterID: String, limit: Int) async throws -> [UserRecord]
 }
 
+/// The transaction seam: a flow that writes one user's row together with other things (its
+/// identities today; factors, devices and codes as they come) reads the `UserState`, decides in
+/// the core (a pure function to `UserWrites` or a refusal) and has the store apply the writes,
+/// all in one transaction under the user's row lock. The store reads and applies; it decides
+/// nothing.
+public protocol UserTransactions: UserStore {
+    /// Reads the user `id` and its identities (the row locked), calls `decide` with them, and
+    /// applies the `UserWrites` it returns at `now` in the same transaction; returns the user as
+    /// written (as read when the writes leave the row alone) and `decide`'s value. `userNotFound`
+    /// when there is no such user; whatever `decide` throws, with nothing written.
+    func transact<T: Sendable>(
+        userID id: UserID, now: Date, _ decide: @escaping @Sendable (UserState) throws -> (UserWrites, T)
+    ) async throws -> (UserRecord, T)
+}
+
 /// Provider identities linked to users (seed 002's five cases).
-public protocol ProviderLinkStore: Sendable {
+public protocol ProviderLinkStore: UserTransactions {
     /// Inserts a user with its first provider identity.
     func insert(_ user: UserRecord, identity provider: String, subject: String) async throws -> UserRecord
-    /// Links an identity to a user and applies `change`, in one transaction.
-    func link(
-        provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
-    ) async throws -> UserRecord
-    /// Unlinks a provider from the user.
-    func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord
     /// The user's subjects at `provider`.
     func subjects(provider: String, of id: UserID) async throws -> [String]
+}
+
+extension ProviderLinkStore {
+    /// Links (`provider`, `subject`) to the user `id` and applies `change` to it, in one
+    /// transaction (`ProviderLinkRules.link`: the version moves, `providers` lists the provider).
+    public func link(
+        provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
+    ) async throws -> UserRecord {
+        let identity = LinkedIdentity(provider: provider, subject: subject)
+        return try await transact(userID: id, now: now) { state in (try ProviderLinkRules.link(state, identity, change: change), ()) }.0
+    }
+
+    /// Removes the user's identities of `provider`, in one transaction with its row
+    /// (`ProviderLinkRules.unlink`).
+    public func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord {
+        try await transact(userID: id, now: now) { state in (try ProviderLinkRules.unlink(state, provider: provider), ()) }.0
+    }
 }
 
 /// Sign in with Apple's refresh tokens, sealed, and the queue of their revocations.

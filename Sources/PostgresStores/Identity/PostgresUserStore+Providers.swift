@@ -116,51 +116,36 @@ extension PostgresUserStore {
         return inserted
     }
 
-    /// Links (`provider`, `subject`) to the user `id` and applies `change` to it, in one
-    /// transaction (the version moves, `providers` lists the provider). `credentialAlreadyInUse`
-    /// when the identity is linked to anyone, `providerAlreadyLinked` when the user has an
-    /// identity of this provider, `userNotFound`, or whatever `change` throws: nothing written.
-    public func link(
-        provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
-    ) async throws -> UserRecord {
+    /// The transaction seam (`UserTransactions`): the user's row locked and read with its
+    /// identities, `decide` called, its `UserWrites` applied in the order they give, in one
+    /// transaction. Links and unlinks of one user run one after the other (see the top of the file).
+    public func transact<T: Sendable>(
+        userID id: UserID, now: Date, _ decide: @escaping @Sendable (UserState) throws -> (UserWrites, T)
+    ) async throws -> (UserRecord, T) {
         try await transaction { connection in
             let logger = self.queryLogger
-            // Links and unlinks of one user run one after the other (see the top of the file).
-            let exists = try await connection.query("SELECT id FROM users WHERE id = \(id.rawValue) FOR UPDATE", logger: logger).collect()
-            let owners = try await connection.query(
-                "SELECT subject FROM identities WHERE provider = \(provider) AND (subject = \(subject) OR user_id = \(id.rawValue))",
+            guard let user = try await Self.user(where: "id", id.rawValue, forUpdate: true, on: connection, logger: logger) else {
+                throw IdentityError.userNotFound
+            }
+            let identities = try await connection.query(
+                #"SELECT provider, subject FROM identities WHERE user_id = \#(id.rawValue) ORDER BY provider COLLATE "C", subject COLLATE "C""#,
                 logger: logger
-            ).collect().map { try $0.decode(String.self) }
-            if !owners.isEmpty {
-                throw owners.contains(subject) ? IdentityError.credentialAlreadyInUse : IdentityError.providerAlreadyLinked
+            ).collect().map { row in
+                let (provider, subject) = try row.decode((String, String).self)
+                return LinkedIdentity(provider: provider, subject: subject)
             }
-            guard !exists.isEmpty else { throw IdentityError.userNotFound }
-            try await Self.insertIdentity(provider: provider, subject: subject, user: id, at: now, on: connection, logger: logger)
-            let providers = try await Self.linkedProviders(of: id, on: connection, logger: logger)
-            return try await PostgresAdminPart.updateUser(id: id, now: now, on: connection, logger: logger) { user in
-                try change(&user)
-                user.linkedProviders = providers
+            let (writes, value) = try decide(UserState(user: user, identities: identities))
+            if let provider = writes.unlinkProvider {
+                try await connection.query(
+                    "DELETE FROM identities WHERE provider = \(provider) AND user_id = \(id.rawValue)", logger: logger)
             }
-        }
-    }
-
-    /// Removes the user's identities of `provider`, in one transaction with its row.
-    /// `providerNotLinked` when it has none; `lastSignInMethod` when the user would be left with
-    /// no way to sign in (no password and no other provider): nothing written.
-    public func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord {
-        try await transaction { connection in
-            let logger = self.queryLogger
-            let exists = try await connection.query("SELECT id FROM users WHERE id = \(id.rawValue) FOR UPDATE", logger: logger).collect()
-            guard !exists.isEmpty else { throw IdentityError.userNotFound }
-            let removed = try await connection.query(
-                "DELETE FROM identities WHERE provider = \(provider) AND user_id = \(id.rawValue) RETURNING subject", logger: logger
-            ).collect()
-            guard !removed.isEmpty else { throw IdentityError.providerNotLinked }
-            let providers = try await Self.linkedProviders(of: id, on: connection, logger: logger)
-            return try await PostgresAdminPart.updateUser(id: id, now: now, on: connection, logger: logger) { user in
-                guard user.passwordHash != nil || !providers.isEmpty else { throw IdentityError.lastSignInMethod }
-                user.linkedProviders = providers
+            if let identity = writes.linkIdentity {
+                try await Self.insertIdentity(
+                    provider: identity.provider, subject: identity.subject, user: id, at: now, on: connection, logger: logger)
             }
+            guard let written = writes.user else { return (user, value) }
+            let updated = try await PostgresAdminPart.updateUser(id: id, now: now, on: connection, logger: logger) { $0 = written }
+            return (updated, value)
         }
     }
 
@@ -190,13 +175,6 @@ extension PostgresUserStore {
         } catch let error as PSQLError where error.serverInfo?[.sqlState] == "23505" && error.serverInfo?[.constraintName] == "identities_pkey" {
             throw IdentityError.credentialAlreadyInUse
         }
-    }
-
-    /// The providers of the user's identities, each once, in byte order (as SQLite sorts them).
-    private static func linkedProviders(of id: UserID, on connection: PostgresConnection, logger: Logger) async throws -> [String] {
-        try await connection.query(
-            #"SELECT DISTINCT provider COLLATE "C" AS p FROM identities WHERE user_id = \#(id.rawValue) ORDER BY p"#, logger: logger
-        ).collect().map { try $0.decode(String.self) }
     }
 
     // MARK: Apple tokens

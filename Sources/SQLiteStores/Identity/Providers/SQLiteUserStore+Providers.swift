@@ -55,46 +55,28 @@ extension SQLiteUserStore {
         return inserted
     }
 
-    /// Links (`provider`, `subject`) to the user `id` and applies `change` to it, in one
-    /// transaction (the version moves, `providers` lists the provider). `credentialAlreadyInUse`
-    /// when the identity is linked to anyone, `providerAlreadyLinked` when the user has an
-    /// identity of this provider, `userNotFound`, or whatever `change` throws: nothing written.
-    public func link(
-        provider: String, subject: String, to id: UserID, now: Date, _ change: @escaping @Sendable (inout UserRecord) throws -> Void
-    ) async throws -> UserRecord {
+    /// The transaction seam (`UserTransactions`): the user's row and identities read, `decide`
+    /// called, its `UserWrites` applied in the order they give, in one transaction of the one writer.
+    public func transact<T: Sendable>(
+        userID id: UserID, now: Date, _ decide: @escaping @Sendable (UserState) throws -> (UserWrites, T)
+    ) async throws -> (UserRecord, T) {
         try await run { db in
-            let owners = try String.fetchAll(
-                db, sql: "SELECT userId FROM identities WHERE provider = ? AND (subject = ? OR userId = ?)",
-                arguments: [provider, subject, id.rawValue])
-            if !owners.isEmpty {
-                let owner = try String.fetchOne(
-                    db, sql: "SELECT userId FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject])
-                throw owner == nil ? IdentityError.providerAlreadyLinked : IdentityError.credentialAlreadyInUse
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: Self.selectByIDSQL), arguments: [id.rawValue]) else {
+                throw IdentityError.userNotFound
             }
-            try Self.insertIdentity(provider: provider, subject: subject, user: id, at: now, in: db)
-            let providers = try Self.linkedProviders(of: id, in: db)
-            return try Self.update(id: id, expectedVersion: nil, now: now, in: db) { user in
-                try change(&user)
-                user.linkedProviders = providers
+            let user = Self.record(row)
+            let identities = try Row.fetchAll(
+                db, sql: "SELECT provider, subject FROM identities WHERE userId = ? ORDER BY provider, subject", arguments: [id.rawValue]
+            ).map { LinkedIdentity(provider: $0[0], subject: $0[1]) }
+            let (writes, value) = try decide(UserState(user: user, identities: identities))
+            if let provider = writes.unlinkProvider {
+                try db.execute(sql: "DELETE FROM identities WHERE provider = ? AND userId = ?", arguments: [provider, id.rawValue])
             }
-        }
-    }
-
-    /// Removes the user's identities of `provider`, in one transaction with its row.
-    /// `providerNotLinked` when it has none; `lastSignInMethod` when the user would be left with
-    /// no way to sign in (no password and no other provider).
-    public func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord {
-        try await run { db in
-            let removed = try db.cachedStatement(sql: "DELETE FROM identities WHERE provider = ? AND userId = ?")
-            try removed.execute(arguments: [provider, id.rawValue])
-            guard db.changesCount > 0 else {
-                throw try Self.userExists(id, in: db) ? IdentityError.providerNotLinked : IdentityError.userNotFound
+            if let identity = writes.linkIdentity {
+                try Self.insertIdentity(provider: identity.provider, subject: identity.subject, user: id, at: now, in: db)
             }
-            let providers = try Self.linkedProviders(of: id, in: db)
-            return try Self.update(id: id, expectedVersion: nil, now: now, in: db) { user in
-                guard user.passwordHash != nil || !providers.isEmpty else { throw IdentityError.lastSignInMethod }
-                user.linkedProviders = providers
-            }
+            guard let written = writes.user else { return (user, value) }
+            return (try Self.update(id: id, expectedVersion: user.version, now: now, in: db) { $0 = written }, value)
         }
     }
 
@@ -113,13 +95,5 @@ extension SQLiteUserStore {
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
             throw IdentityError.credentialAlreadyInUse
         }
-    }
-
-    private static func linkedProviders(of id: UserID, in db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT provider FROM identities WHERE userId = ? ORDER BY provider", arguments: [id.rawValue])
-    }
-
-    private static func userExists(_ id: UserID, in db: Database) throws -> Bool {
-        try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM users WHERE id = ?)", arguments: [id.rawValue]) ?? false
     }
 }
