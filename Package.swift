@@ -174,7 +174,7 @@ let package = Package(
         ),
         .target(
             name: "IdentityCore",
-            dependencies: ["GatehouseSupport"],
+            dependencies: ["GatehouseSupport", "Mail"],
             // The blocklist is compiled in (CommonPasswords+List.swift, generated from
             // Resources/common-passwords.txt by scripts/gen-common-passwords), so no resource bundle
             // has to travel with the binary.

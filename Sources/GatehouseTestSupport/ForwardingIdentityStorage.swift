@@ -81,9 +81,7 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     /// Forwards to `inner`.
     open func outboxCount(state: String) async throws -> Int { try await inner.outboxCount(state: state) }
     /// Forwards to `inner`.
-    open func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws { try await inner.markOutboxSent(id: id, attempts: attempts, at: now) }
-    /// Forwards to `inner`.
-    open func markOutboxFailed(id: Int64, attempts: Int, error: String, nextAttemptAt: Date?) async throws { try await inner.markOutboxFailed(id: id, attempts: attempts, error: error, nextAttemptAt: nextAttemptAt) }
+    open func recordOutboxAttempt(_ attempt: OutboxAttempt) async throws { try await inner.recordOutboxAttempt(attempt) }
     /// Forwards to `inner`.
     open func purgeOutbox(before cutoff: Date) async throws -> Int { try await inner.purgeOutbox(before: cutoff) }
     /// Forwards to `inner`.

@@ -76,10 +76,8 @@ public protocol OutboxStore: Sendable {
     func nextOutboxAttempt() async throws -> Date?
     /// The number of rows in `state`.
     func outboxCount(state: String) async throws -> Int
-    /// Marks a mail delivered (its body blanked).
-    func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws
-    /// Records a failed attempt: retried at `nextAttemptAt`, or dead when nil.
-    func markOutboxFailed(id: Int64, attempts: Int, error: String, nextAttemptAt: Date?) async throws
+    /// Applies `attempt` to its row while the row is still queued (`OutboxRules` decides it).
+    func recordOutboxAttempt(_ attempt: OutboxAttempt) async throws
     /// Deletes sent and dead rows older than `cutoff`; how many went.
     func purgeOutbox(before cutoff: Date) async throws -> Int
     /// Deletes used or expired codes older than `cutoff`; how many went.

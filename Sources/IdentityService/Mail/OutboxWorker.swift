@@ -2,6 +2,7 @@ import Foundation
 import IdentityPorts
 import GatehouseContracts
 import GatehouseSupport
+import IdentityCore
 import Logging
 import Mail
 import Synchronization
@@ -228,7 +229,8 @@ public final class OutboxWorker: Sendable {
         let attempt = entry.attempts + 1
         if let expiresAt = message.expiresAt, expiresAt <= clock.now, !deliveredUnmarked.withLock({ $0.contains(entry.id) }) {
             // Its code no longer works: sending it would only confuse the reader.
-            try await store.markOutboxFailed(id: entry.id, attempts: entry.attempts, error: "expired", nextAttemptAt: nil)
+            try await store.recordOutboxAttempt(
+                OutboxRules.failed(id: entry.id, message: message, attempts: entry.attempts, error: "expired", nextAttemptAt: nil))
             metrics.update { $0.dead += 1 }
             counts.dead += 1
             logger.notice("mail \(message.kind) to \(message.to) \(message.messageID) is dead: its code expired before it could be delivered")
@@ -249,15 +251,17 @@ public final class OutboxWorker: Sendable {
             default: (permanent, reason) = (false, "\(error)")
             }
             if permanent || attempt >= policy.maxAttempts {
-                try await store.markOutboxFailed(id: entry.id, attempts: attempt, error: reason, nextAttemptAt: nil)
+                try await store.recordOutboxAttempt(
+                    OutboxRules.failed(id: entry.id, message: message, attempts: attempt, error: reason, nextAttemptAt: nil))
                 metrics.update { $0.dead += 1 }
                 counts.dead += 1
                 let why = permanent ? "a permanent error" : "\(attempt) attempts"
                 logger.warning("mail \(message.kind) to \(message.to) \(message.messageID) is dead after \(why): \(reason)")
             } else {
                 let wait = policy.delay(afterAttempt: attempt, random: random())
-                try await store.markOutboxFailed(
-                    id: entry.id, attempts: attempt, error: reason, nextAttemptAt: clock.now.addingTimeInterval(wait))
+                try await store.recordOutboxAttempt(
+                    OutboxRules.failed(
+                        id: entry.id, message: message, attempts: attempt, error: reason, nextAttemptAt: clock.now.addingTimeInterval(wait)))
                 metrics.update { $0.retried += 1 }
                 counts.retried += 1
                 logger.notice("mail \(message.kind) to \(message.to) not delivered (attempt \(attempt)); trying again in \(Int(wait)) s: \(reason)")
@@ -266,7 +270,7 @@ public final class OutboxWorker: Sendable {
         }
         let now = clock.now
         do {
-            try await store.markOutboxSent(id: entry.id, attempts: attempt, at: now)
+            try await store.recordOutboxAttempt(OutboxRules.sent(id: entry.id, message: message, attempts: attempt, at: now))
         } catch {
             deliveredUnmarked.withLock { _ = $0.insert(entry.id) }
             throw error

@@ -67,7 +67,8 @@ extension PostgresUserStore {
             ).map(Self.entry)
         }
         for case .failure(let bad) in rows {
-            try await markOutboxFailed(id: bad.id, attempts: 0, error: "the stored message does not decode", nextAttemptAt: nil)
+            try await recordOutboxAttempt(
+                OutboxRules.failed(id: bad.id, message: nil, attempts: 0, error: "the stored message does not decode", nextAttemptAt: nil))
         }
         return rows.compactMap { try? $0.get() }.sorted { ($0.nextAttemptAt, $0.id) < ($1.nextAttemptAt, $1.id) }
     }
@@ -97,55 +98,22 @@ extension PostgresUserStore {
         }
     }
 
-    /// Marks row `id` sent at `now` after `attempts` attempts, keeping only the mail's headers
-    /// (its bodies blanked: a reset code must not outlive its delivery in the database).
-    public func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws {
-        try await transaction { connection in
-            guard let blank = try await Self.blankedMessage(id: id, on: connection, logger: self.queryLogger) else { return }
+    /// Applies `attempt` (decided by `OutboxRules`) to its row while the row is still queued,
+    /// releasing its claim (any instance's worker may take a row queued again).
+    public func recordOutboxAttempt(_ attempt: OutboxAttempt) async throws {
+        let message = try attempt.message.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let (state, attempts, next, sent) = (
+            attempt.state.rawValue, Int64(attempt.attempts), attempt.nextAttemptAt?.millisecondsSince1970, attempt.sentAt?.millisecondsSince1970
+        )
+        _ = try await run { connection in
             try await Self.mailRows(
                 """
-                UPDATE outbox SET state = 'sent', attempts = \(Int64(attempts)), sent_at = \(now.millisecondsSince1970), message = \(blank),
-                    last_error = NULL, claimed_by = NULL, claimed_until = NULL
-                WHERE id = \(id) AND state = 'queued'
+                UPDATE outbox SET state = \(state), attempts = \(attempts), last_error = \(attempt.lastError),
+                    next_attempt_at = coalesce(\(next), next_attempt_at), sent_at = coalesce(\(sent), sent_at),
+                    message = coalesce(\(message), message), claimed_by = NULL, claimed_until = NULL
+                WHERE id = \(attempt.id) AND state = 'queued'
                 """, on: connection, logger: self.queryLogger)
         }
-    }
-
-    /// Records a failed attempt of row `id`: queued again for `nextAttemptAt` (for any instance's
-    /// worker), or `dead` when `nextAttemptAt` is nil (its body blanked).
-    public func markOutboxFailed(id: Int64, attempts: Int, error: String, nextAttemptAt: Date?) async throws {
-        // PostgreSQL text holds no NUL (a relay's reply could carry one): it would fail the write forever.
-        let reason = String(error.replacingOccurrences(of: "\u{0}", with: "").prefix(500))
-        try await transaction { connection in
-            if let nextAttemptAt {
-                try await Self.mailRows(
-                    """
-                    UPDATE outbox SET attempts = \(Int64(attempts)), last_error = \(reason), next_attempt_at = \(nextAttemptAt.millisecondsSince1970),
-                        claimed_by = NULL, claimed_until = NULL
-                    WHERE id = \(id) AND state = 'queued'
-                    """, on: connection, logger: self.queryLogger)
-            } else {
-                let blank = try await Self.blankedMessage(id: id, on: connection, logger: self.queryLogger)
-                try await Self.mailRows(
-                    """
-                    UPDATE outbox SET state = 'dead', attempts = \(Int64(attempts)), last_error = \(reason), message = coalesce(\(blank), message),
-                        claimed_by = NULL, claimed_until = NULL
-                    WHERE id = \(id) AND state = 'queued'
-                    """, on: connection, logger: self.queryLogger)
-            }
-        }
-    }
-
-    /// Row `id`'s message with its text and HTML bodies blanked (headers kept), as JSON; nil when
-    /// there is no such row or its message does not decode. Locks the row.
-    private static func blankedMessage(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> String? {
-        guard let json = try await mailRows("SELECT message FROM outbox WHERE id = \(id) FOR UPDATE", on: connection, logger: logger)
-            .first?.decode(String.self),
-            var message = try? JSONDecoder().decode(MailMessage.self, from: Data(json.utf8))
-        else { return nil }
-        message.text = ""
-        message.html = nil
-        return String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
     }
 
     /// Deletes sent and dead rows enqueued before `cutoff`; how many.

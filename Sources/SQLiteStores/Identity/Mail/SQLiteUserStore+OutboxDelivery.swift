@@ -22,7 +22,7 @@ extension SQLiteUserStore {
 
     /// Queued rows due at `now`, oldest due first, at most `limit`. One worker per database
     /// delivers them (the identity process owns its database); a crash between delivery and
-    /// `markOutboxSent` leaves the row queued, so it is delivered again with its Message-ID.
+    /// `recordOutboxAttempt` leaves the row queued, so it is delivered again with its Message-ID.
     /// A row whose stored message no longer decodes is marked dead rather than left in the way.
     public func dueOutbox(at now: Date, limit: Int) async throws -> [OutboxEntry] {
         let rows = try await read { db in
@@ -35,7 +35,8 @@ extension SQLiteUserStore {
             }
         }
         for case .failure(let bad) in rows {
-            try await markOutboxFailed(id: bad.id, attempts: 0, error: "the stored message does not decode", nextAttemptAt: nil)
+            try await recordOutboxAttempt(
+                OutboxRules.failed(id: bad.id, message: nil, attempts: 0, error: "the stored message does not decode", nextAttemptAt: nil))
         }
         return rows.compactMap { try? $0.get() }
     }
@@ -54,45 +55,21 @@ extension SQLiteUserStore {
         }
     }
 
-    /// Marks row `id` sent at `now` after `attempts` attempts, keeping only the mail's headers (its
-    /// text and HTML bodies are blanked: a reset code must not outlive its delivery in the database).
-    public func markOutboxSent(id: Int64, attempts: Int, at now: Date) async throws {
+    /// Applies `attempt` (decided by `OutboxRules`) to its row while the row is still queued.
+    public func recordOutboxAttempt(_ attempt: OutboxAttempt) async throws {
+        let message = try attempt.message.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         try await run { db in
-            guard let blank = try Self.blankedMessage(id: id, in: db) else { return }
             try db.execute(
-                sql: "UPDATE outbox SET state = 'sent', attempts = ?, sentAt = ?, message = ?, lastError = NULL WHERE id = ? AND state = 'queued'",
-                arguments: [attempts, now.millisecondsSince1970, blank, id])
+                sql: """
+                    UPDATE outbox SET state = ?, attempts = ?, lastError = ?, nextAttemptAt = coalesce(?, nextAttemptAt),
+                        sentAt = coalesce(?, sentAt), message = coalesce(?, message)
+                    WHERE id = ? AND state = 'queued'
+                    """,
+                arguments: [
+                    attempt.state.rawValue, attempt.attempts, attempt.lastError, attempt.nextAttemptAt?.millisecondsSince1970,
+                    attempt.sentAt?.millisecondsSince1970, message, attempt.id,
+                ])
         }
-    }
-
-    /// Records a failed attempt of row `id`: queued again for `nextAttemptAt`, or `dead` when
-    /// `nextAttemptAt` is nil (no more attempts).
-    public func markOutboxFailed(id: Int64, attempts: Int, error: String, nextAttemptAt: Date?) async throws {
-        let reason = String(error.prefix(500))
-        try await run { db in
-            if let nextAttemptAt {
-                try db.execute(
-                    sql: "UPDATE outbox SET attempts = ?, lastError = ?, nextAttemptAt = ? WHERE id = ? AND state = 'queued'",
-                    arguments: [attempts, reason, nextAttemptAt.millisecondsSince1970, id])
-            } else {
-                // A dead mail is never sent: its body (a reset code) goes, as a sent one's does.
-                let blank = try Self.blankedMessage(id: id, in: db)
-                try db.execute(
-                    sql: "UPDATE outbox SET state = 'dead', attempts = ?, lastError = ?, message = coalesce(?, message) WHERE id = ? AND state = 'queued'",
-                    arguments: [attempts, reason, blank, id])
-            }
-        }
-    }
-
-    /// Row `id`'s message with its text and HTML bodies blanked (headers kept), as JSON; nil when
-    /// there is no such row or its message does not decode.
-    private static func blankedMessage(id: Int64, in db: Database) throws -> String? {
-        guard let json = try String.fetchOne(db, sql: "SELECT message FROM outbox WHERE id = ?", arguments: [id]),
-            var message = try? JSONDecoder().decode(MailMessage.self, from: Data(json.utf8))
-        else { return nil }
-        message.text = ""
-        message.html = nil
-        return String(decoding: try JSONEncoder().encode(message), as: UTF8.self)
     }
 
     /// Deletes sent and dead rows enqueued before `cutoff`; returns how many.
