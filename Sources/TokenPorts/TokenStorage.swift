@@ -1,4 +1,5 @@
 import Foundation
+import TokenCore
 import GatehouseContracts
 import GatehouseSupport
 
@@ -85,8 +86,10 @@ public protocol TokenStorage: LeaderElection {
 
     // MARK: Upkeep and audit
 
-    /// Deletes ended sessions and old refresh tokens (see `SQLiteTokenStore.sweep`).
-    func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> SweepCounts
+    /// Deletes what `cutoffs` names (sessions, then refresh tokens), in writes of at most
+    /// `batch` rows each, so the refreshes committing beside a sweep wait for one small write at
+    /// a time; how many of each went.
+    func sweep(_ cutoffs: SweepCutoffs, batch: Int) async throws -> SweepCounts
     /// The number of stored sessions and refresh tokens.
     func rowCounts() async throws -> (sessions: Int, refreshTokens: Int)
     /// The page of the audit log `request` asks for.
@@ -97,9 +100,9 @@ public protocol TokenStorage: LeaderElection {
 }
 
 extension TokenStorage {
-    /// `sweep` in batches of 1,000.
-    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval) async throws -> SweepCounts {
-        try await sweep(now: now, retention: retention, idleTimeout: idleTimeout, batch: 1000)
+    /// The sweep at `now` (`SweepCutoffs`), in batches of `batch` rows.
+    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int = 1000) async throws -> SweepCounts {
+        try await sweep(SweepCutoffs(now: now, retention: retention, idleTimeout: idleTimeout), batch: batch)
     }
     /// `pruneAudit` in batches of 5,000.
     @discardableResult

@@ -1,4 +1,5 @@
 import Foundation
+import TokenCore
 import TokenPorts
 import GatehouseContracts
 import PostgresNIO
@@ -14,11 +15,11 @@ extension PostgresTokenStore {
     /// Each batch is a statement of its own (its own short transaction): sessions by ranges of
     /// `batch` insertion numbers (`ord`, SQLite's rowid), tokens and events `batch` at a time,
     /// oldest first, so refreshes beside a sweep wait for one small write at a time.
-    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int) async throws -> SweepCounts {
+    public func sweep(_ cutoffs: SweepCutoffs, batch: Int) async throws -> SweepCounts {
         let batch = max(1, batch)
         var counts = SweepCounts()
-        let ended = Self.ms(now.addingTimeInterval(-retention))
-        let idle = Self.ms(now.addingTimeInterval(-(idleTimeout + retention)))
+        let ended = Self.ms(cutoffs.endedBefore)
+        let idle = Self.ms(cutoffs.idleBefore)
         let range = try await run { [self] connection -> (Int64, Int64)? in
             guard let row = try await rows("SELECT min(ord), max(ord) FROM token_session", on: connection).first else { return nil }
             let (low, high) = try row.decode((Int64?, Int64?).self)

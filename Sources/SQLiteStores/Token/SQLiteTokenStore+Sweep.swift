@@ -1,29 +1,17 @@
 import Foundation
 import GRDB
+import TokenCore
 import TokenPorts
 
 extension SQLiteTokenStore {
     // MARK: Sweeping
 
-    /// Deletes sessions that ended (revoked, past their absolute expiry, or idle past
-    /// `idleTimeout`) more than `retention` before `now`, and every refresh token created more
-    /// than `idleTimeout + retention` before `now`.
-    ///
-    /// Why the token rule keeps reuse detection for `retention` after a token is superseded:
-    /// a session's `lastUsedAt` is the creation time of its current token, and a rotation after
-    /// `lastUsedAt + idleTimeout` fails as idle. So a token created at `t` was superseded before
-    /// `t + idleTimeout`, or its session went idle then. Either way, once `t` is more than
-    /// `idleTimeout + retention` old, the token has been superseded (or its session ended) for
-    /// more than `retention`, and presenting it can no longer be a grace replay or a reuse worth
-    /// detecting. Until then a reused old token still revokes its session.
-    ///
-    /// Work is cut into group-committed writes of at most `batch` rows (tokens, by the
-    /// `createdAt` index) or `batch` session row ids (a range scan), so the refreshes committing
-    /// beside a sweep wait for one small write at a time, never for the whole sweep.
-    public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int = 1000) async throws -> SweepCounts {
+    /// Deletes what `cutoffs` names. Work is cut into group-committed writes of at most `batch`
+    /// rows (tokens, by the `createdAt` index) or `batch` session row ids (a range scan).
+    public func sweep(_ cutoffs: SweepCutoffs, batch: Int) async throws -> SweepCounts {
         var counts = SweepCounts()
-        let ended = Self.ms(now.addingTimeInterval(-retention))
-        let idle = Self.ms(now.addingTimeInterval(-(idleTimeout + retention)))
+        let ended = Self.ms(cutoffs.endedBefore)
+        let idle = Self.ms(cutoffs.idleBefore)
         let range = try await read { db in
             try Row.fetchOne(db, sql: "SELECT min(rowid) AS low, max(rowid) AS high FROM session").flatMap { row -> (Int64, Int64)? in
                 guard let low: Int64 = row["low"], let high: Int64 = row["high"] else { return nil }
