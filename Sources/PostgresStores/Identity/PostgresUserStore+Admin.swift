@@ -199,7 +199,7 @@ extension PostgresUserStore {
                     results.append(written)
                 } catch {
                     let translated = Self.translate(error)
-                    guard let refusal = translated as? IdentityError, !Self.endsImport(refusal) else {
+                    guard let refusal = translated as? IdentityError, !ImportRules.endsBatch(refusal) else {
                         throw error  // the whole batch: `run` translates it (and tries a broken deadlock again)
                     }
                     try await connection.query("ROLLBACK TO SAVEPOINT import_item", logger: self.queryLogger)
@@ -227,21 +227,15 @@ extension PostgresUserStore {
             match = try await connection.query("SELECT id FROM users WHERE email_normalized = \(email)", logger: logger)
                 .collect().first?.decode(String.self)
         }
-        guard let match else {
+        switch ImportRules.step(matched: match.map { UserID($0) }, update: update) {
+        case .insert:
             try await insert(candidate.record, on: connection, logger: logger)
             return .created(candidate.record.id)
-        }
-        let id = UserID(match)
-        guard update else { return .skipped(id) }
-        _ = try await PostgresAdminPart.updateUser(id: id, now: now, on: connection, logger: logger, candidate.apply)
-        return .updated(id)
-    }
-
-    /// Whether a store error ends the whole batch (an outage, storage) rather than one item.
-    private static func endsImport(_ error: IdentityError) -> Bool {
-        switch error {
-        case .unavailable, .storage: return true
-        default: return false
+        case .skip(let id):
+            return .skipped(id)
+        case .update(let id):
+            _ = try await PostgresAdminPart.updateUser(id: id, now: now, on: connection, logger: logger, candidate.apply)
+            return .updated(id)
         }
     }
 

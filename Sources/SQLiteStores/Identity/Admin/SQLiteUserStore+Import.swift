@@ -34,15 +34,13 @@ extension SQLiteUserStore {
                         if match == nil, let email = candidate.record.emailNormalized {
                             match = try String.fetchOne(byEmail, arguments: [email])
                         }
-                        if let match {
-                            let id = UserID(match)
-                            if update {
-                                _ = try Self.update(id: id, expectedVersion: nil, now: now, in: db, candidate.apply)
-                                written = .updated(id)
-                            } else {
-                                written = .skipped(id)
-                            }
-                        } else {
+                        switch ImportRules.step(matched: match.map { UserID($0) }, update: update) {
+                        case .update(let id):
+                            _ = try Self.update(id: id, expectedVersion: nil, now: now, in: db, candidate.apply)
+                            written = .updated(id)
+                        case .skip(let id):
+                            written = .skipped(id)
+                        case .insert:
                             try insert.execute(arguments: Self.arguments(candidate.record))
                             written = .created(candidate.record.id)
                         }
@@ -51,7 +49,7 @@ extension SQLiteUserStore {
                     results.append(written)
                 } catch {
                     let translated = Self.translate(error)
-                    if let identityError = translated as? IdentityError, !Self.abortsImport(identityError) {
+                    if let identityError = translated as? IdentityError, !ImportRules.endsBatch(identityError) {
                         results.append(.failed(identityError))
                     } else {
                         throw translated
@@ -63,14 +61,6 @@ extension SQLiteUserStore {
                 audit.update { $0.detailJSON = detail }
             }
             return results
-        }
-    }
-
-    /// Whether a store error ends the whole batch (busy, storage) rather than one item.
-    static func abortsImport(_ error: IdentityError) -> Bool {
-        switch error {
-        case .unavailable, .storage: return true
-        default: return false
         }
     }
 

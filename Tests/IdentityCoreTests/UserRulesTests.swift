@@ -102,3 +102,24 @@ struct ProviderLinkRulesTests {
         #expect(writes.user?.linkedProviders == c.providers)
     }
 }
+
+/// The import's step per item and which refusals end a batch, as tables.
+@Suite("Import rules")
+struct ImportRulesTests {
+    @Test("no match: insert; a match: update with update, else skip")
+    func steps() {
+        let id = UserID("u1")
+        #expect(ImportRules.step(matched: nil, update: false) == .insert)
+        #expect(ImportRules.step(matched: nil, update: true) == .insert)
+        #expect(ImportRules.step(matched: id, update: true) == .update(id))
+        #expect(ImportRules.step(matched: id, update: false) == .skip(id))
+    }
+
+    @Test("an outage ends the batch; an item's own refusal does not")
+    func endsBatch() {
+        #expect(ImportRules.endsBatch(.unavailable(cause: "database down")))
+        #expect(ImportRules.endsBatch(.storage(cause: "disk")))
+        #expect(!ImportRules.endsBatch(.emailExists))
+        #expect(!ImportRules.endsBatch(.invalidArgument(field: "email", reason: "x")))
+    }
+}
