@@ -48,12 +48,9 @@ public enum DatabaseBackup {
         dataDir.appendingPathComponent("backups").appendingPathComponent(timestamp(clock.now))
     }
 
+    /// `date` in UTC in ISO 8601's basic format, `20260123T020304Z`.
     static func timestamp(_ date: Date) -> String {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyyMMdd'T'HHmmss'Z'"
-        return formatter.string(from: date)
+        date.formatted(Date.ISO8601FormatStyle(dateSeparator: .omitted, timeSeparator: .omitted))
     }
 
     /// Copies every database of `dataDir` into `outDir` (created with mode 0700 if missing).

@@ -9,9 +9,7 @@ import IdentityCore
 import IdentityService
 import Logging
 import Mail
-import PostgresNIO
 import PostgresStores
-import PostgresSupport
 import RPCRouting
 import ServiceLifecycle
 import SQLiteSupport
@@ -193,28 +191,18 @@ public struct IdentityRole: Sendable {
         let start = RoleStart(links: settings.links, rpcTimeout: settings.rpcTimeout, logger: logger)
         let publisher = try start.prepareService(databasePath: settings.databasePath, eventsBind: settings.eventsBind)
         let tokenClient = try start.client(settings.tokenURL) { $0.tokenServerKey }
-        let store: any IdentityStorage
-        var database: Task<Void, Never>?
-        if let shared = settings.database {
-            // postgres-nio at trace prints every backend message, rows included (password hashes):
-            // its own log stops at debug whatever the role's level.
-            var poolLogger = logger
-            poolLogger.logLevel = max(logger.logLevel, .debug)
-            let client = PostgresClient(
-                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: poolLogger)
-            database = Task { await client.run() }
-            let postgres = PostgresUserStore(client: client, logger: logger)
-            do { try await postgres.migrate() } catch {
-                database?.cancel()
-                throw error
-            }
-            store = postgres
-            logger.info("identity store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
-        } else {
-            let sqlite = try await SQLiteUserStore.open(path: settings.databasePath, durability: settings.durability)
-            try await sqlite.migrate()
-            store = sqlite
-        }
+        let (store, database) = try await start.openStore(
+            "identity", database: settings.database,
+            postgres: { client -> any IdentityStorage in
+                let postgres = PostgresUserStore(client: client, logger: logger)
+                try await postgres.migrate()
+                return postgres
+            },
+            sqlite: { () -> any IdentityStorage in
+                let sqlite = try await SQLiteUserStore.open(path: settings.databasePath, durability: settings.durability)
+                try await sqlite.migrate()
+                return sqlite
+            })
         let service: IdentityService
         do {
             service = try await IdentityService.start(

@@ -1,12 +1,15 @@
 import Foundation
 import GatehouseRPC
 import Logging
+import PostgresNIO
+import PostgresSupport
 import RPCRouting
 import ZeroMQ
 
 /// The one start-up path the three roles share: their links' warnings logged, RPC clients made
 /// with the link's CURVE keys and the configured timeout, and (for the two services) the data
-/// folder created, the event publisher bound and the RPC server bound once the service exists.
+/// folder created, the event publisher bound, the store opened (SQLite or PostgreSQL) and the RPC
+/// server bound once the service exists.
 struct RoleStart {
     let links: LinkSecurity
     let rpcTimeout: Duration
@@ -38,6 +41,30 @@ struct RoleStart {
             logger.warning("made data private that others could read: \(fixed)")
         }
         return try EventPublisher(endpoints: [eventsBind], curve: links.curve?.server, logger: logger)
+    }
+
+    /// The service's store: on the shared PostgreSQL database when `database` is set (a pool of its
+    /// size, opened by `postgres`; the task running the pool is returned, to cancel at shutdown),
+    /// else the SQLite file opened by `sqlite`. `service` names the store in the log.
+    func openStore<Store>(
+        _ service: String, database: DatabaseSettings?, postgres: (PostgresClient) async throws -> Store,
+        sqlite: () async throws -> Store
+    ) async throws -> (store: Store, database: Task<Void, Never>?) {
+        guard let database else { return (try await sqlite(), nil) }
+        // postgres-nio at trace prints every backend message, rows included (password and token
+        // hashes): its own log stops at debug whatever the role's level.
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .debug)
+        let client = PostgresClient(
+            configuration: try database.postgres.clientConfiguration(maximumConnections: database.poolSize), backgroundLogger: poolLogger)
+        let running = Task { await client.run() }
+        let store: Store
+        do { store = try await postgres(client) } catch {
+            running.cancel()
+            throw error
+        }
+        logger.info("\(service) store: PostgreSQL \(database.postgres) (pool of \(database.poolSize))")
+        return (store, running)
     }
 
     /// Binds an RPC server for `router` at `rpcBind`, logs where the service listens, and returns

@@ -38,16 +38,26 @@ public enum StoreCopy {
     /// 100 refresh tokens picked at random find the same session. Refuses while a process has the file open (stop
     /// the token service first) and when the target already holds a token store.
     public static func copyTokens(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> Report {
-        let target = try settings(url, passwordFile: passwordFile, TokenCopyError.init)
-        let path = folder.appendingPathComponent("token.sqlite").path
-        try requireStopped(path, service: "token", TokenCopyError.init)
-        let source = try SQLiteTokenStore.CopySource(path: path)
+        let (target, path, source) = try prepare(
+            "token", in: folder, to: url, passwordFile: passwordFile, TokenCopyError.init, open: SQLiteTokenStore.CopySource.init(path:))
         return try await withClient(target, logger: logger) { client in
             let store = PostgresTokenStore(client: client, logger: logger)
             try await store.migrate()
             let checked = try await store.copy(from: source) { !DatabaseBackup.isInUse(path) }
             return Report(counts: checked.counts, sampled: checked.sampled, source: path, target: "\(target)")
         }
+    }
+
+    /// What a copy of `service`'s store starts with: the target's settings, and `<service>.sqlite`
+    /// in `folder` (refused as `error` while a running process has it open) opened by `open`.
+    static func prepare<Source>(
+        _ service: String, in folder: URL, to url: String, passwordFile: String?, _ error: (String) -> any Error,
+        open: (String) throws -> Source
+    ) throws -> (target: PostgresSettings, path: String, source: Source) {
+        let target = try settings(url, passwordFile: passwordFile, error)
+        let path = folder.appendingPathComponent("\(service).sqlite").path
+        try requireStopped(path, service: service, error)
+        return (target, path, try open(path))
     }
 
     /// The target's settings; a bad URL or password file refused as `--to`'s.
@@ -101,10 +111,8 @@ public enum StoreCopy {
     /// Copies the stopped identity service's `identity.sqlite` in `folder` into the empty
     /// PostgreSQL database at `url` (migrated first), checked before the commit.
     public static func copyIdentity(from folder: URL, to url: String, passwordFile: String?, logger: Logger) async throws -> IdentityReport {
-        let target = try settings(url, passwordFile: passwordFile, IdentityCopyError.init)
-        let path = folder.appendingPathComponent("identity.sqlite").path
-        try requireStopped(path, service: "identity", IdentityCopyError.init)
-        let source = try SQLiteUserStore.CopySource(path: path)
+        let (target, path, source) = try prepare(
+            "identity", in: folder, to: url, passwordFile: passwordFile, IdentityCopyError.init, open: SQLiteUserStore.CopySource.init(path:))
         return try await withClient(target, logger: logger) { client in
             let store = PostgresUserStore(client: client, logger: logger)
             try await store.migrate()

@@ -4,9 +4,7 @@ import GatehouseContracts
 import GatehouseRPC
 import GatehouseSupport
 import Logging
-import PostgresNIO
 import PostgresStores
-import PostgresSupport
 import ServiceLifecycle
 import SQLiteSupport
 import TokenCore
@@ -170,21 +168,10 @@ public struct TokenRole: Sendable {
                 at: path, databasePath: settings.databasePath, logger: logger)
         }
         let identityClient = try start.client(settings.identityURL) { $0.identityServerKey }
-        let store: any TokenStorage
-        var database: Task<Void, Never>?
-        if let shared = settings.database {
-            // postgres-nio at trace prints every backend message, rows included (token hashes):
-            // its own log stops at debug whatever the role's level.
-            var poolLogger = logger
-            poolLogger.logLevel = max(logger.logLevel, .debug)
-            let client = PostgresClient(
-                configuration: try shared.postgres.clientConfiguration(maximumConnections: shared.poolSize), backgroundLogger: poolLogger)
-            database = Task { await client.run() }
-            store = PostgresTokenStore(client: client, logger: logger)
-            logger.info("token store: PostgreSQL \(shared.postgres) (pool of \(shared.poolSize))")
-        } else {
-            store = try SQLiteTokenStore(path: settings.databasePath, durability: settings.durability, logger: logger)
-        }
+        let (store, database) = try await start.openStore(
+            "token", database: settings.database,
+            postgres: { client -> any TokenStorage in PostgresTokenStore(client: client, logger: logger) },
+            sqlite: { () -> any TokenStorage in try SQLiteTokenStore(path: settings.databasePath, durability: settings.durability, logger: logger) })
         let service: TokenService
         do {
             service = try await TokenService.start(

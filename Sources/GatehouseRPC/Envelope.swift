@@ -10,35 +10,24 @@ extension RequestHeader {
     /// Finds field 2 (the request id) in a header that does not decode as a whole, so the server
     /// can still answer `malformed_request`. Returns nil when it cannot be read.
     static func peekRequestID(_ bytes: [UInt8]) -> UInt64? {
-        var i = 0
-        func varint() -> UInt64? {
-            var result: UInt64 = 0
-            var shift: UInt64 = 0
-            while i < bytes.count, shift < 64 {
-                let b = bytes[i]
-                i += 1
-                result |= UInt64(b & 0x7F) << shift
-                if b & 0x80 == 0 { return result }
-                shift += 7
+        bytes.withUnsafeBytes { raw in
+            var reader = WireReader(bytes: raw)
+            while !reader.atEnd {
+                guard let key = reader.varint() else { return nil }
+                let field = key >> 3
+                switch key & 7 {
+                case 0:
+                    guard let value = reader.varint() else { return nil }
+                    if field == 2 { return value }
+                case 1: reader.index += 8
+                case 5: reader.index += 4
+                case 2:
+                    guard reader.lengthDelimited() != nil else { return nil }
+                default: return nil
+                }
             }
             return nil
         }
-        while i < bytes.count {
-            guard let key = varint() else { return nil }
-            let field = key >> 3
-            switch key & 7 {
-            case 0:
-                guard let value = varint() else { return nil }
-                if field == 2 { return value }
-            case 1: i += 8
-            case 5: i += 4
-            case 2:
-                guard let length = varint(), length <= UInt64(bytes.count - i) else { return nil }
-                i += Int(length)
-            default: return nil
-            }
-        }
-        return nil
     }
 }
 

@@ -136,6 +136,26 @@ final class IOThread<Command: Sendable>: Sendable {
     }
 }
 
+/// A thread's command that can carry a task job to the thread (`IOLoopExecutor`).
+protocol CarriesJobs: Sendable {
+    static func job(_ job: UnownedJob) -> Self
+}
+
+/// Runs tasks on an I/O thread: jobs are queued as commands and run by its loop. Once the loop
+/// has ended, jobs go to the global executor instead, so a task still running at shutdown is
+/// never stranded in a queue nobody reads.
+final class IOLoopExecutor<Command: CarriesJobs>: TaskExecutor {
+    let io: IOThread<Command>
+    init(io: IOThread<Command>) { self.io = io }
+    /// Queues `job` for the loop, or runs it on the global executor once the loop has ended.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        if !io.submitIfOpen(.job(unowned)) {
+            globalConcurrentExecutor.enqueue(unowned)
+        }
+    }
+}
+
 /// Milliseconds from now until `deadline`, clamped for `zmq_poll` (-1 = no deadline).
 func pollTimeout(until deadline: ContinuousClock.Instant?, now: ContinuousClock.Instant = .now) -> Int {
     guard let deadline else { return -1 }

@@ -46,7 +46,7 @@ public final class RPCClient: RPCCaller, Sendable {
         }
     }
 
-    enum Command: Sendable {
+    enum Command: CarriesJobs {
         /// Look at the socket and the deadlines (a caller queued a request, saw a reply
         /// waiting, or started a call with an earlier deadline).
         case wake
@@ -55,18 +55,8 @@ public final class RPCClient: RPCCaller, Sendable {
         case job(UnownedJob)
     }
 
-    /// Runs tasks on the client's I/O thread (see `RPCClient.executor`). Once the thread has
-    /// ended, jobs go to the global executor instead, so a task is never stranded.
-    final class LoopExecutor: TaskExecutor {
-        let io: IOThread<Command>
-        init(io: IOThread<Command>) { self.io = io }
-        func enqueue(_ job: consuming ExecutorJob) {
-            let unowned = UnownedJob(job)
-            if !io.submitIfOpen(.job(unowned)) {
-                globalConcurrentExecutor.enqueue(unowned)
-            }
-        }
-    }
+    /// Runs tasks on the client's I/O thread (see `RPCClient.executor`).
+    typealias LoopExecutor = IOLoopExecutor<Command>
 
     /// What the client and its I/O thread share. The thread holds this, not the client, so
     /// dropping the last reference to the client stops the thread.

@@ -61,27 +61,16 @@ public final class RPCServer: Service, Sendable {
         case globalPool
     }
 
-    enum Command: Sendable {
+    enum Command: CarriesJobs {
         /// A handler's reply to the request in `slot` (see `PendingRequests`).
         case reply(slot: Int, header: [UInt8], body: [UInt8])
         case job(UnownedJob)
         case stop
     }
 
-    /// Runs tasks on the server's I/O thread: jobs are queued as commands and run by the loop.
-    /// Once the loop has ended, jobs go to the global executor instead, so a handler still
-    /// running at shutdown is never stranded in a queue nobody reads.
-    final class LoopExecutor: TaskExecutor {
-        let io: IOThread<Command>
-        init(io: IOThread<Command>) { self.io = io }
-        /// Queues `job` for the loop, or runs it on the global executor once the loop has ended.
-        func enqueue(_ job: consuming ExecutorJob) {
-            let unowned = UnownedJob(job)
-            if !io.submitIfOpen(.job(unowned)) {
-                globalConcurrentExecutor.enqueue(unowned)
-            }
-        }
-    }
+    /// Runs handler tasks on the server's I/O thread (a handler still running at shutdown goes
+    /// to the global executor).
+    typealias LoopExecutor = IOLoopExecutor<Command>
 
     final class Core: Sendable {
         let router: RPCRouter

@@ -170,19 +170,7 @@ extension JSONReader {
                     members.append(JSONMember(name: name, value: value))
                     ranges?.append(start..<index)
                 }
-                skipWhitespace()
-                switch peek {
-                case UInt8(ascii: ","):
-                    index += 1
-                    if options.trailingCommas {
-                        skipWhitespace()
-                        if take(UInt8(ascii: "}")) { return .object(members) }
-                    }
-                case UInt8(ascii: "}"):
-                    index += 1
-                    return .object(members)
-                default: throw error(.expectedCommaOrBrace)
-                }
+                if try closesAfterItem(UInt8(ascii: "}"), else: .expectedCommaOrBrace) { return .object(members) }
             }
         }
 
@@ -196,19 +184,26 @@ extension JSONReader {
                 skipWhitespace()
                 let value = try value(depth: depth)
                 if keepsValues { values.append(value) }
+                if try closesAfterItem(UInt8(ascii: "]"), else: .expectedCommaOrBracket) { return .array(values) }
+            }
+        }
+
+        /// After an object's member or an array's element: moves past whitespace and `,` (and, when
+        /// trailing commas are allowed, a `close` right after it) or past `close`. True when `close`
+        /// ended the container; `problem` when neither follows.
+        @inline(__always)
+        mutating func closesAfterItem(_ close: UInt8, else problem: JSONTree.SyntaxError.Problem) throws(JSONTree.SyntaxError) -> Bool {
+            skipWhitespace()
+            switch peek {
+            case UInt8(ascii: ","):
+                index += 1
+                guard options.trailingCommas else { return false }
                 skipWhitespace()
-                switch peek {
-                case UInt8(ascii: ","):
-                    index += 1
-                    if options.trailingCommas {
-                        skipWhitespace()
-                        if take(UInt8(ascii: "]")) { return .array(values) }
-                    }
-                case UInt8(ascii: "]"):
-                    index += 1
-                    return .array(values)
-                default: throw error(.expectedCommaOrBracket)
-                }
+                return take(close)
+            case close:
+                index += 1
+                return true
+            default: throw error(problem)
             }
         }
 

@@ -57,8 +57,7 @@ extension AdminRoutes {
     /// `POST /admin/v1/users` (users:write): 201 with the user.
     @Sendable func createUser(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let actor = try await authorize(request, AdminKey.Scope.usersWrite)
-        var request = request
-        let (body, _) = try await request.decodeJSON(CreateUserBody.self, limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(CreateUserBody.self, limit: configuration.maxBodySize)
         try GatewayRoutes.validateEmail(body.email)
         if let password = body.password { try GatewayRoutes.validatePassword(password) }
         let create = AdminCreateUserRequest(
@@ -78,8 +77,7 @@ extension AdminRoutes {
     @Sendable func updateUser(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let actor = try await authorize(request, AdminKey.Scope.usersWrite)
         let id = try Self.userID(context)
-        var request = request
-        let (body, _) = try await request.decodeJSON(UpdateUserBody.self, limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(UpdateUserBody.self, limit: configuration.maxBodySize)
         if let email = body.email { try GatewayRoutes.validateEmail(email) }
         if let password = body.password { try GatewayRoutes.validatePassword(password) }
         let update = AdminUpdateUserRequest(
@@ -134,8 +132,7 @@ extension AdminRoutes {
     @Sendable func generateLink(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let actor = try await authorize(request, AdminKey.Scope.usersWrite)
         let id = try Self.userID(context)
-        var request = request
-        let (body, _) = try await request.decodeJSON(LinkBody.self, limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(LinkBody.self, limit: configuration.maxBodySize)
         let kinds = ["passwordReset": "password_reset", "verifyEmail": "verify_email"]
         guard let kind = kinds[body.kind] else { throw GatewayError.invalidArgument("`kind` must be passwordReset or verifyEmail.") }
         let link = try await call(identity, IdentityAPI.generateActionLink, GenerateActionLinkRequest(

@@ -16,6 +16,32 @@ struct ConnectionTimeouts: Sendable {
     var linger: TimeAmount = .seconds(1)
 }
 
+/// A handler whose work begins once its channel is active: `start(_:)` runs once, whether the
+/// handler is added to an active channel or its channel becomes active later.
+protocol StartsWhenActive: ChannelInboundHandler {
+    /// Whether `start(_:)` has run.
+    var started: Bool { get set }
+    /// The handler's first work on the active channel.
+    func start(_ context: ChannelHandlerContext)
+}
+
+extension StartsWhenActive {
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { startOnce(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        startOnce(context)
+        context.fireChannelActive()
+    }
+
+    private func startOnce(_ context: ChannelHandlerContext) {
+        guard !started else { return }
+        started = true
+        start(context)
+    }
+}
+
 /// One per connection, between the HTTP codec and Hummingbird: the connection's timeouts, and
 /// the answer to requests the HTTP layer itself refuses.
 ///
@@ -31,7 +57,7 @@ struct ConnectionTimeouts: Sendable {
 ///
 /// One timer at a time: state changes only record instants, and the timer is moved only when a
 /// deadline comes earlier than the one it is set for, so a keep-alive request schedules nothing.
-final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
+final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, StartsWhenActive {
     typealias InboundIn = HTTPRequestPart
     typealias InboundOut = HTTPRequestPart
     typealias OutboundIn = HTTPResponsePart
@@ -43,7 +69,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
     private let metrics: ConnectionMetrics
     private let logger: Logger
 
-    private var started = false
+    var started = false
     /// No request head has arrived yet on this connection.
     private var fresh = true
     /// Bytes of a request head have arrived (no whole head yet).
@@ -80,18 +106,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: Lifecycle
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { start(context) }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        start(context)
-        context.fireChannelActive()
-    }
-
-    private func start(_ context: ChannelHandlerContext) {
-        guard !started else { return }
-        started = true
+    func start(_ context: ChannelHandlerContext) {
         headStart = .now()
         ensureTimer(context, at: headStart + timeouts.head)
     }

@@ -217,30 +217,19 @@ struct GatewayHTTPChannel: ServerChildChannel {
 /// The only handler of a refused connection: answers 503 `too_many_connections` at once, closes
 /// the output, drops what the client sends until it closes (or a second passes), then closes.
 /// When too many refused connections linger already, it closes right after the answer.
-final class RefusedConnectionHandler: ChannelInboundHandler {
+final class RefusedConnectionHandler: StartsWhenActive {
     typealias InboundIn = ByteBuffer
 
     static let response = GatewayError(
         .tooManyConnections, detail: "Too many open connections; close idle ones or try again later."
     ).closingResponseBytes
     private let admission: ConnectionAdmission
-    private var started = false
+    var started = false
     private var lingering = false
 
     init(admission: ConnectionAdmission) { self.admission = admission }
 
-    func handlerAdded(context: ChannelHandlerContext) {
-        if context.channel.isActive { start(context) }
-    }
-
-    func channelActive(context: ChannelHandlerContext) {
-        start(context)
-        context.fireChannelActive()
-    }
-
-    private func start(_ context: ChannelHandlerContext) {
-        guard !started else { return }
-        started = true
+    func start(_ context: ChannelHandlerContext) {
         guard admission.startLinger() else {
             let written = context.eventLoop.makePromise(of: Void.self)
             context.writeAndFlush(NIOAny(Self.response), promise: written)

@@ -50,10 +50,8 @@ extension GatewayRoutes {
     /// per account by the identity service on the sign-in keys.
     @Sendable func reauthenticate(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(ReauthenticateBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.signIn, request, context)
+        let body = try await request.jsonBody(ReauthenticateBody.self, limit: configuration.maxBodySize)
         if let provider = body.provider {
             return try await reauthenticateWithProvider(claims, provider: provider, idToken: body.idToken, nonce: body.nonce, client: client.info)
         }
@@ -71,10 +69,8 @@ extension GatewayRoutes {
     /// sessions are revoked, this one continues. Limited per address like sign-up (a new hash).
     @Sendable func changePassword(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        let (client, address) = identifyClient(request, context)
-        try admit(.signUp, address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(PasswordBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.signUp, request, context).info
+        let body = try await request.jsonBody(PasswordBody.self, limit: configuration.maxBodySize)
         try Self.validatePassword(body.password)
         return try await withPasswordPlace {
             let change = ChangePasswordRequest(caller: Self.caller(claims), password: body.password, client: client)

@@ -26,10 +26,8 @@ extension GatewayRoutes {
     /// sign-up: its `email_exists` tells whether an address has an account, as sign-up's does.
     @Sendable func changeEmail(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        let client = identifyClient(request, context)
-        try admit(.signUp, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.signUp, request, context)
+        let body = try await request.jsonBody(EmailBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
         let change = ChangeEmailRequest(
             caller: Self.caller(claims), email: body.email, locale: Self.mailLocale(request.headers[.acceptLanguage]), client: client.info)
@@ -66,10 +64,8 @@ extension GatewayRoutes {
     /// The admitted (sign-in class) request's code, checked for length
     /// (`invalid_email_change_code`), with the client and the mail language.
     func emailChangeCode(_ request: Request, _ context: GatewayRequestContext) async throws -> (String, ClientInfo, String) {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(EmailChangeCodeBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.signIn, request, context)
+        let body = try await request.jsonBody(EmailChangeCodeBody.self, limit: configuration.maxBodySize)
         guard !body.code.isEmpty, body.code.utf8.count <= 128 else {
             throw GatewayError(.invalidEmailChangeCode, detail: "The email change code is unknown, expired, already used, or voided by a newer change.")
         }

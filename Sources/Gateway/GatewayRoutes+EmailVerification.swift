@@ -26,8 +26,7 @@ extension GatewayRoutes {
     /// Limited per client address with the other mail-sending requests (`passwordReset` class).
     @Sendable func sendEmailVerification(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        let client = identifyClient(request, context)
-        try admit(.passwordReset, client.address)
+        let client = try admitClient(.passwordReset, request, context)
         let send = SendEmailVerificationRequest(
             caller: Self.caller(claims), locale: Self.mailLocale(request.headers[.acceptLanguage]), client: client.info)
         let reply = try await call(services.identity, IdentityAPI.sendEmailVerification, send)
@@ -51,10 +50,8 @@ extension GatewayRoutes {
     /// tokens say `email_verified: true` from their next refresh). 400 `invalid_verification_code`.
     /// Limited per client address like sign-in (a code is a credential).
     @Sendable func confirmEmailVerification(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(EmailCodeBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.signIn, request, context)
+        let body = try await request.jsonBody(EmailCodeBody.self, limit: configuration.maxBodySize)
         guard !body.code.isEmpty, body.code.utf8.count <= 128 else {
             throw GatewayError(.invalidVerificationCode, detail: ErrorTable.entry(.invalidVerificationCode).detail ?? "")
         }

@@ -17,6 +17,14 @@ extension GatewayRoutes {
         return (ClientInfo(userAgent: agent, ip: ip), address)
     }
 
+    /// The client as `identifyClient` finds it, once one request of `kind` is taken from its
+    /// address's budget (`admit`).
+    func admitClient(_ kind: RateLimitClass, _ request: Request, _ context: GatewayRequestContext) throws -> (info: ClientInfo, address: IPAddress?) {
+        let client = identifyClient(request, context)
+        try admit(kind, client.address)
+        return client
+    }
+
     /// Takes one request of `kind` from `address`'s budget, or refuses it with 429 `rate_limited`
     /// and `Retry-After` (counted in `gatehouse_http_throttled_requests_total`). A request without
     /// an address (no IP peer) is not limited.

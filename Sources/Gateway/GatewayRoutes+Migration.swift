@@ -16,8 +16,7 @@ extension GatewayRoutes {
     /// same user gets the email and password and is no longer anonymous; 200 `{user, session}`
     /// with a new session. Rate-limited as sign-up; holds a password-hashing place.
     @Sendable func upgradeAnonymous(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signUp, client.address)
+        let client = try admitClient(.signUp, request, context)
         let claims = try await authenticate(request)
         let body = try await credentials(request, SignUpBody.self)
         if let name = body.displayName { try Self.validateDisplayName(name) }
@@ -34,11 +33,9 @@ extension GatewayRoutes {
     /// `{resumeHandle, allowMigration}`: the sign-in that answered `migration_required`, finished
     /// without the credentials; 200 `{user, session, migration}`. Rate-limited as sign-in.
     @Sendable func resumeSignIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
+        let client = try admitClient(.signIn, request, context)
         let claims = try await authenticate(request)
-        var request = request
-        let (body, _) = try await request.decodeJSON(ResumeBody.self, limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(ResumeBody.self, limit: configuration.maxBodySize)
         guard !body.resumeHandle.isEmpty, body.resumeHandle.utf8.count <= 128 else {
             throw GatewayError(.invalidResumeHandle, detail: "The resume handle is unknown, expired or already used: sign in again.")
         }

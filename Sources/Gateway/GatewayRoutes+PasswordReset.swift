@@ -34,10 +34,8 @@ extension GatewayRoutes {
     func requestMailByAddress(
         _ request: Request, _ context: GatewayRequestContext, _ send: (String, String, ClientInfo) async throws -> Void
     ) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.passwordReset, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(EmailBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.passwordReset, request, context)
+        let body = try await request.jsonBody(EmailBody.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
         try await send(body.email, Self.mailLocale(request.headers[.acceptLanguage]), client.info)
         var headers = HTTPFields()
@@ -48,10 +46,8 @@ extension GatewayRoutes {
     /// `POST /v1/password-reset/confirm` `{code, password}`: 204; every session of the user is
     /// revoked. Limited per client address like sign-in (a code is a credential).
     @Sendable func confirmPasswordReset(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(ConfirmResetBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.signIn, request, context)
+        let body = try await request.jsonBody(ConfirmResetBody.self, limit: configuration.maxBodySize)
         guard !body.code.isEmpty, body.code.utf8.count <= 128 else {
             throw GatewayError(.invalidResetCode, detail: "The reset code is unknown, expired or already used: ask for a new password reset mail.")
         }

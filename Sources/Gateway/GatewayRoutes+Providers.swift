@@ -41,8 +41,7 @@ extension GatewayRoutes {
     /// `POST /v1/sessions/resume`); with another user's, link (case 3, recent login) or
     /// `credential_already_in_use` (case 4). 200 `{user, session, migration?}`. Rate-limited as sign-in.
     @Sendable func signInWithProvider(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
+        let client = try admitClient(.signIn, request, context)
         let claims = request.headers[.authorization] == nil ? nil : try await authenticate(request)
         let body = try await providerBody(request)
         let signIn = ProviderSignInRequest(
@@ -58,8 +57,7 @@ extension GatewayRoutes {
     /// (no migration here), `provider_already_linked` when the caller has one of this provider.
     @Sendable func linkProvider(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let claims = try await authenticate(request)
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
+        let client = try admitClient(.signIn, request, context)
         let body = try await providerBody(request)
         let link = ProviderSignInRequest(
             credential: try Self.credential(body), caller: Self.caller(claims), displayName: body.name, client: client.info, linkOnly: true,
@@ -99,8 +97,7 @@ extension GatewayRoutes {
     /// on, so Apple stops retrying; a notification that does not verify is 401
     /// `invalid_provider_token`. The sessions it revoked are refused here before the answer.
     @Sendable func appleNotification(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
+        _ = try admitClient(.signIn, request, context)
         let body = try await request.body.collect(upTo: min(configuration.maxBodySize, 16 * 1024))
         let reply = try await call(services.identity, IdentityAPI.appleNotification, AppleNotificationRequest(body: Data(body.readableBytesView)))
         if !reply.revokedSessionIDs.isEmpty { revocations.insert(reply.revokedSessionIDs, now: clock.now) }
@@ -116,8 +113,7 @@ extension GatewayRoutes {
 
     /// The body, read within the size limit.
     private func providerBody(_ request: Request) async throws -> ProviderBody {
-        var request = request
-        let (body, _) = try await request.decodeJSON(ProviderBody.self, limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(ProviderBody.self, limit: configuration.maxBodySize)
         if let name = body.name { try Self.validateDisplayName(name) }
         return body
     }

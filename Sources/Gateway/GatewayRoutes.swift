@@ -126,8 +126,7 @@ struct GatewayRoutes: Sendable {
     // MARK: Accounts and sessions
 
     @Sendable func signUp(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signUp, client.address)
+        let client = try admitClient(.signUp, request, context)
         // The body is read and checked before a hashing place is taken: a client that sends
         // headers and never the body holds no place.
         let body = try await credentials(request, SignUpBody.self)
@@ -142,8 +141,7 @@ struct GatewayRoutes: Sendable {
     }
 
     @Sendable func signIn(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.signIn, client.address)
+        let client = try admitClient(.signIn, request, context)
         let caller = try await anonymousSignInCaller(request)  // nil without a bearer token (GatewayRoutes+Migration)
         let body = try await credentials(request, SignInBody.self)
         return try await withPasswordPlace {
@@ -165,18 +163,15 @@ struct GatewayRoutes: Sendable {
 
     /// The JSON body of a sign-up or sign-in, its email and password checked for length.
     func credentials<Body: CredentialsBody>(_ request: Request, _ type: Body.Type) async throws -> Body {
-        var request = request
-        let (body, _) = try await request.decodeJSON(Body.self, limit: configuration.maxBodySize)
+        let body = try await request.jsonBody(Body.self, limit: configuration.maxBodySize)
         try Self.validateEmail(body.email)
         try Self.validatePassword(body.password)
         return body
     }
 
     @Sendable func refresh(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        let client = identifyClient(request, context)
-        try admit(.refresh, client.address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(RefreshBody.self, limit: configuration.maxBodySize)
+        let client = try admitClient(.refresh, request, context)
+        let body = try await request.jsonBody(RefreshBody.self, limit: configuration.maxBodySize)
         guard !body.refreshToken.isEmpty, body.refreshToken.utf8.count <= 512 else {
             throw GatewayError(.invalidRefreshToken, detail: "The refresh token is invalid.")
         }
@@ -254,9 +249,8 @@ struct GatewayRoutes: Sendable {
     }
 
     @Sendable func passwordStrength(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
-        try admit(.passwordStrength, identifyClient(request, context).address)
-        var request = request
-        let (body, _) = try await request.decodeJSON(PasswordBody.self, limit: configuration.maxBodySize)
+        _ = try admitClient(.passwordStrength, request, context)
+        let body = try await request.jsonBody(PasswordBody.self, limit: configuration.maxBodySize)
         try Self.validatePassword(body.password)
         let strength = try await call(services.identity, IdentityAPI.passwordStrength, PasswordStrengthRequest(password: body.password))
         return Self.json(.ok, strength.json, noStore: true)

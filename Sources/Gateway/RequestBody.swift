@@ -4,6 +4,13 @@ import Hummingbird
 import NIOCore
 
 extension Request {
+    /// The JSON body as `T`, read and checked as `decodeJSON` does, for a handler that needs only
+    /// the value.
+    func jsonBody<T: Decodable>(_ type: T.Type, limit: Int) async throws -> T {
+        var request = self
+        return try await request.decodeJSON(type, limit: limit).0
+    }
+
     /// Reads and decodes a JSON body, turning every failure into a 4xx `GatewayError`:
     /// 415 for a non-JSON content type, 413 over `limit`, 400 `malformed_request` for bad JSON,
     /// a wrong type or a missing field.

@@ -98,23 +98,25 @@ extension Bool: ProtoScalar {
     static func readValue(_ reader: inout WireReader) throws -> Bool { try reader.readVarint() != 0 }
 }
 
-// MARK: Floating point (fixed32 / fixed64; -0.0 is not the default, like protobuf's bitwise check)
+// MARK: Floating point (the IEEE bits as fixed32 / fixed64; -0.0 is not the default, like protobuf's bitwise check)
 
-extension Float: ProtoScalar {
-    static var wireType: WireType { .fixed32 }
-    static var protoDefault: Float { 0 }
-    var isProtoDefault: Bool { bitPattern == 0 }
-    func appendValue(to buffer: inout [UInt8]) { buffer.appendFixed32(bitPattern) }
-    static func readValue(_ reader: inout WireReader) throws -> Float { Float(bitPattern: try reader.readFixed32()) }
+/// `Float` (fixed32) and `Double` (fixed64).
+protocol ProtoFloatingPoint: ProtoScalar, BinaryFloatingPoint {
+    associatedtype BitPattern: FixedWidthInteger & UnsignedInteger
+    var bitPattern: BitPattern { get }
+    init(bitPattern: BitPattern)
 }
 
-extension Double: ProtoScalar {
-    static var wireType: WireType { .fixed64 }
-    static var protoDefault: Double { 0 }
+extension ProtoFloatingPoint {
+    static var wireType: WireType { BitPattern.bitWidth == 32 ? .fixed32 : .fixed64 }
+    static var protoDefault: Self { 0 }
     var isProtoDefault: Bool { bitPattern == 0 }
-    func appendValue(to buffer: inout [UInt8]) { buffer.appendFixed64(bitPattern) }
-    static func readValue(_ reader: inout WireReader) throws -> Double { Double(bitPattern: try reader.readFixed64()) }
+    @inline(__always) func appendValue(to buffer: inout [UInt8]) { buffer.appendFixed(bitPattern) }
+    @inline(__always) static func readValue(_ reader: inout WireReader) throws -> Self { Self(bitPattern: try reader.readFixed()) }
 }
+
+extension Float: ProtoFloatingPoint {}
+extension Double: ProtoFloatingPoint {}
 
 // MARK: Length-delimited scalars
 

@@ -51,11 +51,8 @@ extension Array where Element == UInt8 {
         appendVarint(UInt64(field) << 3 | UInt64(wireType.rawValue))
     }
 
-    @inline(__always) mutating func appendFixed32(_ value: UInt32) {
-        Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
-    }
-
-    @inline(__always) mutating func appendFixed64(_ value: UInt64) {
+    /// Appends a fixed32 (`UInt32`) or fixed64 (`UInt64`) value, little-endian.
+    @inline(__always) mutating func appendFixed<Value: FixedWidthInteger & UnsignedInteger>(_ value: Value) {
         Swift.withUnsafeBytes(of: value.littleEndian) { append(contentsOf: $0) }
     }
 
@@ -120,18 +117,13 @@ struct WireReader {
         throw WireError.corrupted("varint longer than 10 bytes")
     }
 
-    mutating func readFixed32() throws -> UInt32 {
-        guard end - position >= 4 else { throw WireError.corrupted("truncated fixed32 value") }
-        let v = UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt32.self)
-        position += 4
-        return UInt32(littleEndian: v)
-    }
-
-    mutating func readFixed64() throws -> UInt64 {
-        guard end - position >= 8 else { throw WireError.corrupted("truncated fixed64 value") }
-        let v = UnsafeRawPointer(bytes + position).loadUnaligned(as: UInt64.self)
-        position += 8
-        return UInt64(littleEndian: v)
+    /// Reads a fixed32 (`UInt32`) or fixed64 (`UInt64`) value.
+    mutating func readFixed<Value: FixedWidthInteger & UnsignedInteger>(_: Value.Type = Value.self) throws -> Value {
+        let size = MemoryLayout<Value>.size
+        guard end - position >= size else { throw WireError.corrupted("truncated fixed\(Value.bitWidth) value") }
+        let v = UnsafeRawPointer(bytes + position).loadUnaligned(as: Value.self)
+        position += size
+        return Value(littleEndian: v)
     }
 
     /// Reads a length prefix and checks that that many bytes remain; returns the payload range.

@@ -88,18 +88,18 @@ extension Fixed: ProtoScalar {
     func appendValue(to buffer: inout [UInt8]) {
         if Value.bitWidth <= 32 {
             // Signed values are sign-extended to 32 bits, then written as two's complement.
-            buffer.appendFixed32(UInt32(truncatingIfNeeded: wrappedValue))
+            buffer.appendFixed(UInt32(truncatingIfNeeded: wrappedValue))
         } else {
-            buffer.appendFixed64(UInt64(truncatingIfNeeded: wrappedValue))
+            buffer.appendFixed(UInt64(truncatingIfNeeded: wrappedValue))
         }
     }
     static func readValue(_ reader: inout WireReader) throws -> Fixed {
         let value: Value?
         if Value.bitWidth <= 32 {
-            let raw = try reader.readFixed32()
+            let raw = try reader.readFixed(UInt32.self)
             value = Value.isSigned ? Value(exactly: Int32(bitPattern: raw)) : Value(exactly: raw)
         } else {
-            let raw = try reader.readFixed64()
+            let raw = try reader.readFixed(UInt64.self)
             value = Value.isSigned ? Value(exactly: Int64(bitPattern: raw)) : Value(exactly: raw)
         }
         guard let value else { throw WireError.mismatch("fixed-width value does not fit in \(Value.self)") }

@@ -9,29 +9,33 @@ import Synchronization
 extension FakeAppleEndpoints {
     func addRoutes(to router: Router<BasicRequestContext>, hangs: Gate) {
         router.post("/auth/token") { request, _ -> Response in
-            let mode = self.state.withLock { state in
-                state.tokenRequests += 1
-                return state.tokenMode
-            }
-            if let early = await Self.answer(mode, hangs: hangs) { return early }
-            let form = try await Self.form(request)
-            if let refusal = self.refuseSecret(form) { return refusal }
-            return self.exchange(form)
+            try await self.respond(to: request, counting: \.tokenRequests, mode: \.tokenMode, hangs: hangs) { form in self.exchange(form) }
         }
         router.post("/auth/revoke") { request, _ -> Response in
-            let mode = self.state.withLock { state in
-                state.revokeRequests += 1
-                return state.revokeMode
+            try await self.respond(to: request, counting: \.revokeRequests, mode: \.revokeMode, hangs: hangs) { form in
+                guard let token = form["token"], !token.isEmpty else { return Self.error("invalid_request") }
+                self.state.withLock { state in
+                    state.revocations.append(Revocation(token: token, tokenTypeHint: form["token_type_hint"], clientID: form["client_id"] ?? ""))
+                }
+                return Response(status: .ok)
             }
-            if let early = await Self.answer(mode, hangs: hangs) { return early }
-            let form = try await Self.form(request)
-            if let refusal = self.refuseSecret(form) { return refusal }
-            guard let token = form["token"], !token.isEmpty else { return Self.error("invalid_request") }
-            self.state.withLock { state in
-                state.revocations.append(Revocation(token: token, tokenTypeHint: form["token_type_hint"], clientID: form["client_id"] ?? ""))
-            }
-            return Response(status: .ok)
         }
+    }
+
+    /// What both endpoints do first: count the request, answer as the endpoint's mode says, read
+    /// the form and check its client secret; then `body` answers the form.
+    func respond(
+        to request: Request, counting count: WritableKeyPath<State, Int>, mode: KeyPath<State, FakeOpenIDProvider.Mode>, hangs: Gate,
+        _ body: ([String: String]) -> Response
+    ) async throws -> Response {
+        let mode = state.withLock { state in
+            state[keyPath: count] += 1
+            return state[keyPath: mode]
+        }
+        if let early = await Self.answer(mode, hangs: hangs) { return early }
+        let form = try await Self.form(request)
+        if let refusal = refuseSecret(form) { return refusal }
+        return body(form)
     }
 
     /// 503 when down; waits for the fake to stop when hanging; nil when up.

@@ -136,24 +136,31 @@ public struct AccessClaims: JWTPayload, Hashable {
         self.custom = custom
     }
 
-    /// Writes the payload with custom claims in name order (what `jsonBytes()` writes faster).
+    /// Writes the payload member for member as `jsonBytes()` does (`write(to:)`).
     public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: Key.self)
-        try c.encode(iss, forKey: Key("iss"))
-        try c.encode(aud, forKey: Key("aud"))
-        try c.encode(sub, forKey: Key("sub"))
-        try c.encode(iat, forKey: Key("iat"))
-        try c.encode(exp, forKey: Key("exp"))
-        try c.encodeIfPresent(nbf, forKey: Key("nbf"))
-        try c.encode(jti, forKey: Key("jti"))
-        try c.encode(sid, forKey: Key("sid"))
-        try c.encode(authTime, forKey: Key("auth_time"))
-        try c.encode(amr, forKey: Key("amr"))
-        try c.encodeIfPresent(email, forKey: Key("email"))
-        try c.encode(emailVerified, forKey: Key("email_verified"))
-        try c.encode(isAnonymous, forKey: Key("is_anonymous"))
+        var writer = ContainerClaimsWriter(container: encoder.container(keyedBy: Key.self))
+        try write(to: &writer)
+    }
+
+    /// Hands the payload's members to `writer` in the order a token carries them: the registered
+    /// claims (`nbf` and `email` only when set), then the custom claims in name order, reserved
+    /// names left out.
+    func write(to writer: inout some ClaimsWriter) throws {
+        try writer.string("iss", iss)
+        try writer.string("aud", aud)
+        try writer.string("sub", sub)
+        try writer.int("iat", Int(iat))
+        try writer.int("exp", Int(exp))
+        if let nbf { try writer.int("nbf", Int(nbf)) }
+        try writer.string("jti", jti)
+        try writer.string("sid", sid)
+        try writer.int("auth_time", Int(authTime))
+        try writer.strings("amr", amr)
+        if let email { try writer.string("email", email) }
+        try writer.bool("email_verified", emailVerified)
+        try writer.bool("is_anonymous", isAnonymous)
         for (name, value) in custom.sorted(by: { $0.key < $1.key }) where !Self.reservedNames.contains(name) {
-            try c.encode(value, forKey: Key(name))
+            try writer.custom(name, value)
         }
     }
 
@@ -188,27 +195,36 @@ extension AccessClaims {
     /// (which was several percent of a refresh's CPU time). Custom claims, rare, still go
     /// through `JSONEncoder` one value at a time.
     public func jsonBytes() throws -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.string("iss", iss)
-        w.string("aud", aud)
-        w.string("sub", sub)
-        w.int("iat", Int(iat))
-        w.int("exp", Int(exp))
-        if let nbf { w.int("nbf", Int(nbf)) }
-        w.string("jti", jti)
-        w.string("sid", sid)
-        w.int("auth_time", Int(authTime))
-        w.strings("amr", amr)
-        if let email { w.string("email", email) }
-        w.bool("email_verified", emailVerified)
-        w.bool("is_anonymous", isAnonymous)
-        if !custom.isEmpty {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-            for (name, value) in custom.sorted(by: { $0.key < $1.key }) where !Self.reservedNames.contains(name) {
-                w.raw(name, try encoder.encode(value))
-            }
-        }
-        return w.finish()
+        var writer = JSONObjectWriter()
+        try write(to: &writer)
+        return writer.finish()
     }
+}
+
+/// Where `AccessClaims.write(to:)` puts the payload's members: the JSON bytes of a token to sign
+/// (`JSONObjectWriter`), or an encoder's container (`encode(to:)`).
+protocol ClaimsWriter {
+    mutating func string(_ name: String, _ value: String?) throws
+    mutating func int(_ name: String, _ value: Int) throws
+    mutating func bool(_ name: String, _ value: Bool) throws
+    mutating func strings(_ name: String, _ values: [String]) throws
+    mutating func custom(_ name: String, _ value: JSONValue) throws
+}
+
+extension JSONObjectWriter: ClaimsWriter {
+    mutating func custom(_ name: String, _ value: JSONValue) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        raw(name, try encoder.encode(value))
+    }
+}
+
+/// `AccessClaims.encode(to:)`'s writer: each member into the encoder's keyed container.
+struct ContainerClaimsWriter: ClaimsWriter {
+    var container: KeyedEncodingContainer<AccessClaims.Key>
+    mutating func string(_ name: String, _ value: String?) throws { try container.encode(value, forKey: .init(name)) }
+    mutating func int(_ name: String, _ value: Int) throws { try container.encode(value, forKey: .init(name)) }
+    mutating func bool(_ name: String, _ value: Bool) throws { try container.encode(value, forKey: .init(name)) }
+    mutating func strings(_ name: String, _ values: [String]) throws { try container.encode(values, forKey: .init(name)) }
+    mutating func custom(_ name: String, _ value: JSONValue) throws { try container.encode(value, forKey: .init(name)) }
 }

@@ -113,9 +113,7 @@ func withKeys(_ options: [String], dataDir: String?, id: String = "", _ body: (K
         let file = try await AdminKeyFile(dataDir: dataDir)
         print(try await body(KeyOperations(create: file.create, list: file.list, revoke: file.revoke)))
     } catch {
-        let text = (error as? ConfigError)?.message ?? "\(error)"
-        FileHandle.standardError.write(Data("error: \(text)\n".utf8))
-        throw ExitCode(1)
+        throw failed("error: \((error as? ConfigError)?.message ?? "\(error)")")
     }
 }
 

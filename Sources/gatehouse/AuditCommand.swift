@@ -55,8 +55,7 @@ struct AuditCommand: AsyncParsableCommand {
             if let dataDir = try takeOption("--data-dir", from: &options) { return try AuditReader(dataDir: dataDir) }
             return try AuditReader(config: try Config(arguments: options))
         } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw failed("error: \(error)")
         }
     }
 
@@ -89,9 +88,8 @@ struct AuditCommand: AsyncParsableCommand {
                     if follow { try await Task.sleep(for: .seconds(1)) }
                 } while follow
             } catch {
-                FileHandle.standardError.write(Data("\(reader.describe(error))\n".utf8))
                 await reader.close()
-                throw ExitCode(1)
+                throw failed(reader.describe(error))
             }
             await reader.close()
         }
@@ -122,9 +120,8 @@ struct AuditCommand: AsyncParsableCommand {
                     count += 1
                 }
             } catch {
-                FileHandle.standardError.write(Data("\(reader.describe(error))\n".utf8))
                 await reader.close()
-                throw ExitCode(1)
+                throw failed(reader.describe(error))
             }
             await reader.close()
             if path != "-" {
@@ -140,8 +137,7 @@ struct AuditCommand: AsyncParsableCommand {
 func newPrivateFile(_ path: String) throws -> FileHandle {
     let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0o600)
     guard fd >= 0 else {
-        FileHandle.standardError.write(Data("error: cannot create \(path): \(String(cString: strerror(errno))) (the file must not exist yet)\n".utf8))
-        throw ExitCode(1)
+        throw failed("error: cannot create \(path): \(String(cString: strerror(errno))) (the file must not exist yet)")
     }
     return FileHandle(fileDescriptor: fd, closeOnDealloc: true)
 }

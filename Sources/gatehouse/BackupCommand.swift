@@ -14,7 +14,12 @@ private func dataDirectory(_ options: [String]) throws -> URL {
 
 /// Prints `gatehouse COMMAND: error: MESSAGE` and gives the exit code 1.
 func fail(_ command: String, _ message: String) -> ExitCode {
-    FileHandle.standardError.write(Data("gatehouse \(command): error: \(message)\n".utf8))
+    failed("gatehouse \(command): error: \(message)")
+}
+
+/// Writes `line` to standard error and gives the exit code 1: `throw failed("error: …")`.
+func failed(_ line: String) -> ExitCode {
+    FileHandle.standardError.write(Data("\(line)\n".utf8))
     return ExitCode(1)
 }
 

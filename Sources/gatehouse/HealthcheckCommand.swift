@@ -43,8 +43,7 @@ struct HealthcheckCommand: AsyncParsableCommand {
                 role: role, config: config, curveClientKeys: try LinkSecurity.selfProbeKeys(config), timeout: .milliseconds(max(1, timeoutMs)))
             print(message)
         } catch {
-            FileHandle.standardError.write(Data("\(error)\n".utf8))
-            throw ExitCode(1)
+            throw failed("\(error)")
         }
     }
 }

@@ -26,8 +26,7 @@ struct Keys: AsyncParsableCommand {
                 let written = try KeySet.generate(into: directory, force: force)
                 print(KeySet.report(written, directory: directory))
             } catch let error as KeySet.Error {
-                FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
-                throw ExitCode.failure
+                throw failed("error: \(error.description)")
             }
         }
     }
@@ -54,8 +53,7 @@ struct Keys: AsyncParsableCommand {
             do {
                 print(try KeyEncryptionKey.rotate(dataDir: dataDir, oldKeyFile: oldKeyFile, newKeyFile: newKeyFile, oldKeyLost: oldKeyLost))
             } catch let error as ConfigError {
-                FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
-                throw ExitCode.failure
+                throw failed("error: \(error.message)")
             }
         }
     }

@@ -54,8 +54,7 @@ struct MailShow: ParsableCommand {
     func run() throws {
         let box = try mailbox(options)
         guard let found = try box.mail(mail) else {
-            FileHandle.standardError.write(Data("error: no mail \(mail) in \(box.folder.path); see `gatehouse mail list`\n".utf8))
-            throw ExitCode(1)
+            throw failed("error: no mail \(mail) in \(box.folder.path); see `gatehouse mail list`")
         }
         if raw {
             print(found.raw, terminator: "")

@@ -7,15 +7,13 @@ import GatehouseApp
 func withAdminAPI(_ options: [String], _ body: (AdminAPIClient) async throws -> String) async throws {
     let client: AdminAPIClient
     do { client = try AdminAPIClient(config: try Config(arguments: options)) } catch {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-        throw ExitCode(1)
+        throw failed("error: \(error)")
     }
     do {
         let output = try await body(client)
         if !output.isEmpty { print(output) }
     } catch let failure as AdminAPIClient.Failure {
-        FileHandle.standardError.write(Data("\(failure)\n".utf8))
-        throw ExitCode(1)
+        throw failed("\(failure)")
     }
 }
 

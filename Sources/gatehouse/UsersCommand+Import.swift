@@ -21,8 +21,7 @@ func takeFlag(_ name: String, from words: inout [String]) -> Bool {
 /// A client for `options`, or the error on stderr and exit 1.
 func adminClient(_ options: [String]) throws -> AdminClient {
     do { return try AdminClient(config: try Config(arguments: options)) } catch {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-        throw ExitCode(1)
+        throw failed("error: \(error)")
     }
 }
 
@@ -59,8 +58,7 @@ struct ImportUsers: AsyncParsableCommand {
         if firebase != nil, format != .firebase { throw ValidationError("--hash-key and its companions are for --format firebase.") }
         let file: UserImportFile
         do { file = try UserImportFile(path: path, format: format, firebase: firebase) } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw failed("error: \(error)")
         }
         let client = try adminClient(rest)
         let result: Result<ImportSummary, any Error>
@@ -73,8 +71,7 @@ struct ImportUsers: AsyncParsableCommand {
             print(summary.line)
             if summary.failed > 0 { throw ExitCode(1) }
         case .failure(let error):
-            FileHandle.standardError.write(Data("\(client.describe(error, userID: "")) (the batches before it were imported; run the import again)\n".utf8))
-            throw ExitCode(1)
+            throw failed("\(client.describe(error, userID: "")) (the batches before it were imported; run the import again)")
         }
     }
 
@@ -126,8 +123,7 @@ struct ExportUsers: AsyncParsableCommand {
         case .success(let count):
             FileHandle.standardError.write(Data("exported \(count) users\n".utf8))
         case .failure(let error):
-            FileHandle.standardError.write(Data("\(client.describe(error, userID: ""))\n".utf8))
-            throw ExitCode(1)
+            throw failed(client.describe(error, userID: ""))
         }
     }
 }

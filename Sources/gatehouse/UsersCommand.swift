@@ -25,21 +25,14 @@ struct Users: AsyncParsableCommand {
 /// Runs `body` with a client configured by `options`, printing its one-line result, or the
 /// error on stderr and exiting 1.
 func withAdminClient(_ options: [String], userID: String, _ body: (AdminClient) async throws -> String) async throws {
-    let client: AdminClient
-    do {
-        client = try AdminClient(config: try Config(arguments: options))
-    } catch {
-        FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-        throw ExitCode(1)
-    }
+    let client = try adminClient(options)
     let result: Result<String, any Error>
     do { result = .success(try await body(client)) } catch { result = .failure(error) }
     await client.close()
     switch result {
     case .success(let line): print(line)
     case .failure(let error):
-        FileHandle.standardError.write(Data("\(client.describe(error, userID: userID))\n".utf8))
-        throw ExitCode(1)
+        throw failed(client.describe(error, userID: userID))
     }
 }
 
