@@ -279,3 +279,31 @@ enum IdentityInput {
         return resetCodeHash(code)
     }
 }
+
+/// Setting a password: the policy it must satisfy and the pool that hashes it (sign-up, upgrade,
+/// change, reset, the admin API; and the sign-in's check and rehash).
+public struct NewPasswords: Sendable {
+    /// Hashes and verifies passwords on the hash pool.
+    public let hasher: PasswordHasher
+    /// What a new password must satisfy.
+    public let policy: PasswordPolicy
+
+    /// `typed` checked by the policy (`weakPassword` with its reasons) for the account `email`
+    /// (normalized), then hashed, done by what is left of `deadline` (`IdentityInput.hashDeadline`).
+    func hash(_ typed: String, email: String, deadline: ContinuousClock.Instant?) async throws -> String {
+        try await hasher.hash(try policy.validate(typed, email: email), deadline: IdentityInput.hashDeadline(deadline))
+    }
+}
+
+/// What the mail flows are made with: the templates and their composer, the password reset's and
+/// the email flows' settings (lifetimes, per-address limits).
+public struct MailParts: Sendable {
+    /// Builds every mail and link.
+    public let composer: MailComposer
+    /// The templates (built in unless the operator's files override them), for their locales.
+    public let templates: MailTemplates
+    /// Password reset: code lifetime, per-address mail limits.
+    public let passwordReset: PasswordResetSettings
+    /// Email verification and change: mode, code lifetimes, per-user mail limits.
+    public let emailFlows: EmailFlowSettings
+}

@@ -93,10 +93,18 @@ public struct IdentityHandlers: Sendable {
             audit: AuditTrail(store: store, sampler: auditSampler, clock: clock, logger: logger), recentLoginWindow: recentLoginWindow)
     }
 
+    /// The policy and hash pool of new passwords.
+    var passwords: NewPasswords { NewPasswords(hasher: hasher, policy: policy) }
+
+    /// The mail templates and the mail flows' settings.
+    var mail: MailParts {
+        MailParts(composer: mailComposer, templates: mailTemplates, passwordReset: passwordReset, emailFlows: emailFlows)
+    }
+
     /// Password checks under the throttles, and the end of every sign-in.
     var signIns: PasswordSignIn {
         PasswordSignIn(
-            basics: basics, store: store, hasher: hasher, policy: policy, throttle: throttle, accountThrottle: accountThrottle,
+            basics: basics, store: store, passwords: passwords, throttle: throttle, accountThrottle: accountThrottle,
             verificationRequired: emailFlows.verification == .required)
     }
 
@@ -113,14 +121,14 @@ public struct IdentityHandlers: Sendable {
     /// Sign-up, sign-in, the current user, profile, re-authentication, password change, deletion.
     public var accounts: AccountHandlers {
         AccountHandlers(
-            basics: basics, store: store, signIns: signIns, hasher: hasher, policy: policy, defaultSettingsJSON: defaultSettingsJSON,
+            basics: basics, store: store, signIns: signIns, passwords: passwords, defaultSettingsJSON: defaultSettingsJSON,
             signUpMail: signUpMail, migration: migration)
     }
 
     /// An anonymous user's upgrade, and its migration to an existing account.
     public var migration: MigrationHandlers {
         MigrationHandlers(
-            basics: basics, store: store, signIns: signIns, hasher: hasher, policy: policy, resumeHandles: resumeHandles,
+            basics: basics, store: store, signIns: signIns, passwords: passwords, resumeHandles: resumeHandles,
             sharedResumeHandles: store.sharedResumeHandles, signUpMail: signUpMail, providerLinks: providerLinks)
     }
 
@@ -139,27 +147,22 @@ public struct IdentityHandlers: Sendable {
 
     /// Password reset by mail.
     public var passwordResets: PasswordResetHandlers {
-        PasswordResetHandlers(
-            basics: basics, store: store, hasher: hasher, policy: policy, settings: passwordReset, mailTemplates: mailTemplates,
-            mailComposer: mailComposer)
+        PasswordResetHandlers(basics: basics, store: store, passwords: passwords, mail: mail)
     }
 
     /// Email verification.
     public var emailVerification: EmailVerificationHandlers {
-        EmailVerificationHandlers(basics: basics, store: store, mail: signUpMail, emailFlows: emailFlows)
+        EmailVerificationHandlers(basics: basics, store: store, mail: signUpMail)
     }
 
     /// The confirmed email change and its revert.
     public var emailChanges: EmailChangeHandlers {
-        EmailChangeHandlers(
-            basics: basics, store: store, emailFlows: emailFlows, passwordResetTTL: passwordReset.ttl, mailComposer: mailComposer)
+        EmailChangeHandlers(basics: basics, store: store, mail: mail)
     }
 
     /// The operator's and the admin API's user operations.
     public var admin: AdminHandlers {
-        AdminHandlers(
-            basics: basics, store: store, hasher: hasher, policy: policy, defaultSettingsJSON: defaultSettingsJSON,
-            passwordResetTTL: passwordReset.ttl, verificationTTL: emailFlows.verificationTTL, mailComposer: mailComposer)
+        AdminHandlers(basics: basics, store: store, passwords: passwords, defaultSettingsJSON: defaultSettingsJSON, mail: mail)
     }
 
     /// Admin API keys.

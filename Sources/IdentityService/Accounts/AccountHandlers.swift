@@ -14,8 +14,7 @@ public struct AccountHandlers: SignsInUsers {
     let basics: HandlerBasics
     let store: any UserStore & PasswordResetStore
     let signIns: PasswordSignIn
-    let hasher: PasswordHasher
-    let policy: PasswordPolicy
+    let passwords: NewPasswords
     /// The settings every new user gets (`GATEHOUSE_DEFAULT_SETTINGS`).
     let defaultSettingsJSON: String
     /// Mails the verification at sign-up when the operator asks for one.
@@ -49,10 +48,10 @@ public struct AccountHandlers: SignsInUsers {
         let displayName = try IdentityInput.validDisplayName(request.displayName)
         try IdentityInput.checkClient(request.client)
         try IdentityInput.checkLocale(request.locale)
-        let password = try policy.validate(request.password, email: email.normalized)
+        let password = try passwords.policy.validate(request.password, email: email.normalized)
         // Cheap early answer for a taken email (the insert still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
-        let hash = try await hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
+        let hash = try await passwords.hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
         let at = clock.now
         let verifyFirst = signIns.verificationRequired
         let user = UserRecord(
@@ -147,7 +146,7 @@ public struct AccountHandlers: SignsInUsers {
 
     /// A strength score and whether `policy` would accept the password (`identity.passwordStrength`).
     public func passwordStrength(_ request: PasswordStrengthRequest) -> PasswordStrengthResponse {
-        Self.passwordStrength(request, policy: policy)
+        Self.passwordStrength(request, policy: passwords.policy)
     }
 
     /// A strength score and whether `policy` would accept the password.
@@ -232,8 +231,8 @@ public struct AccountHandlers: SignsInUsers {
                 field: "password", reason: "this account has no email address (its provider sent none), so it cannot have a password: link another provider instead")
         }
         try requireRecentLogin(request.caller)
-        let password = try policy.validate(request.password, email: email)
-        let hash = try await hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
+        let password = try passwords.policy.validate(request.password, email: email)
+        let hash = try await passwords.hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
         let audit = (kind: AuditEvent.Kind.passwordChanged, user: current.id.rawValue, session: request.caller.sessionID)
         let (user, revoked) = try await revokingSessions(of: current.id, reason: "password_changed", except: request.caller.sessionID) {
             try await audited(audit.kind, userID: audit.user, client: request.client, sessionID: audit.session) {

@@ -17,8 +17,7 @@ import RPCRouting
 struct PasswordSignIn: IdentityFeature {
     let basics: HandlerBasics
     let store: any UserStore
-    let hasher: PasswordHasher
-    let policy: PasswordPolicy
+    let passwords: NewPasswords
     /// Throttles password checks per account and client address: guesses from one address wait
     /// after `threshold` failures without slowing the owner elsewhere.
     let throttle: PasswordAttemptThrottle
@@ -34,20 +33,20 @@ struct PasswordSignIn: IdentityFeature {
     func checkPassword(
         _ typed: String, email: EmailAddress, deadline hashDeadline: ContinuousClock.Instant?, unknownEmail: () -> Void = {}
     ) async throws -> (UserRecord, String, String) {
-        if typed.isEmpty || policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
+        if typed.isEmpty || passwords.policy.isObviouslyTooLong(typed) { throw IdentityError.invalidCredentials }
         let password = PasswordPolicy.normalize(typed)
-        guard password.unicodeScalars.count <= policy.maxLength else { throw IdentityError.invalidCredentials }
+        guard password.unicodeScalars.count <= passwords.policy.maxLength else { throw IdentityError.invalidCredentials }
         let found = try await store.user(normalizedEmail: email.normalized)
         if let found { auditUser(found.id) }
         guard let user = found, let stored = user.passwordHash else {
-            _ = try await hasher.verifyDummy(password, deadline: hashDeadline)
+            _ = try await passwords.hasher.verifyDummy(password, deadline: hashDeadline)
             if found == nil { unknownEmail() }
             throw IdentityError.invalidCredentials
         }
-        var matched = try await hasher.verify(password, against: stored, deadline: hashDeadline)
+        var matched = try await passwords.hasher.verify(password, against: stored, deadline: hashDeadline)
         if !matched, password != typed, !stored.hasPrefix("$argon2id$") {
             // An imported hash may have been made from the password as typed, before NFKC.
-            matched = try await hasher.verify(typed, against: stored, deadline: hashDeadline)
+            matched = try await passwords.hasher.verify(typed, against: stored, deadline: hashDeadline)
         }
         guard matched else { throw IdentityError.invalidCredentials }
         return (user, stored, password)
@@ -77,9 +76,9 @@ struct PasswordSignIn: IdentityFeature {
     ) async throws -> (UserRecord, SessionTokens) {
         let at = clock.now
         var upgraded: String?
-        if let password, let verified, hasher.needsRehash(verified) {
+        if let password, let verified, passwords.hasher.needsRehash(verified) {
             do {
-                upgraded = try await hasher.hash(password, deadline: hashDeadline)
+                upgraded = try await passwords.hasher.hash(password, deadline: hashDeadline)
             } catch IdentityError.overloaded {
                 upgraded = nil  // upgrade at a later sign-in
             }

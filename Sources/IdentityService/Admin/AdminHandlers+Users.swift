@@ -48,7 +48,7 @@ extension AdminHandlers {
         let displayName = try IdentityInput.validDisplayName(request.displayName)
         var hash: String?
         if let typed = request.password {
-            hash = try await hasher.hash(try policy.validate(typed, email: email.normalized), deadline: IdentityInput.hashDeadline(deadline))
+            hash = try await passwords.hasher.hash(try passwords.policy.validate(typed, email: email.normalized), deadline: IdentityInput.hashDeadline(deadline))
         }
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
         let user = UserRecord(
@@ -76,7 +76,7 @@ extension AdminHandlers {
         let normalized = email?.normalized ?? current.emailNormalized ?? ""
         var newHash: String?
         if let typed = request.password {
-            newHash = try await hasher.hash(try policy.validate(typed, email: normalized), deadline: IdentityInput.hashDeadline(deadline))
+            newHash = try await passwords.hasher.hash(try passwords.policy.validate(typed, email: normalized), deadline: IdentityInput.hashDeadline(deadline))
         }
         let hash = newHash
         if let email, email.normalized != current.emailNormalized, try await store.user(normalizedEmail: email.normalized) != nil {
@@ -170,7 +170,7 @@ extension AdminHandlers {
         }
         guard !user.disabled else { throw IdentityError.userDisabled }
         if kind == .verifyEmail, user.emailVerified { throw IdentityError.emailAlreadyVerified }
-        let ttl = kind == .passwordReset ? passwordResetTTL : verificationTTL
+        let ttl = kind == .passwordReset ? mail.passwordReset.ttl : mail.emailFlows.verificationTTL
         let code = IdentityInput.newResetCode()
         let now = clock.now
         try await audited(AuditEvent.Kind.actionLinkGenerated, actor: actor, userID: id.rawValue, email: normalized, client: request.client) {
@@ -179,7 +179,7 @@ extension AdminHandlers {
                 kind, userID: id, email: typed, emailNormalized: normalized, codeHash: IdentityInput.resetCodeHash(code),
                 expiresAt: now.addingTimeInterval(ttl), now: now)
         }
-        let link = mailComposer.link(kind == .passwordReset ? .passwordReset : .verifyEmail, code: code, locale: "en") ?? ""
+        let link = mail.composer.link(kind == .passwordReset ? .passwordReset : .verifyEmail, code: code, locale: "en") ?? ""
         return ActionLink(link: link, code: code, expiresIn: Int64(ttl.rounded(.up)))
     }
 }

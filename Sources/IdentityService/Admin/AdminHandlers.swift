@@ -15,15 +15,11 @@ import Mail
 public struct AdminHandlers: IdentityFeature {
     let basics: HandlerBasics
     let store: any UserStore & AdminStore
-    let hasher: PasswordHasher
-    let policy: PasswordPolicy
+    let passwords: NewPasswords
     /// The settings every new user gets.
     let defaultSettingsJSON: String
-    /// The lifetimes of the codes of generated action links.
-    let passwordResetTTL: TimeInterval
-    let verificationTTL: TimeInterval
-    /// Builds the links.
-    let mailComposer: MailComposer
+    /// The links of generated action codes, and their lifetimes.
+    let mail: MailParts
 
     /// Registers the operator's and the admin API's user methods.
     func register(_ router: inout RPCRouter) {

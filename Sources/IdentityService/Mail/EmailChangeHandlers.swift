@@ -14,11 +14,8 @@ import RPCRouting
 public struct EmailChangeHandlers: IdentityFeature {
     let basics: HandlerBasics
     let store: any UserStore & EmailCodeStore
-    /// Code lifetimes and per-user mail limits.
-    let emailFlows: EmailFlowSettings
-    /// The lifetime of the reset code a revert mails.
-    let passwordResetTTL: TimeInterval
-    let mailComposer: MailComposer
+    /// The mails, their codes' lifetimes and the per-user limits.
+    let mail: MailParts
 
     /// Registers `identity.changeEmail`, `identity.confirmEmailChange` and `identity.revertEmailChange`.
     func register(_ router: inout RPCRouter) {
@@ -33,7 +30,7 @@ public struct EmailChangeHandlers: IdentityFeature {
     /// is stored (older ones voided) and its mail queued to the new address; the user is
     /// unchanged and the reply names the pending address (`pendingEmail`, `pendingExpiresIn`).
     /// `invalidEmail`; `emailExists` (the address has another account); `mailRateLimited` past
-    /// `emailFlows.perMinute`/`perHour` change mails; an anonymous caller: `invalidArgument`.
+    /// `mail.emailFlows.perMinute`/`perHour` change mails; an anonymous caller: `invalidArgument`.
     public func changeEmail(_ request: ChangeEmailRequest) async throws -> CredentialChangeResponse {
         let current = try await store.callerUser(request.caller)
         guard !current.isAnonymous, let currentEmail = current.email, current.emailNormalized != nil else {
@@ -64,10 +61,10 @@ public struct EmailChangeHandlers: IdentityFeature {
         }
         let code = IdentityInput.newResetCode()
         let now = clock.now
-        let (composer, ttl) = (mailComposer, emailFlows.changeTTL)
+        let (composer, ttl) = (mail.composer, mail.emailFlows.changeTTL)
         try await store.storeEmailChange(
             userID: current.id, from: currentNormalized, to: email, codeHash: IdentityInput.resetCodeHash(code), expiresAt: now.addingTimeInterval(ttl),
-            now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour
+            now: now, perMinute: mail.emailFlows.perMinute, perHour: mail.emailFlows.perHour
         ) { old in
             composer.message(
                 .changeEmail, to: email.typed, code: code, ttl: ttl, preferences: preferences, date: now,
@@ -91,7 +88,7 @@ public struct EmailChangeHandlers: IdentityFeature {
         guard let codeHash = IdentityInput.resetCodeHash(ifWellFormed: request.code) else { throw IdentityError.invalidEmailChangeCode }
         let revertCode = IdentityInput.newResetCode()
         let now = clock.now
-        let (composer, ttl) = (mailComposer, emailFlows.revertTTL)
+        let (composer, ttl) = (mail.composer, mail.emailFlows.revertTTL)
         let pending = try await store.emailChangeCode(codeHash: codeHash, purpose: .changeEmail, now: now)
         let id = try await audited(
             AuditEvent.Kind.emailChanged, userID: pending?.userID.rawValue ?? "", email: pending?.email ?? "", client: request.client
@@ -129,7 +126,7 @@ public struct EmailChangeHandlers: IdentityFeature {
         // The password ends too (a takeover usually set its own): a reset mail to the restored
         // address, in the revert's transaction, lets the owner set a new one.
         let resetCode = IdentityInput.newResetCode()
-        let (composer, resetTTL, preferences) = (mailComposer, passwordResetTTL, try IdentityInput.emailChangeLocale(request.locale))
+        let (composer, resetTTL, preferences) = (mail.composer, mail.passwordReset.ttl, try IdentityInput.emailChangeLocale(request.locale))
         let reset = RevertPasswordReset(codeHash: IdentityInput.resetCodeHash(resetCode), expiresAt: now.addingTimeInterval(resetTTL)) { to in
             composer.message(.passwordReset, to: to, code: resetCode, ttl: resetTTL, preferences: preferences, date: now)
         }

@@ -17,10 +17,8 @@ import Synchronization
 public struct EmailVerificationHandlers: IdentityFeature {
     let basics: HandlerBasics
     let store: any UserStore & EmailCodeStore
-    /// Makes the codes and their mail.
+    /// Makes the codes and their mail (with their lifetime and per-user limits).
     let mail: VerificationMail
-    /// Code lifetime and per-user mail limits.
-    let emailFlows: EmailFlowSettings
 
     /// Registers `identity.sendEmailVerification`, `requestEmailVerification` and `confirmEmailVerification`.
     func register(_ router: inout RPCRouter) {
@@ -44,11 +42,11 @@ public struct EmailVerificationHandlers: IdentityFeature {
         let now = clock.now
         let pending = mail.pendingVerification(to: typed, normalized: normalized, locale: request.locale, now: now)
         let outcome = try await store.storeEmailVerification(
-            userID: current.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
+            userID: current.id, verification: pending, now: now, perMinute: mail.emailFlows.perMinute, perHour: mail.emailFlows.perHour)
         switch outcome {
         case .queued:
             logger.info("email verification mail queued", metadata: ["user": "\(current.id.rawValue)", "messageId": "\(pending.mail.messageID)"])
-            return SendEmailVerificationResponse(email: typed, expiresIn: Int64(emailFlows.verificationTTL.rounded(.up)))
+            return SendEmailVerificationResponse(email: typed, expiresIn: Int64(mail.emailFlows.verificationTTL.rounded(.up)))
         case .limited(let seconds): throw IdentityError.mailRateLimited(retryAfterSeconds: seconds)
         case .alreadyVerified: throw IdentityError.emailAlreadyVerified
         case .noAccount: throw IdentityError.userNotFound  // changed or disabled meanwhile
@@ -84,7 +82,7 @@ public struct EmailVerificationHandlers: IdentityFeature {
             }
             let pending = mail.pendingVerification(to: typed, normalized: normalizedEmail, locale: locale, now: now)
             let outcome = try await store.storeEmailVerification(
-                userID: user.id, verification: pending, now: now, perMinute: emailFlows.perMinute, perHour: emailFlows.perHour)
+                userID: user.id, verification: pending, now: now, perMinute: mail.emailFlows.perMinute, perHour: mail.emailFlows.perHour)
             switch outcome {
             case .queued: logger.info("email verification mail queued", metadata: ["user": "\(user.id.rawValue)"])
             case .limited: logger.notice("email verification not sent: the user had one too recently", metadata: ["user": "\(user.id.rawValue)"])

@@ -15,12 +15,9 @@ import Synchronization
 public struct PasswordResetHandlers: IdentityFeature {
     let basics: HandlerBasics
     let store: any UserStore & PasswordResetStore
-    let hasher: PasswordHasher
-    let policy: PasswordPolicy
-    /// Code lifetime, per-address mail limits.
-    let settings: PasswordResetSettings
-    let mailTemplates: MailTemplates
-    let mailComposer: MailComposer
+    let passwords: NewPasswords
+    /// The mail, its code's lifetime and the per-address limits.
+    let mail: MailParts
 
     /// Registers `identity.requestPasswordReset` and `identity.confirmPasswordReset`.
     func register(_ router: inout RPCRouter) {
@@ -39,7 +36,7 @@ public struct PasswordResetHandlers: IdentityFeature {
         guard request.locale.utf8.count <= 64 else {
             throw IdentityError.invalidArgument(field: "locale", reason: "longer than 64 bytes")
         }
-        let locale = mailTemplates.locale(request.locale)
+        let locale = mail.templates.locale(request.locale)
         MailRequests.afterAnswer(logger: logger, "password reset") { _ = await self.sendPasswordReset(normalizedEmail: email.normalized, locale: locale) }
         return Empty()
     }
@@ -54,19 +51,20 @@ public struct PasswordResetHandlers: IdentityFeature {
                 let recipient = user.email
             else {
                 // The same work as for an account (a code and a rendered mail), thrown away.
-                _ = mailComposer.message(
-                    .passwordReset, to: "nobody@example.invalid", code: IdentityInput.newResetCode(), ttl: settings.ttl, preferences: locale,
+                _ = mail.composer.message(
+                    .passwordReset, to: "nobody@example.invalid", code: IdentityInput.newResetCode(), ttl: mail.passwordReset.ttl, preferences: locale,
                     date: clock.now)
                 return .noAccount
             }
             let code = IdentityInput.newResetCode()
             let now = clock.now
-            let mail = mailComposer.message(.passwordReset, to: recipient, code: code, ttl: settings.ttl, preferences: locale, date: now)
+            let settings = mail.passwordReset
+            let message = mail.composer.message(.passwordReset, to: recipient, code: code, ttl: settings.ttl, preferences: locale, date: now)
             let outcome = try await store.storePasswordReset(
                 userID: user.id, email: normalizedEmail, codeHash: IdentityInput.resetCodeHash(code), expiresAt: now.addingTimeInterval(settings.ttl),
-                mail: mail, now: now, perMinute: settings.perMinute, perHour: settings.perHour)
+                mail: message, now: now, perMinute: settings.perMinute, perHour: settings.perHour)
             switch outcome {
-            case .queued: logger.info("password reset mail queued", metadata: ["user": "\(user.id.rawValue)", "messageId": "\(mail.messageID)"])
+            case .queued: logger.info("password reset mail queued", metadata: ["user": "\(user.id.rawValue)", "messageId": "\(message.messageID)"])
             case .limited: logger.notice("password reset not sent: the address had one too recently", metadata: ["user": "\(user.id.rawValue)"])
             case .noAccount: break
             }
@@ -91,8 +89,8 @@ public struct PasswordResetHandlers: IdentityFeature {
         else { throw IdentityError.invalidResetCode }
         let (userID, email) = found
         guard !user.disabled else { throw IdentityError.userDisabled }
-        let password = try policy.validate(request.password, email: email)
-        let hash = try await hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
+        let password = try passwords.policy.validate(request.password, email: email)
+        let hash = try await passwords.hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
         let at = clock.now
         let (_, revoked) = try await revokingSessions(of: userID, reason: "password_reset") {
             try await audited(AuditEvent.Kind.passwordReset, userID: userID.rawValue, email: user.email ?? "", client: request.client) {

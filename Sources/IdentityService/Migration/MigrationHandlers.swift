@@ -15,8 +15,7 @@ public struct MigrationHandlers: SignsInUsers {
     let basics: HandlerBasics
     let store: any UserStore & ChangeLogStore
     let signIns: PasswordSignIn
-    let hasher: PasswordHasher
-    let policy: PasswordPolicy
+    let passwords: NewPasswords
     /// The resume handles of `migration_required` answers.
     let resumeHandles: ResumeHandles
     /// Where the handles live when the store shares them between instances.
@@ -46,12 +45,12 @@ public struct MigrationHandlers: SignsInUsers {
         let displayName = try IdentityInput.validDisplayName(request.displayName)
         try IdentityInput.checkClient(request.client)
         try IdentityInput.checkLocale(request.locale)
-        let password = try policy.validate(request.password, email: email.normalized)
+        let password = try passwords.policy.validate(request.password, email: email.normalized)
         guard let current = try await store.user(id: id) else { throw IdentityError.userNotFound }
         guard current.isAnonymous else { throw Self.notAnonymous }
         // Cheap early answer for a taken email (the update still decides under races).
         if try await store.user(normalizedEmail: email.normalized) != nil { throw IdentityError.emailExists }
-        let hash = try await hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
+        let hash = try await passwords.hasher.hash(password, deadline: IdentityInput.hashDeadline(deadline))
         let at = clock.now
         let audit = (kind: AuditEvent.Kind.anonymousUpgraded, user: id.rawValue)
         let user = try await audited(audit.kind, userID: audit.user, email: email.typed, client: request.client) {
