@@ -43,11 +43,11 @@ extension SQLiteTokenStore {
         try await write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
-            let rows = try Row.fetchAll(db, sql: "SELECT kid, privateKey FROM signingKey WHERE encrypted = 0")
+            let rows = try Row.fetchAll(db, sql: "SELECT kid, private_key FROM signingKey WHERE encrypted = 0")
             for row in rows {
-                let plain: Data = row["privateKey"]
+                let plain: Data = row["private_key"]
                 try db.execute(
-                    sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?",
+                    sql: "UPDATE signingKey SET private_key = ?, encrypted = 1 WHERE kid = ?",
                     arguments: [try seal(plain), row["kid"] as String])
             }
             return rows.count
@@ -99,9 +99,9 @@ extension SQLiteTokenStore {
         defer { _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.truncate) } }
         return try queue.write { db in
             var report = RewrapReport()
-            for row in try Row.fetchAll(db, sql: "SELECT kid, privateKey, encrypted FROM signingKey") {
+            for row in try Row.fetchAll(db, sql: "SELECT kid, private_key, encrypted FROM signingKey") {
                 let kid: String = row["kid"]
-                guard let plain = open(row["privateKey"], row["encrypted"]) else {
+                guard let plain = open(row["private_key"], row["encrypted"]) else {
                     guard discardUnreadable else {
                         throw RewrapError(description: "signing key \(kid) does not open with the old key-encryption key; nothing was changed")
                     }
@@ -109,7 +109,7 @@ extension SQLiteTokenStore {
                     report.discardedKeys += 1
                     continue
                 }
-                try db.execute(sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?", arguments: [try seal(plain), kid])
+                try db.execute(sql: "UPDATE signingKey SET private_key = ?, encrypted = 1 WHERE kid = ?", arguments: [try seal(plain), kid])
                 report.keys += 1
             }
             if let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [TokenSecrets.successorName]) {

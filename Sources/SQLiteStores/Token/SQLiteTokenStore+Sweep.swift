@@ -18,7 +18,7 @@ extension SQLiteTokenStore {
     /// detecting. Until then a reused old token still revokes its session.
     ///
     /// Work is cut into group-committed writes of at most `batch` rows (tokens, by the
-    /// `createdAt` index) or `batch` session row ids (a range scan), so the refreshes committing
+    /// `created_at` index) or `batch` session row ids (a range scan), so the refreshes committing
     /// beside a sweep wait for one small write at a time, never for the whole sweep.
     public func sweep(now: Date, retention: TimeInterval, idleTimeout: TimeInterval, batch: Int = 1000) async throws -> SweepCounts {
         var counts = SweepCounts()
@@ -39,7 +39,7 @@ extension SQLiteTokenStore {
                     try db.execute(
                         sql: """
                             DELETE FROM session WHERE rowid BETWEEN ? AND ?
-                            AND (revokedAt < ? OR expiresAt < ? OR lastUsedAt < ?)
+                            AND (revoked_at < ? OR expires_at < ? OR last_used_at < ?)
                             """,
                         arguments: [first, end, ended, ended, idle])
                     return db.changesCount
@@ -51,7 +51,7 @@ extension SQLiteTokenStore {
             try Task.checkCancellation()
             let deleted = try await write { db in
                 try db.execute(
-                    sql: "DELETE FROM refreshToken WHERE hash IN (SELECT hash FROM refreshToken WHERE createdAt < ? ORDER BY createdAt LIMIT ?)",
+                    sql: "DELETE FROM refreshToken WHERE hash IN (SELECT hash FROM refreshToken WHERE created_at < ? ORDER BY created_at LIMIT ?)",
                     arguments: [idle, batch])
                 return db.changesCount
             }

@@ -64,11 +64,11 @@ extension SQLiteUserStore {
     ) async throws -> UserRecord {
         try await run { db in
             let owners = try String.fetchAll(
-                db, sql: "SELECT userId FROM identities WHERE provider = ? AND (subject = ? OR userId = ?)",
+                db, sql: "SELECT user_id FROM identities WHERE provider = ? AND (subject = ? OR user_id = ?)",
                 arguments: [provider, subject, id.rawValue])
             if !owners.isEmpty {
                 let owner = try String.fetchOne(
-                    db, sql: "SELECT userId FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject])
+                    db, sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?", arguments: [provider, subject])
                 throw owner == nil ? IdentityError.providerAlreadyLinked : IdentityError.credentialAlreadyInUse
             }
             try Self.insertIdentity(provider: provider, subject: subject, user: id, at: now, in: db)
@@ -85,7 +85,7 @@ extension SQLiteUserStore {
     /// no way to sign in (no password and no other provider).
     public func unlink(provider: String, from id: UserID, now: Date) async throws -> UserRecord {
         try await run { db in
-            let removed = try db.cachedStatement(sql: "DELETE FROM identities WHERE provider = ? AND userId = ?")
+            let removed = try db.cachedStatement(sql: "DELETE FROM identities WHERE provider = ? AND user_id = ?")
             try removed.execute(arguments: [provider, id.rawValue])
             guard db.changesCount > 0 else {
                 throw try Self.userExists(id, in: db) ? IdentityError.providerNotLinked : IdentityError.userNotFound
@@ -102,12 +102,12 @@ extension SQLiteUserStore {
     public func subjects(provider: String, of id: UserID) async throws -> [String] {
         try await read { db in
             try String.fetchAll(
-                db, sql: "SELECT subject FROM identities WHERE provider = ? AND userId = ?", arguments: [provider, id.rawValue])
+                db, sql: "SELECT subject FROM identities WHERE provider = ? AND user_id = ?", arguments: [provider, id.rawValue])
         }
     }
 
     private static func insertIdentity(provider: String, subject: String, user: UserID, at: Date, in db: Database) throws {
-        let statement = try db.cachedStatement(sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES (?, ?, ?, ?)")
+        let statement = try db.cachedStatement(sql: "INSERT INTO identities (provider, subject, user_id, created_at) VALUES (?, ?, ?, ?)")
         do {
             try statement.execute(arguments: [provider, subject, user.rawValue, at.millisecondsSince1970])
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {
@@ -116,7 +116,7 @@ extension SQLiteUserStore {
     }
 
     private static func linkedProviders(of id: UserID, in db: Database) throws -> [String] {
-        try String.fetchAll(db, sql: "SELECT DISTINCT provider FROM identities WHERE userId = ? ORDER BY provider", arguments: [id.rawValue])
+        try String.fetchAll(db, sql: "SELECT DISTINCT provider FROM identities WHERE user_id = ? ORDER BY provider", arguments: [id.rawValue])
     }
 
     private static func userExists(_ id: UserID, in db: Database) throws -> Bool {
