@@ -35,6 +35,12 @@ public enum AuditLogTable {
         ("occurredAt", "occurred_at"), ("userId", "user_id"), ("userAgent", "user_agent"), ("sessionId", "session_id"),
     ]
 
+    /// Whether `db` has the table with this version's columns: false for a file that no service
+    /// of this version has migrated yet (a reader of the file, which migrates nothing, says so).
+    public static func isCurrent(in db: Database) throws -> Bool {
+        try db.tableExists("audit_log") && db.columns(in: "audit_log").contains { $0.name == "occurred_at" }
+    }
+
     /// Appends `event` (its `seq` is assigned) in the caller's transaction.
     public static func append(_ event: AuditEvent, in db: Database) throws {
         try db.cachedStatement(sql: """

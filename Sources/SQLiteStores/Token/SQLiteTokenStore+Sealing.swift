@@ -84,7 +84,8 @@ extension SQLiteTokenStore {
     /// Re-seals every secret of the database at `path` with `seal`, opening each with `open`
     /// (which returns nil when the secret does not open). With `discardUnreadable`, secrets that
     /// do not open are deleted (a lost key-encryption key); otherwise nothing changes and it
-    /// throws. One transaction: all or nothing. Run it with the token service stopped.
+    /// throws. One transaction: all or nothing. Run it with the token service stopped, on a
+    /// database this version's token service has migrated (it throws otherwise, changing nothing).
     public static func rewrap(
         path: String, discardUnreadable: Bool,
         open: (_ sealed: Data, _ isSealed: Bool) -> Data?, seal: (Data) throws -> Data
@@ -97,7 +98,13 @@ extension SQLiteTokenStore {
         // Old secrets are overwritten, not only unlinked; the WAL is truncated afterwards.
         try queue.inDatabase { try $0.execute(sql: "PRAGMA secure_delete = ON") }
         defer { _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.truncate) } }
+        let migrator = Self.migrator
         return try queue.write { db in
+            let missing = Set(migrator.migrations).subtracting(try migrator.appliedIdentifiers(db))
+            guard missing.isEmpty else {
+                throw RewrapError(
+                    description: "\(path) lacks migrations \(missing.sorted().joined(separator: ", ")): start this version's token service on it once, stop it, then rotate; nothing was changed")
+            }
             var report = RewrapReport()
             for row in try Row.fetchAll(db, sql: "SELECT kid, private_key, encrypted FROM signingKey") {
                 let kid: String = row["kid"]
