@@ -123,8 +123,8 @@ public struct AdminKeyFile: Sendable {
             throw ConfigError(message: "--data-dir: no identity database at \(path); start the identity role (or gatehouse serve) once first")
         }
         store = try await SQLiteUserStore.open(path: path)
-        guard try await store.appliedMigrations().contains("0012-admin-keys") else {
-            throw ConfigError(message: "--data-dir: the identity database at \(path) predates admin API keys; start this version's identity role once first")
+        guard try await store.appliedMigrations().contains("0015-snake-case-columns") else {
+            throw ConfigError(message: "--data-dir: the identity database at \(path) predates this version; start this version's identity role once first")
         }
     }
 

@@ -178,7 +178,11 @@ struct AuditFiles: Sendable {
             guard FileManager.default.fileExists(atPath: path) else {
                 throw ConfigError(message: "--data-dir: no \(name) at \(path); start the roles (or gatehouse serve) once first")
             }
-            return try DatabaseQueue(path: path, configuration: configuration)
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            guard try queue.read({ try AuditLogTable.isCurrent(in: $0) }) else {
+                throw ConfigError(message: "--data-dir: \(name) at \(path) predates this version; start this version's roles (or gatehouse serve) once first")
+            }
+            return queue
         }
         identity = try open("identity.sqlite")
         token = try open("token.sqlite")

@@ -61,14 +61,14 @@ extension SQLiteUserStore: IdentityStoreProbes {
     /// The number of password reset rows of `userID` (for tests).
     public func passwordResetCount(userID: UserID) async throws -> Int {
         try await read { db in
-            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM password_resets WHERE userId = ?", arguments: [userID.rawValue]) ?? 0
+            try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM password_resets WHERE user_id = ?", arguments: [userID.rawValue]) ?? 0
         }
     }
     /// The user's unused, unexpired verification codes (for tests).
     public func activeEmailVerificationCount(userID: UserID, now: Date) async throws -> Int {
         try await read { db in
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM email_actions WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND expiresAt > ?",
+                db, sql: "SELECT COUNT(*) FROM email_actions WHERE user_id = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?",
                 arguments: [userID.rawValue, EmailActionPurpose.verifyEmail.rawValue, now.millisecondsSince1970]) ?? 0
         }
     }
@@ -76,7 +76,7 @@ extension SQLiteUserStore: IdentityStoreProbes {
     public func emailChangeCodeCount(userID: UserID, purpose: EmailActionPurpose, now: Date) async throws -> Int {
         try await read { db in
             try Int.fetchOne(
-                db, sql: "SELECT COUNT(*) FROM email_actions WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND expiresAt > ?",
+                db, sql: "SELECT COUNT(*) FROM email_actions WHERE user_id = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?",
                 arguments: [userID.rawValue, purpose.rawValue, now.millisecondsSince1970]) ?? 0
         }
     }

@@ -5,9 +5,12 @@ import GRDB
 
 /// The `audit_log` table (issue 22 §3), the same in both services' databases: its schema, the
 /// append in the caller's transaction, a page of it, and the prune. `seq` is AUTOINCREMENT so a
-/// pruned position is never handed out again.
+/// pruned position is never handed out again. Its columns have PostgreSQL's names (`user_id`,
+/// `occurred_at`, …) since the identity store's migration 0015 and the token store's 0006
+/// renamed them (`columnRenames`).
 public enum AuditLogTable {
-    /// The table and its indexes, for a migration.
+    /// The table and its indexes as the identity store's migration 0011 and the token store's
+    /// 0004 created them, columns in camelCase. Frozen: those migrations run it as it is.
     public static let createSQL = """
         CREATE TABLE audit_log (
             seq INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -26,10 +29,22 @@ public enum AuditLogTable {
         CREATE INDEX audit_log_time ON audit_log(occurredAt);
         """
 
+    /// The columns `createSQL` named in camelCase, and their names since: PostgreSQL's (for the
+    /// migrations that rename them; frozen, as `createSQL`).
+    public static let columnRenames: [(old: String, new: String)] = [
+        ("occurredAt", "occurred_at"), ("userId", "user_id"), ("userAgent", "user_agent"), ("sessionId", "session_id"),
+    ]
+
+    /// Whether `db` has the table with this version's columns: false for a file that no service
+    /// of this version has migrated yet (a reader of the file, which migrates nothing, says so).
+    public static func isCurrent(in db: Database) throws -> Bool {
+        try db.tableExists("audit_log") && db.columns(in: "audit_log").contains { $0.name == "occurred_at" }
+    }
+
     /// Appends `event` (its `seq` is assigned) in the caller's transaction.
     public static func append(_ event: AuditEvent, in db: Database) throws {
         try db.cachedStatement(sql: """
-            INSERT INTO audit_log (occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail)
+            INSERT INTO audit_log (occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """).execute(arguments: [
                 event.occurredAt.millisecondsSince1970, event.kind, event.userID, event.actor, event.reason, event.email, event.ip,
@@ -44,18 +59,18 @@ public enum AuditLogTable {
         if let since = request.since {
             // Start at the first event of that time (the time index), not at the log's beginning.
             let first = try Int64.fetchOne(
-                db.cachedStatement(sql: "SELECT min(seq) FROM audit_log WHERE occurredAt >= ?"), arguments: [since.millisecondsSince1970])
+                db.cachedStatement(sql: "SELECT min(seq) FROM audit_log WHERE occurred_at >= ?"), arguments: [since.millisecondsSince1970])
             guard let first else { return ListAuditResponse(events: [], nextAfterSeq: request.afterSeq) }
             after = max(after, first - 1)
         }
-        var sql = "SELECT seq, occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail FROM audit_log WHERE seq > ?"
+        var sql = "SELECT seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail FROM audit_log WHERE seq > ?"
         var arguments: StatementArguments = [after]
         if !request.userID.isEmpty {
-            sql += " AND userId = ?"
+            sql += " AND user_id = ?"
             arguments += [request.userID]
         }
         if let since = request.since {
-            sql += " AND occurredAt >= ?"
+            sql += " AND occurred_at >= ?"
             arguments += [since.millisecondsSince1970]
         }
         sql += " ORDER BY seq LIMIT ?"
@@ -72,7 +87,7 @@ public enum AuditLogTable {
     /// Deletes at most `batch` events that happened before `cutoff`, oldest first; how many went.
     public static func prune(before cutoff: Date, batch: Int, in db: Database) throws -> Int {
         try db.execute(
-            sql: "DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE occurredAt < ? ORDER BY occurredAt LIMIT ?)",
+            sql: "DELETE FROM audit_log WHERE seq IN (SELECT seq FROM audit_log WHERE occurred_at < ? ORDER BY occurred_at LIMIT ?)",
             arguments: [cutoff.millisecondsSince1970, batch])
         return db.changesCount
     }

@@ -40,7 +40,7 @@ public struct CopiedAuditRow: Sendable {
     public var seq: Int64
     /// When it happened (milliseconds since 1970).
     public var occurredAt: Int64
-    /// `kind`, `userId`, `actor`, `reason`, `email`, `ip`, `userAgent`, `sessionId`, `detail`.
+    /// `kind`, `user_id`, `actor`, `reason`, `email`, `ip`, `user_agent`, `session_id`, `detail`.
     public var text: [String]
     /// A copied audit row.
     public init(seq: Int64, occurredAt: Int64, text: [String]) {

@@ -37,7 +37,7 @@ struct ChangeLogRobustnessTests {
         let publisher = try await ChangeLogPublisher.start(store: store, events: sink, logger: Logger(label: "test"))
         for n in 1...3 { try await rename(h, a, "a\(n)") }  // 1...3
         try await h.executeRaw(
-            sqlite: #"UPDATE user_changes SET user = '{"id": 7, "email": ' WHERE seq = 2"#,
+            sqlite: #"UPDATE user_changes SET user_json = '{"id": 7, "email": ' WHERE seq = 2"#,
             postgres: #"UPDATE user_changes SET user_json = '{"id": 7, "email": ' WHERE seq = 2"#)
         let run = Task { await publisher.run(heartbeat: .milliseconds(20)) }
         defer { run.cancel() }
@@ -60,7 +60,7 @@ struct ChangeLogRobustnessTests {
         #expect(resumed.changes[1].kinds == ["profile"])
     }
 
-    @Test("the cap prune checks only users changed since its last run: a user over a (lowered) cap whose changes all predate it is not rescanned; a user who crosses the cap after a run is pruned; on SQLite the look-ups search the primary key and the (userId, seq) index", arguments: StoreKind.kept)
+    @Test("the cap prune checks only users changed since its last run: a user over a (lowered) cap whose changes all predate it is not rescanned; a user who crosses the cap after a run is pruned; on SQLite the look-ups search the primary key and the (user_id, seq) index", arguments: StoreKind.kept)
     func boundedCapPrune(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)
         defer { h.cleanup() }
@@ -92,7 +92,7 @@ struct ChangeLogRobustnessTests {
             }
         }
         #expect(plans[0].contains { $0.hasPrefix("SEARCH user_changes USING INTEGER PRIMARY KEY (rowid>? AND rowid<?)") }, "\(plans[0])")
-        #expect(plans[1].contains { $0.hasPrefix("SEARCH user_changes USING COVERING INDEX user_changes_user (userId=?)") }, "\(plans[1])")
+        #expect(plans[1].contains { $0.hasPrefix("SEARCH user_changes USING COVERING INDEX user_changes_user (user_id=?)") }, "\(plans[1])")
         #expect(!plans.joined().contains { $0.hasPrefix("SCAN") }, "\(plans)")
     }
 

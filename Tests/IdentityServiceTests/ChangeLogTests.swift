@@ -42,7 +42,14 @@ struct ChangeLogTests {
         #expect(last.occurredAt == stored.updatedAt, sourceLocation: sourceLocation)
     }
 
-    @Test("every column of users is in the log's user JSON or in the explicit excluded list; the JSON never has the password hash")
+    /// The log JSON's key of a `users` column (the same in both stores): `email_normalized` →
+    /// `emailNormalized`, `photo_url` → `photoURL`.
+    static func jsonKey(_ column: String) -> String {
+        let parts = column.split(separator: "_").map(String.init)
+        return parts[0] + parts.dropFirst().map { $0 == "url" ? "URL" : $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
+    }
+
+    @Test("every column of users is in the log's user JSON (under its camelCase key) or in the explicit excluded list; the JSON never has the password hash")
     func everyColumnCovered() async throws {
         let h = try await Harness()
         defer { h.cleanup() }
@@ -58,10 +65,10 @@ struct ChangeLogTests {
         let keys = Set(object.keys)
         #expect(columns.count >= 18)
         for column in columns {
-            #expect(keys.contains(column) != SQLiteUserStore.changeLogExcludedColumns.contains(column), "column \(column)")
+            #expect(keys.contains(Self.jsonKey(column)) != SQLiteUserStore.changeLogExcludedColumns.contains(column), "column \(column)")
         }
-        #expect(keys.subtracting(columns) == ["hasPassword"])
-        #expect(SQLiteUserStore.changeLogExcludedColumns.contains("passwordHash"))
+        #expect(keys.subtracting(columns.map(Self.jsonKey)) == ["hasPassword"])
+        #expect(SQLiteUserStore.changeLogExcludedColumns.contains("password_hash"))
         let hash = try #require(try await user(h, me.userID).passwordHash)
         #expect(!text.contains(hash) && (object["hasPassword"] as? Int) == 1)
     }
@@ -73,10 +80,10 @@ struct ChangeLogTests {
         func runsTrigger(_ sql: String) async throws -> Bool {
             try await sqlite(h).read { db in try Row.fetchAll(db, sql: "EXPLAIN " + sql).contains { ($0["opcode"] as String) == "Program" } }
         }
-        #expect(try await !runsTrigger("UPDATE users SET lastSignInAt = 1 WHERE id = 'x'"))
-        #expect(try await !runsTrigger("UPDATE users SET sessionActivityAt = max(coalesce(sessionActivityAt, 0), 1) WHERE id = 'x'"))
-        #expect(try await runsTrigger("UPDATE users SET lastSignInAt = 1, passwordHash = 'h' WHERE id = 'x'"))
-        #expect(try await runsTrigger("UPDATE users SET displayName = 'a' WHERE id = 'x'"))
+        #expect(try await !runsTrigger("UPDATE users SET last_sign_in_at = 1 WHERE id = 'x'"))
+        #expect(try await !runsTrigger("UPDATE users SET session_activity_at = max(coalesce(session_activity_at, 0), 1) WHERE id = 'x'"))
+        #expect(try await runsTrigger("UPDATE users SET last_sign_in_at = 1, password_hash = 'h' WHERE id = 'x'"))
+        #expect(try await runsTrigger("UPDATE users SET display_name = 'a' WHERE id = 'x'"))
     }
 
     @Test("PostgreSQL: every column of users is in the log's user JSON (in camelCase) or in the excluded list; the JSON never has the password hash")
@@ -90,15 +97,11 @@ struct ChangeLogTests {
         let text = try #require(try await h.stringsRaw(sqlite: "", postgres: "SELECT user_json FROM user_changes").first)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         let keys = Set(object.keys)
-        func camel(_ column: String) -> String {
-            let parts = column.split(separator: "_").map(String.init)
-            return parts[0] + parts.dropFirst().map { $0 == "url" ? "URL" : $0.prefix(1).uppercased() + $0.dropFirst() }.joined()
-        }
         #expect(columns.count >= 18)
-        for column in columns.map(camel) {
-            #expect(keys.contains(column) != SQLiteUserStore.changeLogExcludedColumns.contains(column), "column \(column)")
+        for column in columns {
+            #expect(keys.contains(Self.jsonKey(column)) != SQLiteUserStore.changeLogExcludedColumns.contains(column), "column \(column)")
         }
-        #expect(keys.subtracting(columns.map(camel)) == ["hasPassword"])
+        #expect(keys.subtracting(columns.map(Self.jsonKey)) == ["hasPassword"])
         let hash = try #require(try await user(h, me.userID).passwordHash)
         #expect(!text.contains(hash) && (object["hasPassword"] as? Int) == 1 && (object["isAnonymous"] as? Int) == 0)
     }
@@ -244,7 +247,7 @@ struct ChangeLogTests {
         #expect(changes.map(\.userID) == [other.userID, me.userID])
         #expect(changes.last?.kinds == ["deleted"] && changes.last?.user == nil)
         let raw = try await h.stringsRaw(
-            sqlite: "SELECT coalesce(user, '') FROM user_changes", postgres: "SELECT coalesce(user_json, '') FROM user_changes")
+            sqlite: "SELECT coalesce(user_json, '') FROM user_changes", postgres: "SELECT coalesce(user_json, '') FROM user_changes")
         #expect(!raw.joined().contains("gus@example.com"))
     }
 

@@ -66,7 +66,7 @@ struct EmailChangeTests {
         let code = try #require(mail.code)
         #expect(try await rawCodeHashes(h.store, table: "email_actions") == [IdentityHandlers.resetCodeHash(code)])
         let stored = try await rawStrings(
-            h.store, sqlite: "SELECT email || ' ' || fromEmailNormalized || ' ' || purpose FROM email_actions",
+            h.store, sqlite: "SELECT email || ' ' || from_email_normalized || ' ' || purpose FROM email_actions",
             postgres: "SELECT email || ' ' || from_email_normalized || ' ' || purpose FROM email_actions")
         #expect(stored == ["New@Example.com old@example.com change_email"])
         _ = try await h.caller.call(IdentityAPI.signIn, SignInRequest(email: "old@example.com", password: strong))

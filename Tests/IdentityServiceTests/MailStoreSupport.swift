@@ -50,7 +50,7 @@ func rawStrings(_ store: any UserStore, sqlite: String, postgres: String) async 
 func rawCodeHashes(_ store: any UserStore, table: String) async throws -> [Data] {
     switch store {
     case let store as SQLiteUserStore:
-        return try await store.read { db in try Data.fetchAll(db, sql: "SELECT codeHash FROM \(table) ORDER BY id") }
+        return try await store.read { db in try Data.fetchAll(db, sql: "SELECT code_hash FROM \(table) ORDER BY id") }
     case let store as PostgresUserStore:
         return try await store.client.query(
             PostgresQuery(unsafeSQL: "SELECT code_hash FROM \(table) ORDER BY id"), logger: store.queryLogger

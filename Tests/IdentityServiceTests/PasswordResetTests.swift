@@ -83,7 +83,7 @@ struct PasswordResetTests {
         let stored = try await rawCodeHashes(h.store, table: "password_resets")
         #expect(stored == [IdentityHandlers.resetCodeHash(code)])
         let dump = try await rawStrings(
-            h.store, sqlite: "SELECT quote(codeHash) || userId FROM password_resets",
+            h.store, sqlite: "SELECT quote(code_hash) || user_id FROM password_resets",
             postgres: "SELECT encode(code_hash, 'hex') || user_id FROM password_resets")
         #expect(!dump.joined().contains(code))
 

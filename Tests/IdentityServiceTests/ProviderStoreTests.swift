@@ -29,7 +29,7 @@ import Testing
         }
         try await queue.write { db in
             try db.execute(sql: "PRAGMA foreign_keys = ON")
-            try db.cachedStatement(sql: SQLiteUserStore.insertSQL).execute(arguments: SQLiteUserStore.arguments(user))
+            try db.execute(sql: legacyInsertUserSQL, arguments: SQLiteUserStore.arguments(user))
             try db.execute(
                 sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES ('google.com', 'g-1', ?, 0)", arguments: [user.id.rawValue])
         }

@@ -31,15 +31,15 @@ import Testing
                 .map { $0["name"] as String }
                 .filter { name in
                     let columns = (try? Row.fetchAll(db, sql: "PRAGMA index_info(\(name.quotedDatabaseIdentifier))").map { $0["name"] as String }) ?? []
-                    return columns == ["emailNormalized"]
+                    return columns == ["email_normalized"]
                 }
             return (plan, indexes)
         }
-        #expect(uniqueIndexes.count == 1, "expected one UNIQUE index on emailNormalized, found \(uniqueIndexes)")
+        #expect(uniqueIndexes.count == 1, "expected one UNIQUE index on email_normalized, found \(uniqueIndexes)")
         let index = try #require(uniqueIndexes.first)
         #expect(plan.count == 1, "\(plan)")
         let detail = try #require(plan.first)
-        #expect(detail.hasPrefix("SEARCH users USING INDEX \(index) (emailNormalized=?)"), "plan: \(plan)")
+        #expect(detail.hasPrefix("SEARCH users USING INDEX \(index) (email_normalized=?)"), "plan: \(plan)")
         #expect(!plan.contains { $0.hasPrefix("SCAN") }, "plan: \(plan)")
     }
 }

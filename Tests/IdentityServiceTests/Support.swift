@@ -97,6 +97,14 @@ func expectCode<T>(
 
 let t0 = Date(timeIntervalSince1970: 1_700_000_000)
 
+/// `SQLiteUserStore.insertSQL` as the schema before migration 0015 spelled it (camelCase columns,
+/// in the same order: `SQLiteUserStore.arguments` fits it), for tests that fill an older database.
+let legacyInsertUserSQL = """
+    INSERT INTO users (id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled,
+        customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version, providers)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    """
+
 func makeUser(_ email: String, at date: Date = t0, hash: String? = "$argon2id$v=19$m=8,t=1,p=1$c2FsdHNhbHQ$aGFzaA") throws -> UserRecord {
     UserRecord(id: .random(), email: try EmailAddress(email), passwordHash: hash, createdAt: date)
 }

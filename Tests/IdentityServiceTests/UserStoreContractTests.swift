@@ -175,7 +175,7 @@ import Testing
         defer { dir.remove() }
         let store = try await dir.migratedStore()
         try await store.migrate()
-        #expect(try await store.appliedMigrations() == ["0001-users-and-identities", "0002-user-providers", "0003-anonymous-sweep-index", "0004-outbox", "0006-password-resets", "0007-email-actions", "0008-email-reservations", "0009-change-log", "0010-change-log-cap-check", "0011-audit-log", "0012-admin-keys", "0013-provider-users", "0014-apple-tokens"])
+        #expect(try await store.appliedMigrations() == ["0001-users-and-identities", "0002-user-providers", "0003-anonymous-sweep-index", "0004-outbox", "0006-password-resets", "0007-email-actions", "0008-email-reservations", "0009-change-log", "0010-change-log-cap-check", "0011-audit-log", "0012-admin-keys", "0013-provider-users", "0014-apple-tokens", "0015-snake-case-columns"])
     }
 
     @Test func withoutMigrateNothingWorksButNothingEscapes() async throws {

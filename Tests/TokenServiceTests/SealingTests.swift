@@ -19,7 +19,7 @@ struct SealingTests {
         let queue = try DatabaseQueue(path: dir.appendingPathComponent("token.sqlite").path)
         defer { try? queue.close() }
         return try queue.read { db in
-            (try Bool.fetchAll(db, sql: "SELECT encrypted FROM signingKey ORDER BY createdAt"),
+            (try Bool.fetchAll(db, sql: "SELECT encrypted FROM signingKey ORDER BY created_at"),
              try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'refresh-successor-key'")?.count ?? -1)
         }
     }

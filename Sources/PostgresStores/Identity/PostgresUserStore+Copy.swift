@@ -24,31 +24,10 @@ extension PostgresUserStore {
     /// The SQLite tables not copied, each for a reason.
     static let copySkippedTables: Set<String> = []
 
-    /// SQLite's table names that PostgreSQL spells otherwise.
-    static let copyTableNames: [String: String] = [:]
-
-    /// SQLite's column names (table.column) that PostgreSQL spells otherwise than in snake case.
-    static let copyColumnNames: [String: String] = ["user_changes.user": "user_json"]
-
     /// The order tables are copied in: users first (the others refer to them), then the rest by name.
     static func copyOrder(_ tables: [String]) -> [String] {
         let first = ["users", "identities"]
         return first.filter(tables.contains) + tables.filter { !first.contains($0) }.sorted()
-    }
-
-    /// `emailNormalized` → `email_normalized`, `photoURL` → `photo_url`, `userId` → `user_id`.
-    static func snakeCase(_ name: String) -> String {
-        let characters = Array(name)
-        var out = ""
-        for (i, character) in characters.enumerated() {
-            if character.isUppercase, i > 0 {
-                let previous = characters[i - 1]
-                let nextIsLower = i + 1 < characters.count && characters[i + 1].isLowercase
-                if previous.isLowercase || previous.isNumber || (previous.isUppercase && nextIsLower) { out.append("_") }
-            }
-            out.append(contentsOf: character.lowercased())
-        }
-        return out
     }
 
     /// Copies `source` into this (migrated, empty) database in one transaction; checks the counts
@@ -70,41 +49,39 @@ extension PostgresUserStore {
             // check (they come from a store that kept the rule), so it is off for this transaction.
             try await connection.query("ALTER TABLE users DISABLE TRIGGER users_email_reserved", logger: queryLogger)
             var report = CopyReport()
+            // Both schemas name tables and columns alike (SQLite's migration 0015 took PostgreSQL's names).
             for table in tables {
-                let target = Self.copyTableNames[table] ?? table
-                let types = try await Self.columnTypes(target, on: connection, logger: queryLogger)
+                let types = try await Self.columnTypes(table, on: connection, logger: queryLogger)
                 guard !types.isEmpty else {
-                    throw IdentityCopyError("the PostgreSQL identity store has no table \(target) for SQLite's \(table): is this Gatehouse older than the file?")
+                    throw IdentityCopyError("the PostgreSQL identity store has no table \(table), which the SQLite file has: is this Gatehouse older than the file?")
                 }
-                let sourceColumns = try source.columns(table)
-                let targetColumns = sourceColumns.map { Self.copyColumnNames["\(table).\($0)"] ?? Self.snakeCase($0) }
-                for (column, name) in zip(sourceColumns, targetColumns) where types[name] == nil {
-                    throw IdentityCopyError("the PostgreSQL table \(target) has no column \(name) for SQLite's \(table).\(column)")
+                let columns = try source.columns(table)
+                for column in columns where types[column] == nil {
+                    throw IdentityCopyError("the PostgreSQL table \(table) has no column \(column), which the SQLite file's \(table) has")
                 }
                 // Rows the migrations made (a one-row state table) are replaced by the copied ones.
                 if Self.copyStateTables.contains(table) {
-                    try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(target)"), logger: queryLogger)
+                    try await connection.query(PostgresQuery(unsafeSQL: "DELETE FROM \(table)"), logger: queryLogger)
                 }
                 var after: Int64 = 0
                 var copied = 0
                 while true {
                     let (rows, last) = try source.rows(table, after: after, limit: batch)
                     if rows.isEmpty { break }
-                    try await Self.insert(target, targetColumns, types, rows, on: connection, logger: queryLogger)
+                    try await Self.insert(table, columns, types, rows, on: connection, logger: queryLogger)
                     copied += rows.count
                     after = last
                 }
-                report.rows[target] = copied
-                try await Self.advanceSequences(target, past: try source.sequence(table), on: connection, logger: queryLogger)
+                report.rows[table] = copied
+                try await Self.advanceSequences(table, past: try source.sequence(table), on: connection, logger: queryLogger)
             }
             try await copyPositions(source, on: connection)
             try await connection.query("ALTER TABLE users ENABLE TRIGGER users_email_reserved", logger: queryLogger)
 
             // Checked before the commit: a copy that does not match is rolled back.
             for table in tables {
-                let target = Self.copyTableNames[table] ?? table
                 var count: Int64 = 0
-                for try await n in try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(target)"), logger: queryLogger)
+                for try await n in try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)"), logger: queryLogger)
                     .decode(Int64.self)
                 { count = n }
                 let expected = try source.count(table)
@@ -123,15 +100,14 @@ extension PostgresUserStore {
     /// The one-row tables the migrations fill, which a copy replaces.
     static let copyStateTables: Set<String> = ["change_log_state"]
 
-    /// The first of `tables` (SQLite's names) whose PostgreSQL table holds rows other than the
-    /// migrations' own, or nil when the target is empty.
+    /// The first of `tables` (SQLite's, named alike in PostgreSQL) whose PostgreSQL table holds
+    /// rows other than the migrations' own, or nil when the target is empty.
     static func heldTable(_ tables: [String], on connection: PostgresConnection, logger: Logger) async throws -> String? {
         for table in tables where !copyStateTables.contains(table) {
-            let target = copyTableNames[table] ?? table
-            guard try await !columnTypes(target, on: connection, logger: logger).isEmpty else { continue }
-            for try await n in try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(target)"), logger: logger).decode(Int64.self)
+            guard try await !columnTypes(table, on: connection, logger: logger).isEmpty else { continue }
+            for try await n in try await connection.query(PostgresQuery(unsafeSQL: "SELECT count(*) FROM \(table)"), logger: logger).decode(Int64.self)
             where n > 0 {
-                return target
+                return table
             }
         }
         return nil

@@ -49,9 +49,9 @@ extension PostgresUserStore {
     /// and a rollback returns its number (no gaps, where a SEQUENCE would commit out of order).
     /// `change_log_state` holds the watermarks of the prune (through which retention pruned, the
     /// greatest seq the per-user cap pruned, the newest seq the cap looked at) and
-    /// `user_changes_pruned` the cap's per-user watermark. The tables have SQLite's columns in
-    /// snake case (what `gatehouse store copy` maps), but for `user_changes.user`, which is
-    /// `user_json` here (`user` is reserved in PostgreSQL). The UPDATE trigger runs only for
+    /// `user_changes_pruned` the cap's per-user watermark. The tables have SQLite's columns, named
+    /// alike (SQLite's migration 0015 took these names; its `user_changes.user` became `user_json`,
+    /// `user` being reserved in PostgreSQL). The UPDATE trigger runs only for
     /// statements that set a compared column (`UPDATE OF`: a sign-in stamp or the sweep's
     /// `session_activity_at` never runs it) and only when a kind applies (`WHEN`). A deletion
     /// removes the user's earlier changes and records `deleted`. Both notify `changeChannel`

@@ -6,7 +6,7 @@ import PostgresSupport
 
 extension PostgresTokenStore {
     /// The numbered, forward-only migrations of the token store (tables prefixed `token_`):
-    /// SQLite's `SQLiteTokenStore` schema as it stands after its migration 0005, in PostgreSQL's terms,
+    /// SQLite's `SQLiteTokenStore` schema as it stands after its migration 0006 (the same column names), in PostgreSQL's terms,
     /// plus the shared revocation log.
     ///
     /// `ord` columns (identities) keep the insertion order SQLite's `rowid` gives: the tie-break

@@ -112,6 +112,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         for register in [
             registerAnonymousSweepMigration, registerOutboxMigration, registerPasswordResetMigration, registerEmailActionsMigration, registerEmailReservationMigration, registerChangeLogMigration, registerChangeLogCapCheckMigration,
             registerAuditMigration, registerAdminKeysMigration, registerProviderUsersMigration, registerAppleTokensMigration,
+            registerSnakeCaseColumnsMigration,
         ] { register(&migrator) }
         return migrator
     }
@@ -119,14 +120,14 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     // MARK: UserStore
 
     private static let columns = """
-        id, email, emailNormalized, emailVerified, displayName, photoURL, passwordHash, isAnonymous, disabled, \
-        customClaims, settings, createdAt, updatedAt, lastSignInAt, tokensValidAfter, version, providers
+        id, email, email_normalized, email_verified, display_name, photo_url, password_hash, is_anonymous, disabled, \
+        custom_claims, settings, created_at, updated_at, last_sign_in_at, tokens_valid_after, version, providers
         """
     // Built once: the statement cache is keyed by the SQL text.
     static let insertSQL = "INSERT INTO users (\(columns)) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
     static let selectByIDSQL = "SELECT \(columns) FROM users WHERE id = ?"
     // Internal (not private) so a test can check its query plan.
-    static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE emailNormalized = ?"
+    static let selectByEmailSQL = "SELECT \(columns) FROM users WHERE email_normalized = ?"
 
     /// Inserts a new user; `emailExists` when its normalized email is taken.
     public func insert(_ user: UserRecord) async throws {
@@ -188,9 +189,9 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         user.version = previousVersion + 1
         user.updatedAt = now.roundedToMilliseconds
         let update = try db.cachedStatement(sql: """
-            UPDATE users SET email = ?, emailNormalized = ?, emailVerified = ?, displayName = ?, photoURL = ?,
-                passwordHash = ?, isAnonymous = ?, disabled = ?, customClaims = ?, settings = ?, createdAt = ?,
-                updatedAt = ?, lastSignInAt = ?, tokensValidAfter = ?, version = ?, providers = ?
+            UPDATE users SET email = ?, email_normalized = ?, email_verified = ?, display_name = ?, photo_url = ?,
+                password_hash = ?, is_anonymous = ?, disabled = ?, custom_claims = ?, settings = ?, created_at = ?,
+                updated_at = ?, last_sign_in_at = ?, tokens_valid_after = ?, version = ?, providers = ?
             WHERE id = ? AND version = ?
             """)
         var values = Self.values(user)
@@ -206,12 +207,12 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
         try await run { db in
             if let newPasswordHash {
                 let statement = try db.cachedStatement(sql: """
-                    UPDATE users SET lastSignInAt = ?, passwordHash = CASE WHEN passwordHash IS ? THEN ? ELSE passwordHash END
+                    UPDATE users SET last_sign_in_at = ?, password_hash = CASE WHEN password_hash IS ? THEN ? ELSE password_hash END
                     WHERE id = ?
                     """)
                 try statement.execute(arguments: [at.millisecondsSince1970, replacing, newPasswordHash, id.rawValue])
             } else {
-                let statement = try db.cachedStatement(sql: "UPDATE users SET lastSignInAt = ? WHERE id = ?")
+                let statement = try db.cachedStatement(sql: "UPDATE users SET last_sign_in_at = ? WHERE id = ?")
                 try statement.execute(arguments: [at.millisecondsSince1970, id.rawValue])
             }
             guard db.changesCount == 1 else { throw IdentityError.userNotFound }
@@ -228,11 +229,11 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     public func linkIdentity(provider: String, subject: String, to user: UserID, at: Date) async throws {
         try await run { db in
             let statement = try db.cachedStatement(
-                sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES (?, ?, ?, ?)")
+                sql: "INSERT INTO identities (provider, subject, user_id, created_at) VALUES (?, ?, ?, ?)")
             try statement.execute(arguments: [provider, subject, user.rawValue, at.millisecondsSince1970])
             // The user's row lists its providers (sorted, each once), in the same transaction.
             let linked = try String.fetchAll(
-                db, sql: "SELECT DISTINCT provider FROM identities WHERE userId = ? ORDER BY provider", arguments: [user.rawValue])
+                db, sql: "SELECT DISTINCT provider FROM identities WHERE user_id = ? ORDER BY provider", arguments: [user.rawValue])
             try db.execute(
                 sql: Self.setProvidersSQL, arguments: [linked.joined(separator: ","), at.millisecondsSince1970, user.rawValue])
         }
@@ -243,7 +244,7 @@ public final class SQLiteUserStore: UserStore, SynchronousPointReads {
     public func userID(provider: String, subject: String) async throws -> UserID? {
         do {
             return try pointReads.read(
-                sql: "/* raw */ SELECT userId FROM identities WHERE provider = ? AND subject = ?",
+                sql: "/* raw */ SELECT user_id FROM identities WHERE provider = ? AND subject = ?",
                 arguments: [.text(provider), .text(subject)]
             ) { UserID(rawValue: $0.string(0)) }
         } catch {

@@ -37,11 +37,11 @@ extension SQLiteTokenStore {
         /// Every signing key, oldest first.
         public func keys() throws -> [StoredSigningKey] {
             try queue.read { db in
-                try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt, rowid").map { row in
+                try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY created_at, rowid").map { row in
                     StoredSigningKey(
-                        kid: row["kid"], algorithm: row["algorithm"], privateKey: row["privateKey"], encrypted: row["encrypted"],
-                        createdAt: SQLiteTokenStore.date(row["createdAt"])!, activatesAt: SQLiteTokenStore.date(row["activatesAt"]),
-                        signingUntil: SQLiteTokenStore.date(row["signingUntil"]), retireAfter: SQLiteTokenStore.date(row["retireAfter"]))
+                        kid: row["kid"], algorithm: row["algorithm"], privateKey: row["private_key"], encrypted: row["encrypted"],
+                        createdAt: SQLiteTokenStore.date(row["created_at"])!, activatesAt: SQLiteTokenStore.date(row["activates_at"]),
+                        signingUntil: SQLiteTokenStore.date(row["signing_until"]), retireAfter: SQLiteTokenStore.date(row["retire_after"]))
                 }
             }
         }
@@ -55,7 +55,7 @@ extension SQLiteTokenStore {
                     db, sql: "SELECT rowid AS r, * FROM session WHERE rowid > ? ORDER BY rowid LIMIT ?", arguments: [after, limit]
                 ).map { row -> CopiedSession in
                     last = row["r"]
-                    return CopiedSession(row: SQLiteTokenStore.session(row), currentHash: row["currentHash"], rotatedAt: SQLiteTokenStore.date(row["rotatedAt"]))
+                    return CopiedSession(row: SQLiteTokenStore.session(row), currentHash: row["current_hash"], rotatedAt: SQLiteTokenStore.date(row["rotated_at"]))
                 }
                 return (rows, last)
             }
@@ -65,9 +65,9 @@ extension SQLiteTokenStore {
         public func refreshTokens(after: Data?, limit: Int) throws -> [CopiedRefreshToken] {
             try queue.read { db in
                 try Row.fetchAll(
-                    db, sql: "SELECT hash, sessionId, createdAt FROM refreshToken WHERE hash > ? ORDER BY hash LIMIT ?",
+                    db, sql: "SELECT hash, session_id, created_at FROM refreshToken WHERE hash > ? ORDER BY hash LIMIT ?",
                     arguments: [after ?? Data(), limit]
-                ).map { CopiedRefreshToken(hash: $0["hash"], sessionID: $0["sessionId"], createdAt: SQLiteTokenStore.date($0["createdAt"])!) }
+                ).map { CopiedRefreshToken(hash: $0["hash"], sessionID: $0["session_id"], createdAt: SQLiteTokenStore.date($0["created_at"])!) }
             }
         }
 
@@ -77,13 +77,13 @@ extension SQLiteTokenStore {
                 try Row.fetchAll(
                     db,
                     sql: """
-                        SELECT seq, occurredAt, kind, userId, actor, reason, email, ip, userAgent, sessionId, detail
+                        SELECT seq, occurred_at, kind, user_id, actor, reason, email, ip, user_agent, session_id, detail
                         FROM audit_log WHERE seq > ? ORDER BY seq LIMIT ?
                         """, arguments: [after, limit]
                 ).map { row in
                     CopiedAuditRow(
-                        seq: row["seq"], occurredAt: row["occurredAt"],
-                        text: ["kind", "userId", "actor", "reason", "email", "ip", "userAgent", "sessionId", "detail"].map { row[$0] })
+                        seq: row["seq"], occurredAt: row["occurred_at"],
+                        text: ["kind", "user_id", "actor", "reason", "email", "ip", "user_agent", "session_id", "detail"].map { row[$0] })
                 }
             }
         }
@@ -93,9 +93,9 @@ extension SQLiteTokenStore {
         public func sample(_ count: Int) throws -> [(hash: Data, sessionID: String)] {
             try queue.read { db in
                 try Row.fetchAll(
-                    db, sql: "SELECT r.hash, r.sessionId FROM refreshToken r JOIN session s ON s.id = r.sessionId ORDER BY random() LIMIT ?",
+                    db, sql: "SELECT r.hash, r.session_id FROM refreshToken r JOIN session s ON s.id = r.session_id ORDER BY random() LIMIT ?",
                     arguments: [count]
-                ).map { ($0["hash"], $0["sessionId"]) }
+                ).map { ($0["hash"], $0["session_id"]) }
             }
         }
 

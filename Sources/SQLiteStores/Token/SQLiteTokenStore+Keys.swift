@@ -21,11 +21,11 @@ extension SQLiteTokenStore {
     /// Every stored key, oldest first.
     public func keys() async throws -> [StoredSigningKey] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY createdAt").map { row in
+            try Row.fetchAll(db, sql: "SELECT * FROM signingKey ORDER BY created_at").map { row in
                 StoredSigningKey(
-                    kid: row["kid"], algorithm: row["algorithm"], privateKey: row["privateKey"], encrypted: row["encrypted"],
-                    createdAt: Self.date(row["createdAt"])!, activatesAt: Self.date(row["activatesAt"]),
-                    signingUntil: Self.date(row["signingUntil"]), retireAfter: Self.date(row["retireAfter"]))
+                    kid: row["kid"], algorithm: row["algorithm"], privateKey: row["private_key"], encrypted: row["encrypted"],
+                    createdAt: Self.date(row["created_at"])!, activatesAt: Self.date(row["activates_at"]),
+                    signingUntil: Self.date(row["signing_until"]), retireAfter: Self.date(row["retire_after"]))
             }
         }
     }
@@ -38,11 +38,11 @@ extension SQLiteTokenStore {
     @discardableResult
     public func insertKey(_ key: StoredSigningKey, previousRetireAfter: Date, audit: AuditEvent?, ifNewestBefore cutoff: Date?) async throws -> Bool {
         try await write { db in
-            if let cutoff, let newest = try Int64.fetchOne(db, sql: "SELECT max(createdAt) FROM signingKey"), newest >= Self.ms(cutoff) {
+            if let cutoff, let newest = try Int64.fetchOne(db, sql: "SELECT max(created_at) FROM signingKey"), newest >= Self.ms(cutoff) {
                 return false
             }
             try db.execute(
-                sql: "UPDATE signingKey SET signingUntil = ?, retireAfter = ? WHERE signingUntil IS NULL",
+                sql: "UPDATE signingKey SET signing_until = ?, retire_after = ? WHERE signing_until IS NULL",
                 arguments: [Self.ms(key.activatesAt), Self.ms(previousRetireAfter)])
             try Self.insert(key, in: db)
             if let audit { try Self.appendAudit(audit, in: db) }
@@ -61,7 +61,7 @@ extension SQLiteTokenStore {
 
     private static func insert(_ key: StoredSigningKey, in db: Database) throws {
         try db.execute(
-            sql: "INSERT INTO signingKey (kid, algorithm, privateKey, encrypted, createdAt, activatesAt) VALUES (?, ?, ?, ?, ?, ?)",
+            sql: "INSERT INTO signingKey (kid, algorithm, private_key, encrypted, created_at, activates_at) VALUES (?, ?, ?, ?, ?, ?)",
             arguments: [key.kid, key.algorithm, key.privateKey, key.encrypted, Self.ms(key.createdAt), Self.ms(key.activatesAt)])
     }
 }

@@ -23,16 +23,16 @@ extension SQLiteTokenStore {
     ) async throws -> [StoredSession] {
         try await write { db in
             let rows = try Row.fetchAll(
-                db, sql: "SELECT * FROM session WHERE userId = ? AND revokedAt IS NULL AND id IS NOT ?", arguments: [userID, except])
+                db, sql: "SELECT * FROM session WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ?", arguments: [userID, except])
             try db.execute(
-                sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE userId = ? AND revokedAt IS NULL AND id IS NOT ?",
+                sql: "UPDATE session SET revoked_at = ?, revoke_reason = ? WHERE user_id = ? AND revoked_at IS NULL AND id IS NOT ?",
                 arguments: [Self.ms(now), reason, userID, except])
             if scrubClient {
                 // The old values are overwritten in the file, not only unlinked.
                 try db.execute(sql: "PRAGMA secure_delete = ON")
                 defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
                 try db.execute(
-                    sql: "UPDATE session SET userAgent = '', ip = '' WHERE userId = ? AND (userAgent != '' OR ip != '')", arguments: [userID])
+                    sql: "UPDATE session SET user_agent = '', ip = '' WHERE user_id = ? AND (user_agent != '' OR ip != '')", arguments: [userID])
             }
             let revoked = rows.map { row in
                 var s = Self.session(row)
@@ -50,8 +50,8 @@ extension SQLiteTokenStore {
     public func revokedSessions(since: Date) async throws -> [RevokedSession] {
         try await read { db in
             try Row.fetchAll(
-                db, sql: "SELECT id, revokedAt FROM session WHERE revokedAt > ? ORDER BY revokedAt", arguments: [Self.ms(since)]
-            ).map { row in RevokedSession(sessionID: row["id"], revokedAt: Self.date(row["revokedAt"])!) }
+                db, sql: "SELECT id, revoked_at FROM session WHERE revoked_at > ? ORDER BY revoked_at", arguments: [Self.ms(since)]
+            ).map { row in RevokedSession(sessionID: row["id"], revokedAt: Self.date(row["revoked_at"])!) }
         }
     }
 
@@ -59,7 +59,7 @@ extension SQLiteTokenStore {
     public func revokedSessionIDs(userID: String, since: Date) async throws -> [String] {
         try await read { db in
             try String.fetchAll(
-                db, sql: "SELECT id FROM session WHERE userId = ? AND revokedAt > ? ORDER BY revokedAt", arguments: [userID, Self.ms(since)])
+                db, sql: "SELECT id FROM session WHERE user_id = ? AND revoked_at > ? ORDER BY revoked_at", arguments: [userID, Self.ms(since)])
         }
     }
 }

@@ -43,11 +43,11 @@ extension SQLiteTokenStore {
         try await write { db in
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
-            let rows = try Row.fetchAll(db, sql: "SELECT kid, privateKey FROM signingKey WHERE encrypted = 0")
+            let rows = try Row.fetchAll(db, sql: "SELECT kid, private_key FROM signingKey WHERE encrypted = 0")
             for row in rows {
-                let plain: Data = row["privateKey"]
+                let plain: Data = row["private_key"]
                 try db.execute(
-                    sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?",
+                    sql: "UPDATE signingKey SET private_key = ?, encrypted = 1 WHERE kid = ?",
                     arguments: [try seal(plain), row["kid"] as String])
             }
             return rows.count
@@ -84,7 +84,8 @@ extension SQLiteTokenStore {
     /// Re-seals every secret of the database at `path` with `seal`, opening each with `open`
     /// (which returns nil when the secret does not open). With `discardUnreadable`, secrets that
     /// do not open are deleted (a lost key-encryption key); otherwise nothing changes and it
-    /// throws. One transaction: all or nothing. Run it with the token service stopped.
+    /// throws. One transaction: all or nothing. Run it with the token service stopped, on a
+    /// database this version's token service has migrated (it throws otherwise, changing nothing).
     public static func rewrap(
         path: String, discardUnreadable: Bool,
         open: (_ sealed: Data, _ isSealed: Bool) -> Data?, seal: (Data) throws -> Data
@@ -97,11 +98,17 @@ extension SQLiteTokenStore {
         // Old secrets are overwritten, not only unlinked; the WAL is truncated afterwards.
         try queue.inDatabase { try $0.execute(sql: "PRAGMA secure_delete = ON") }
         defer { _ = try? queue.writeWithoutTransaction { try $0.checkpoint(.truncate) } }
+        let migrator = Self.migrator
         return try queue.write { db in
+            let missing = Set(migrator.migrations).subtracting(try migrator.appliedIdentifiers(db))
+            guard missing.isEmpty else {
+                throw RewrapError(
+                    description: "\(path) lacks migrations \(missing.sorted().joined(separator: ", ")): start this version's token service on it once, stop it, then rotate; nothing was changed")
+            }
             var report = RewrapReport()
-            for row in try Row.fetchAll(db, sql: "SELECT kid, privateKey, encrypted FROM signingKey") {
+            for row in try Row.fetchAll(db, sql: "SELECT kid, private_key, encrypted FROM signingKey") {
                 let kid: String = row["kid"]
-                guard let plain = open(row["privateKey"], row["encrypted"]) else {
+                guard let plain = open(row["private_key"], row["encrypted"]) else {
                     guard discardUnreadable else {
                         throw RewrapError(description: "signing key \(kid) does not open with the old key-encryption key; nothing was changed")
                     }
@@ -109,7 +116,7 @@ extension SQLiteTokenStore {
                     report.discardedKeys += 1
                     continue
                 }
-                try db.execute(sql: "UPDATE signingKey SET privateKey = ?, encrypted = 1 WHERE kid = ?", arguments: [try seal(plain), kid])
+                try db.execute(sql: "UPDATE signingKey SET private_key = ?, encrypted = 1 WHERE kid = ?", arguments: [try seal(plain), kid])
                 report.keys += 1
             }
             if let secret = try Data.fetchOne(db, sql: "SELECT value FROM meta WHERE name = ?", arguments: [TokenSecrets.successorName]) {

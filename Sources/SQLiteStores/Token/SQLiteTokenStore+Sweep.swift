@@ -7,7 +7,7 @@ extension SQLiteTokenStore {
     // MARK: Sweeping
 
     /// Deletes what `cutoffs` names. Work is cut into group-committed writes of at most `batch`
-    /// rows (tokens, by the `createdAt` index) or `batch` session row ids (a range scan).
+    /// rows (tokens, by the `created_at` index) or `batch` session row ids (a range scan).
     public func sweep(_ cutoffs: SweepCutoffs, batch: Int) async throws -> SweepCounts {
         var counts = SweepCounts()
         let ended = Self.ms(cutoffs.endedBefore)
@@ -27,7 +27,7 @@ extension SQLiteTokenStore {
                     try db.execute(
                         sql: """
                             DELETE FROM session WHERE rowid BETWEEN ? AND ?
-                            AND (revokedAt < ? OR expiresAt < ? OR lastUsedAt < ?)
+                            AND (revoked_at < ? OR expires_at < ? OR last_used_at < ?)
                             """,
                         arguments: [first, end, ended, ended, idle])
                     return db.changesCount
@@ -39,7 +39,7 @@ extension SQLiteTokenStore {
             try Task.checkCancellation()
             let deleted = try await write { db in
                 try db.execute(
-                    sql: "DELETE FROM refreshToken WHERE hash IN (SELECT hash FROM refreshToken WHERE createdAt < ? ORDER BY createdAt LIMIT ?)",
+                    sql: "DELETE FROM refreshToken WHERE hash IN (SELECT hash FROM refreshToken WHERE created_at < ? ORDER BY created_at LIMIT ?)",
                     arguments: [idle, batch])
                 return db.changesCount
             }

@@ -118,6 +118,7 @@ public final class SQLiteTokenStore: TokenStorage {
         migrator.registerMigration("0005-key-activation") { db in
             try db.execute(sql: "ALTER TABLE signingKey ADD COLUMN activatesAt INTEGER")
         }
+        registerSnakeCaseColumnsMigration(&migrator)
         return migrator
     }
 
@@ -163,7 +164,7 @@ public final class SQLiteTokenStore: TokenStorage {
         try await write { db in
             try db.execute(
                 sql: """
-                    INSERT INTO session (id, userId, createdAt, authTime, amr, userAgent, ip, lastUsedAt, expiresAt, currentHash)
+                    INSERT INTO session (id, user_id, created_at, auth_time, amr, user_agent, ip, last_used_at, expires_at, current_hash)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [
@@ -171,7 +172,7 @@ public final class SQLiteTokenStore: TokenStorage {
                     s.client.userAgent, s.client.ip, Self.ms(s.lastUsedAt), Self.ms(s.expiresAt), refreshHash,
                 ])
             try db.execute(
-                sql: "INSERT INTO refreshToken (hash, sessionId, createdAt) VALUES (?, ?, ?)",
+                sql: "INSERT INTO refreshToken (hash, session_id, created_at) VALUES (?, ?, ?)",
                 arguments: [refreshHash, s.id, Self.ms(s.createdAt)])
         }
     }
@@ -191,12 +192,12 @@ public final class SQLiteTokenStore: TokenStorage {
     }
 
     /// The session columns in the order `session(_:from:)` reads them.
-    static let sessionColumns = "s.id, s.userId, s.createdAt, s.authTime, s.amr, s.userAgent, s.ip, s.lastUsedAt, s.expiresAt, s.revokedAt, s.revokeReason"
+    static let sessionColumns = "s.id, s.user_id, s.created_at, s.auth_time, s.amr, s.user_agent, s.ip, s.last_used_at, s.expires_at, s.revoked_at, s.revoke_reason"
     // Raw queries (see `RawStatement`): their own SQL texts, never run through GRDB's arguments.
     static let sessionByRefreshHashSQL =
-        "/* raw */ SELECT \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
+        "/* raw */ SELECT \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.session_id WHERE r.hash = ?"
     static let tokenAndSessionSQL =
-        "/* raw */ SELECT s.currentHash, s.rotatedAt, \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.sessionId WHERE r.hash = ?"
+        "/* raw */ SELECT s.current_hash, s.rotated_at, \(sessionColumns) FROM refreshToken r JOIN session s ON s.id = r.session_id WHERE r.hash = ?"
 
     /// A session from `sessionColumns`, starting at column `first`.
     static func session(_ row: RawRow, from first: Int32) -> StoredSession {
@@ -218,7 +219,7 @@ public final class SQLiteTokenStore: TokenStorage {
     /// The user's sessions, oldest first.
     public func sessions(userID: String) async throws -> [StoredSession] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT * FROM session WHERE userId = ? ORDER BY createdAt", arguments: [userID]).map(Self.session)
+            try Row.fetchAll(db, sql: "SELECT * FROM session WHERE user_id = ? ORDER BY created_at", arguments: [userID]).map(Self.session)
         }
     }
 
@@ -226,7 +227,7 @@ public final class SQLiteTokenStore: TokenStorage {
     /// concurrent refreshes of one token cannot both mint different successors: the second
     /// finds the session already on the successor and, inside the grace window, gets it too.
     ///
-    /// The session row holds its current token (`currentHash`) and when it last rotated. The
+    /// The session row holds its current token (`current_hash`) and when it last rotated. The
     /// presented token is the current one: rotate. It is the one just before (its successor is
     /// current) and the rotation is at most `grace` old: a replay, answered with the same
     /// successor. Any other token of the session: reuse, and the session is revoked.
@@ -249,7 +250,7 @@ public final class SQLiteTokenStore: TokenStorage {
             case .graceReplay: return .graceReplay(session)
             case .reuse:
                 let reason = RefreshRotation.reuseReason
-                try db.execute(sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE id = ?", arguments: [Self.ms(now), reason, sessionID])
+                try db.execute(sql: "UPDATE session SET revoked_at = ?, revoke_reason = ? WHERE id = ?", arguments: [Self.ms(now), reason, sessionID])
                 session.revokedAt = now
                 session.revokeReason = reason
                 if let event = RevocationAudit.event([session], reason: reason, at: now, all: false) {
@@ -259,9 +260,9 @@ public final class SQLiteTokenStore: TokenStorage {
             case .rotate:
                 break
             }
-            try db.cachedStatement(sql: "UPDATE session SET currentHash = ?, rotatedAt = ?, lastUsedAt = ? WHERE id = ?")
+            try db.cachedStatement(sql: "UPDATE session SET current_hash = ?, rotated_at = ?, last_used_at = ? WHERE id = ?")
                 .execute(arguments: [successorHash, Self.ms(now), Self.ms(now), sessionID])
-            try db.cachedStatement(sql: "INSERT INTO refreshToken (hash, sessionId, createdAt) VALUES (?, ?, ?)")
+            try db.cachedStatement(sql: "INSERT INTO refreshToken (hash, session_id, created_at) VALUES (?, ?, ?)")
                 .execute(arguments: [successorHash, sessionID, Self.ms(now)])
             session.lastUsedAt = now
             return .rotated(session)
@@ -270,15 +271,15 @@ public final class SQLiteTokenStore: TokenStorage {
 
     /// The session's current refresh-token hash (for tests).
     public func currentHash(sessionID: String) async throws -> Data? {
-        try await read { db in try Data.fetchOne(db, sql: "SELECT currentHash FROM session WHERE id = ?", arguments: [sessionID]) }
+        try await read { db in try Data.fetchOne(db, sql: "SELECT current_hash FROM session WHERE id = ?", arguments: [sessionID]) }
     }
 
     /// Revokes one session; returns it if it was active.
     public func revoke(sessionID: String, reason: String, at now: Date) async throws -> StoredSession? {
         try await write { db in
-            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ? AND revokedAt IS NULL", arguments: [sessionID])
+            guard let row = try Row.fetchOne(db, sql: "SELECT * FROM session WHERE id = ? AND revoked_at IS NULL", arguments: [sessionID])
             else { return nil }
-            try db.execute(sql: "UPDATE session SET revokedAt = ?, revokeReason = ? WHERE id = ?", arguments: [Self.ms(now), reason, sessionID])
+            try db.execute(sql: "UPDATE session SET revoked_at = ?, revoke_reason = ? WHERE id = ?", arguments: [Self.ms(now), reason, sessionID])
             var s = Self.session(row)
             s.revokedAt = now
             s.revokeReason = reason
@@ -290,9 +291,9 @@ public final class SQLiteTokenStore: TokenStorage {
     /// Whether a session is revoked (or unknown).
     public func isRevoked(sessionID: String) async throws -> Bool {
         try await read { db in
-            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT revokedAt FROM session WHERE id = ?"), arguments: [sessionID])
+            guard let row = try Row.fetchOne(db.cachedStatement(sql: "SELECT revoked_at FROM session WHERE id = ?"), arguments: [sessionID])
             else { return true }
-            let revokedAt: Int64? = row["revokedAt"]
+            let revokedAt: Int64? = row["revoked_at"]
             return revokedAt != nil
         }
     }
@@ -307,9 +308,9 @@ public final class SQLiteTokenStore: TokenStorage {
     static func session(_ row: Row) -> StoredSession {
         let amr: String = row["amr"]
         return StoredSession(
-            id: row["id"], userID: row["userId"], createdAt: date(row["createdAt"])!, authTime: date(row["authTime"])!,
-            amr: amr.split(separator: " ").map(String.init), client: ClientInfo(userAgent: row["userAgent"], ip: row["ip"]),
-            lastUsedAt: date(row["lastUsedAt"])!, expiresAt: date(row["expiresAt"])!, revokedAt: date(row["revokedAt"]),
-            revokeReason: row["revokeReason"])
+            id: row["id"], userID: row["user_id"], createdAt: date(row["created_at"])!, authTime: date(row["auth_time"])!,
+            amr: amr.split(separator: " ").map(String.init), client: ClientInfo(userAgent: row["user_agent"], ip: row["ip"]),
+            lastUsedAt: date(row["last_used_at"])!, expiresAt: date(row["expires_at"])!, revokedAt: date(row["revoked_at"]),
+            revokeReason: row["revoke_reason"])
     }
 }

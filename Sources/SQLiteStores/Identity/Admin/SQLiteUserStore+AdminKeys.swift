@@ -30,7 +30,7 @@ extension SQLiteUserStore {
     public func insertAdminKey(_ key: AdminKey, secretHash: Data) async throws {
         try await run { db in
             try db.execute(
-                sql: "INSERT INTO admin_keys (id, name, scopes, secretHash, createdAt) VALUES (?, ?, ?, ?, ?)",
+                sql: "INSERT INTO admin_keys (id, name, scopes, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [key.id, key.name, key.scopes.joined(separator: ","), secretHash, key.createdAt.millisecondsSince1970])
         }
     }
@@ -38,7 +38,7 @@ extension SQLiteUserStore {
     /// Every key, oldest first.
     public func adminKeys() async throws -> [AdminKey] {
         try await read { db in
-            try Row.fetchAll(db, sql: "SELECT \(Self.adminKeyColumns) FROM admin_keys ORDER BY createdAt, id").map(Self.adminKey)
+            try Row.fetchAll(db, sql: "SELECT \(Self.adminKeyColumns) FROM admin_keys ORDER BY created_at, id").map(Self.adminKey)
         }
     }
 
@@ -55,7 +55,7 @@ extension SQLiteUserStore {
     private func revokeAdminKeyRow(id: String, at now: Date) async throws -> AdminKey {
         try await run { db in
             try db.execute(
-                sql: "UPDATE admin_keys SET revokedAt = coalesce(revokedAt, ?) WHERE id = ?", arguments: [now.millisecondsSince1970, id])
+                sql: "UPDATE admin_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?", arguments: [now.millisecondsSince1970, id])
             guard let row = try Row.fetchOne(db, sql: "SELECT \(Self.adminKeyColumns) FROM admin_keys WHERE id = ?", arguments: [id])
             else { throw IdentityError.adminKeyNotFound }
             return Self.adminKey(row)
@@ -66,7 +66,7 @@ extension SQLiteUserStore {
     public func activeAdminKey(id: String) async throws -> (AdminKey, Data)? {
         try await read { db in
             guard let row = try Row.fetchOne(
-                db, sql: "SELECT \(Self.adminKeyColumns), secretHash FROM admin_keys WHERE id = ? AND revokedAt IS NULL", arguments: [id])
+                db, sql: "SELECT \(Self.adminKeyColumns), secret_hash FROM admin_keys WHERE id = ? AND revoked_at IS NULL", arguments: [id])
             else { return nil }
             return (Self.adminKey(row), row[6] as Data)
         }
@@ -75,11 +75,11 @@ extension SQLiteUserStore {
     /// Notes that key `id` was used at `now` (the caller writes at most once a minute per key).
     public func touchAdminKey(id: String, at now: Date) async throws {
         try await run { db in
-            try db.execute(sql: "UPDATE admin_keys SET lastUsedAt = ? WHERE id = ?", arguments: [now.millisecondsSince1970, id])
+            try db.execute(sql: "UPDATE admin_keys SET last_used_at = ? WHERE id = ?", arguments: [now.millisecondsSince1970, id])
         }
     }
 
-    private static let adminKeyColumns = "id, name, scopes, createdAt, revokedAt, lastUsedAt"
+    private static let adminKeyColumns = "id, name, scopes, created_at, revoked_at, last_used_at"
 
     private static func adminKey(_ row: Row) -> AdminKey {
         AdminKey(

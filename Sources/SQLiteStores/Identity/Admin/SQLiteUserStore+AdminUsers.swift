@@ -17,11 +17,11 @@ extension SQLiteUserStore {
         var arguments: StatementArguments = [afterID]
         if !filter.emailPrefix.isEmpty {
             // A range of the unique index: every address that starts with the prefix sorts in it.
-            clauses.append("emailNormalized >= ? AND emailNormalized < ?")
+            clauses.append("email_normalized >= ? AND email_normalized < ?")
             arguments += [filter.emailPrefix, filter.emailPrefix + "\u{10FFFF}"]
         }
         if filter.provider == "password" {
-            clauses.append("passwordHash IS NOT NULL")
+            clauses.append("password_hash IS NOT NULL")
         } else if !filter.provider.isEmpty {
             clauses.append("instr(',' || providers || ',', ',' || ? || ',') > 0")
             arguments += [filter.provider]
@@ -31,15 +31,15 @@ extension SQLiteUserStore {
             arguments += [disabled ? 1 : 0]
         }
         if let anonymous = filter.anonymous {
-            clauses.append("isAnonymous = ?")
+            clauses.append("is_anonymous = ?")
             arguments += [anonymous ? 1 : 0]
         }
         if let after = filter.createdAfter {
-            clauses.append("createdAt >= ?")
+            clauses.append("created_at >= ?")
             arguments += [after.millisecondsSince1970]
         }
         if let before = filter.createdBefore {
-            clauses.append("createdAt < ?")
+            clauses.append("created_at < ?")
             arguments += [before.millisecondsSince1970]
         }
         arguments += [limit + 1]

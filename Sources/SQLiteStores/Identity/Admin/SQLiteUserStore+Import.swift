@@ -23,7 +23,7 @@ extension SQLiteUserStore {
             var results: [ImportWrite] = []
             results.reserveCapacity(candidates.count)
             let byID = try db.cachedStatement(sql: "SELECT id FROM users WHERE id = ?")
-            let byEmail = try db.cachedStatement(sql: "SELECT id FROM users WHERE emailNormalized = ?")
+            let byEmail = try db.cachedStatement(sql: "SELECT id FROM users WHERE email_normalized = ?")
             let insert = try db.cachedStatement(sql: Self.insertSQL)
             for candidate in candidates {
                 do {

@@ -12,12 +12,41 @@ import SQLiteSupport
 /// `users`, so every write path, whatever its SQL, records its change in its own transaction.
 extension SQLiteUserStore {
     /// The columns of `users` the log's `user` JSON leaves out, each for a reason: the password
-    /// hash is a secret (the JSON has `hasPassword` instead); `sessionActivityAt` is the anonymous
-    /// sweep's bookkeeping, never shown. A test checks that every other column is in the JSON.
-    static let changeLogExcludedColumns: Set<String> = ["passwordHash", "sessionActivityAt"]
+    /// hash is a secret (the JSON has `hasPassword` instead); `session_activity_at` is the
+    /// anonymous sweep's bookkeeping, never shown. A test checks that every other column is in the
+    /// JSON (under its camelCase key: the JSON's keys are `User`'s, the same on PostgreSQL).
+    static let changeLogExcludedColumns: Set<String> = ["password_hash", "session_activity_at"]
 
-    /// The log's `user` JSON of the row `NEW` or `OLD`, as SQL.
+    /// The log's `user` JSON of the row `NEW` or `OLD`, as SQL: what the triggers of migration
+    /// 0009 write since migration 0015 renamed the columns they read (a test checks the trigger
+    /// says this). The keys stay camelCase: they are the log's JSON, not column names.
     static func changeLogUserJSON(_ row: String) -> String {
+        """
+        json_object('id', \(row).id, 'email', \(row).email, 'emailNormalized', \(row).email_normalized,
+            'emailVerified', \(row).email_verified, 'displayName', \(row).display_name, 'photoURL', \(row).photo_url,
+            'hasPassword', \(row).password_hash IS NOT NULL, 'isAnonymous', \(row).is_anonymous, 'disabled', \(row).disabled,
+            'customClaims', \(row).custom_claims, 'settings', \(row).settings, 'createdAt', \(row).created_at,
+            'updatedAt', \(row).updated_at, 'lastSignInAt', \(row).last_sign_in_at, 'tokensValidAfter', \(row).tokens_valid_after,
+            'version', \(row).version, 'providers', \(row).providers)
+        """
+    }
+
+    /// Each kind of change and when it happened, as SQL over `OLD` and `NEW`, in the kinds' sort
+    /// order: the update trigger's, as `changeLogUserJSON` (a test checks the trigger says these).
+    static let changeLogKindConditions: [(kind: String, condition: String)] = [
+        (UserChange.Kind.claims, "NEW.custom_claims IS NOT OLD.custom_claims"),
+        (UserChange.Kind.disabled, "NEW.disabled = 1 AND OLD.disabled = 0"),
+        (UserChange.Kind.email, "NEW.email IS NOT OLD.email"),
+        (UserChange.Kind.emailVerified, "NEW.email_verified IS NOT OLD.email_verified"),
+        (UserChange.Kind.enabled, "NEW.disabled = 0 AND OLD.disabled = 1"),
+        (UserChange.Kind.profile, "NEW.display_name IS NOT OLD.display_name OR NEW.photo_url IS NOT OLD.photo_url"),
+        (UserChange.Kind.providers, "NEW.providers IS NOT OLD.providers OR (NEW.password_hash IS NULL) IS NOT (OLD.password_hash IS NULL)"),
+        (UserChange.Kind.settings, "NEW.settings IS NOT OLD.settings"),
+        (UserChange.Kind.upgraded, "NEW.is_anonymous = 0 AND OLD.is_anonymous = 1"),
+    ]
+
+    /// `changeLogUserJSON` as migration 0009 wrote it, with the column names of its time. Frozen.
+    private static func changeLogUserJSON0009(_ row: String) -> String {
         """
         json_object('id', \(row).id, 'email', \(row).email, 'emailNormalized', \(row).emailNormalized,
             'emailVerified', \(row).emailVerified, 'displayName', \(row).displayName, 'photoURL', \(row).photoURL,
@@ -28,8 +57,8 @@ extension SQLiteUserStore {
         """
     }
 
-    /// Each kind of change and when it happened, as SQL over `OLD` and `NEW`, in the kinds' sort order.
-    private static let changeLogKindConditions: [(kind: String, condition: String)] = [
+    /// `changeLogKindConditions` as migration 0009 wrote them, with the column names of its time. Frozen.
+    private static let changeLogKindConditions0009: [(kind: String, condition: String)] = [
         (UserChange.Kind.claims, "NEW.customClaims IS NOT OLD.customClaims"),
         (UserChange.Kind.disabled, "NEW.disabled = 1 AND OLD.disabled = 0"),
         (UserChange.Kind.email, "NEW.email IS NOT OLD.email"),
@@ -41,11 +70,11 @@ extension SQLiteUserStore {
         (UserChange.Kind.upgraded, "NEW.isAnonymous = 0 AND OLD.isAnonymous = 1"),
     ]
 
-    /// Stores a user's linked providers; `updatedAt` moves too, so the change log's `occurredAt`
-    /// (the user's `updatedAt`) is the time of the link.
-    static let setProvidersSQL = "UPDATE users SET providers = ?, updatedAt = max(updatedAt, ?) WHERE id = ?"
+    /// Stores a user's linked providers; `updated_at` moves too, so the change log's `occurred_at`
+    /// (the user's `updated_at`) is the time of the link.
+    static let setProvidersSQL = "UPDATE users SET providers = ?, updated_at = max(updated_at, ?) WHERE id = ?"
 
-    /// The current time in milliseconds, in SQL (for a deletion, which has no `updatedAt`).
+    /// The current time in milliseconds, in SQL (for a deletion, which has no `updated_at`).
     static let changeLogNowSQL = "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)"
 
     /// Migration 0009: `user_changes` and the triggers that write it; `change_log_state` (one row:
@@ -53,14 +82,14 @@ extension SQLiteUserStore {
     /// `user_changes_pruned` (per user: the greatest seq the cap pruned).
     ///
     /// The UPDATE trigger fires only for statements that set a column it compares (`UPDATE OF`):
-    /// a sign-in stamp (`lastSignInAt`) or the sweep's `sessionActivityAt` never runs it; its
+    /// a sign-in stamp (`last_sign_in_at`) or the sweep's `session_activity_at` never runs it; its
     /// WHEN clause is a few column comparisons, so a rehash or a password change alone writes
     /// nothing. A deletion removes the user's earlier changes (its data leaves the log) and
     /// records `deleted`.
     static func registerChangeLogMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("0009-change-log") { db in
-            let any = changeLogKindConditions.map { "(\($0.condition))" }.joined(separator: " OR ")
-            let kinds = changeLogKindConditions.map { "CASE WHEN \($0.condition) THEN '\($0.kind),' ELSE '' END" }
+            let any = changeLogKindConditions0009.map { "(\($0.condition))" }.joined(separator: " OR ")
+            let kinds = changeLogKindConditions0009.map { "CASE WHEN \($0.condition) THEN '\($0.kind),' ELSE '' END" }
                 .joined(separator: " || ")
             try db.execute(sql: """
                 CREATE TABLE user_changes (
@@ -88,7 +117,7 @@ extension SQLiteUserStore {
                 WHEN \(any)
                 BEGIN
                     INSERT INTO user_changes (userId, kinds, occurredAt, user)
-                    VALUES (NEW.id, rtrim(\(kinds), ','), NEW.updatedAt, \(changeLogUserJSON("NEW")));
+                    VALUES (NEW.id, rtrim(\(kinds), ','), NEW.updatedAt, \(changeLogUserJSON0009("NEW")));
                 END;
                 CREATE TRIGGER users_change_log_delete AFTER DELETE ON users
                 BEGIN
@@ -103,7 +132,7 @@ extension SQLiteUserStore {
 
     // MARK: Reading
 
-    private static let changeColumns = "seq, userId, kinds, occurredAt, user"
+    private static let changeColumns = "seq, user_id, kinds, occurred_at, user_json"
 
     /// The newest seq ever given (0: none): it stays when the newest changes are pruned.
     static func changeLogHead(_ db: Database) throws -> UInt64 {
@@ -117,12 +146,12 @@ extension SQLiteUserStore {
         let after = Int64(clamping: afterSeq)
         return try await read { db in
             let head = try Self.changeLogHead(db)
-            let pruned = try Int64.fetchOne(db, sql: "SELECT prunedThrough FROM change_log_state WHERE id = 1") ?? 0
+            let pruned = try Int64.fetchOne(db, sql: "SELECT pruned_through FROM change_log_state WHERE id = 1") ?? 0
             let changes = try Self.changes(db, sql: "WHERE seq > ? ORDER BY seq LIMIT ?", [after, limit])
             // The per-user cap pruned only its users' changes: they alone start again from a snapshot.
             let cap = Int(IdentityAPI.maxChangesPage)
             let capped = try String.fetchAll(
-                db, sql: "SELECT userId FROM user_changes_pruned WHERE prunedThrough > ? ORDER BY userId LIMIT ?", arguments: [after, cap + 1])
+                db, sql: "SELECT user_id FROM user_changes_pruned WHERE pruned_through > ? ORDER BY user_id LIMIT ?", arguments: [after, cap + 1])
             return ListChangesResponse(
                 changes: changes, head: head, truncated: after < pruned || capped.count > cap,
                 resyncUserIDs: capped.count > cap ? [] : capped)
@@ -139,7 +168,7 @@ extension SQLiteUserStore {
             guard let user else {
                 // Gone: a resumed stream learns how (its terminal change), if the log still has it.
                 let terminal = try Self.changes(
-                    db, sql: "WHERE userId = ? AND seq > ? AND kinds IN ('deleted', 'migrated') ORDER BY seq DESC LIMIT 1",
+                    db, sql: "WHERE user_id = ? AND seq > ? AND kinds IN ('deleted', 'migrated') ORDER BY seq DESC LIMIT 1",
                     [id.rawValue, after])
                 guard resume, !terminal.isEmpty else { throw IdentityError.userNotFound }
                 return UserChangesResponse(head: head, changes: terminal)
@@ -148,12 +177,12 @@ extension SQLiteUserStore {
             guard resume else { return snapshot }
             let pruned = try Int64.fetchOne(
                 db, sql: """
-                    SELECT max(prunedThrough, coalesce((SELECT prunedThrough FROM user_changes_pruned WHERE userId = ?), 0))
+                    SELECT max(pruned_through, coalesce((SELECT pruned_through FROM user_changes_pruned WHERE user_id = ?), 0))
                     FROM change_log_state WHERE id = 1
                     """, arguments: [id.rawValue]) ?? 0
             var resync = UserChangesResponse(user: User(user), head: head, resync: true)
             guard afterSeq <= head, after >= pruned else { return resync }
-            let changes = try Self.changes(db, sql: "WHERE userId = ? AND seq > ? ORDER BY seq LIMIT ?", [id.rawValue, after, limit + 1])
+            let changes = try Self.changes(db, sql: "WHERE user_id = ? AND seq > ? ORDER BY seq LIMIT ?", [id.rawValue, after, limit + 1])
             guard changes.count <= limit else { return resync }
             resync.user = nil
             return UserChangesResponse(head: head, changes: changes)
@@ -202,9 +231,9 @@ extension SQLiteUserStore {
     /// Deletes the anonymous user like `deleteAnonymous(id:)` and marks its terminal change
     /// `migrated` (not `deleted`) in the same transaction: a migration to an existing account.
     public func deleteMigratedAnonymous(id: UserID) async throws {
-        let deleted = try await deleteUserRow(sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1", [id.rawValue]) { db in
+        let deleted = try await deleteUserRow(sql: "DELETE FROM users WHERE id = ? AND is_anonymous = 1", [id.rawValue]) { db in
             try db.execute(
-                sql: "UPDATE user_changes SET kinds = ? WHERE seq = (SELECT max(seq) FROM user_changes WHERE userId = ?)",
+                sql: "UPDATE user_changes SET kinds = ? WHERE seq = (SELECT max(seq) FROM user_changes WHERE user_id = ?)",
                 arguments: [UserChange.Kind.migrated, id.rawValue])
         }
         guard deleted else { throw IdentityError.userNotFound }

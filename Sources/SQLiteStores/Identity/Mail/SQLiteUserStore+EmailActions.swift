@@ -10,11 +10,11 @@ import IdentityCore
 /// confirming a change to a new address, and reverting a confirmed change from the old one.
 /// As for reset codes, only each code's SHA-256 is stored.
 extension SQLiteUserStore {
-    /// Migration 0007: `email_actions`. `email`/`emailNormalized` is the address the code is
-    /// about (verified, changed to, or restored); `fromEmailNormalized` the user's address when
-    /// the code was made (a change or revert applies only while it is still current);
-    /// `previousVerified` the old address's verified state (revert). `usedAt` is set when the
-    /// code is used or voided; rows go with their user.
+    /// Migration 0007: `email_actions` (its columns as named since 0015). `email`/`email_normalized`
+    /// is the address the code is about (verified, changed to, or restored);
+    /// `from_email_normalized` the user's address when the code was made (a change or revert
+    /// applies only while it is still current); `previous_verified` the old address's verified
+    /// state (revert). `used_at` is set when the code is used or voided; rows go with their user.
     static func registerEmailActionsMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("0007-email-actions") { db in
             try db.execute(sql: """
@@ -65,9 +65,9 @@ extension SQLiteUserStore {
     static func emailTakenOrReserved(_ normalized: String, userID: UserID, in db: Database) throws -> Bool {
         try Row.fetchOne(
             db, sql: """
-                SELECT 1 FROM users WHERE emailNormalized = ?1 AND id <> ?2
-                UNION ALL SELECT 1 FROM email_actions WHERE purpose = 'revert_email' AND usedAt IS NULL
-                AND emailNormalized = ?1 AND userId <> ?2 LIMIT 1
+                SELECT 1 FROM users WHERE email_normalized = ?1 AND id <> ?2
+                UNION ALL SELECT 1 FROM email_actions WHERE purpose = 'revert_email' AND used_at IS NULL
+                AND email_normalized = ?1 AND user_id <> ?2 LIMIT 1
                 """, arguments: [normalized, userID.rawValue]) != nil
     }
 
@@ -84,7 +84,7 @@ extension SQLiteUserStore {
     /// input) that expired or were used before `cutoff`; how many.
     static func purgeCodes(in table: StaticString, before cutoff: Date, _ db: Database) throws -> Int {
         try db.execute(
-            sql: "DELETE FROM \(table) WHERE expiresAt < ?1 OR (usedAt IS NOT NULL AND usedAt < ?1)",
+            sql: "DELETE FROM \(table) WHERE expires_at < ?1 OR (used_at IS NOT NULL AND used_at < ?1)",
             arguments: [cutoff.millisecondsSince1970])
         return db.changesCount
     }
@@ -93,7 +93,7 @@ extension SQLiteUserStore {
     static func voidEmailActions(userID: String, purposes: [EmailActionPurpose], at nowMs: Int64, in db: Database) throws {
         for purpose in purposes {
             try db.execute(
-                sql: "UPDATE email_actions SET usedAt = ? WHERE userId = ? AND purpose = ? AND usedAt IS NULL",
+                sql: "UPDATE email_actions SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL",
                 arguments: [nowMs, userID, purpose.rawValue])
         }
     }

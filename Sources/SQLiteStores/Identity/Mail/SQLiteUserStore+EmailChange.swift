@@ -18,8 +18,8 @@ extension SQLiteUserStore {
         try await read { db in
             guard let row = try Row.fetchOne(
                 db, sql: """
-                    SELECT userId, email, emailNormalized, fromEmailNormalized, previousVerified FROM email_actions
-                    WHERE codeHash = ? AND purpose = ? AND usedAt IS NULL AND expiresAt > ?
+                    SELECT user_id, email, email_normalized, from_email_normalized, previous_verified FROM email_actions
+                    WHERE code_hash = ? AND purpose = ? AND used_at IS NULL AND expires_at > ?
                     """, arguments: [codeHash, purpose.rawValue, now.millisecondsSince1970])
             else { return nil }
             return EmailChangeCode(

@@ -18,7 +18,7 @@ extension SQLiteUserStore {
 
     /// The reset row with this code hash, in any state, or nil.
     static func storedResetCode(_ codeHash: Data, in db: Database) throws -> StoredResetCode? {
-        try Row.fetchOne(db, sql: "SELECT id, userId, expiresAt, usedAt FROM password_resets WHERE codeHash = ?", arguments: [codeHash])
+        try Row.fetchOne(db, sql: "SELECT id, user_id, expires_at, used_at FROM password_resets WHERE code_hash = ?", arguments: [codeHash])
             .map { StoredResetCode(id: $0[0], userID: UserID($0[1] as String), expiresAt: $0[2], usedAt: $0[3]) }
     }
 
@@ -26,8 +26,8 @@ extension SQLiteUserStore {
     static func storedEmailAction(_ codeHash: Data, in db: Database) throws -> StoredEmailAction? {
         guard let row = try Row.fetchOne(
             db, sql: """
-                SELECT id, purpose, userId, email, emailNormalized, fromEmailNormalized, previousVerified, expiresAt, usedAt
-                FROM email_actions WHERE codeHash = ?
+                SELECT id, purpose, user_id, email, email_normalized, from_email_normalized, previous_verified, expires_at, used_at
+                FROM email_actions WHERE code_hash = ?
                 """, arguments: [codeHash]),
             let purpose = EmailActionPurpose(rawValue: row[1])
         else { return nil }
@@ -39,14 +39,14 @@ extension SQLiteUserStore {
     /// The creation times of the user's reset codes made after `MailCodeRules.recentSince(now)`.
     static func recentResetTimes(_ userID: UserID, now: Date, in db: Database) throws -> [Int64] {
         try Int64.fetchAll(
-            db, sql: "SELECT createdAt FROM password_resets WHERE userId = ? AND createdAt > ? ORDER BY createdAt",
+            db, sql: "SELECT created_at FROM password_resets WHERE user_id = ? AND created_at > ? ORDER BY created_at",
             arguments: [userID.rawValue, MailCodeRules.recentSince(now)])
     }
 
     /// The creation times of the user's `purpose` codes made after `MailCodeRules.recentSince(now)`.
     static func recentEmailActionTimes(_ userID: UserID, _ purpose: EmailActionPurpose, now: Date, in db: Database) throws -> [Int64] {
         try Int64.fetchAll(
-            db, sql: "SELECT createdAt FROM email_actions WHERE userId = ? AND purpose = ? AND createdAt > ? ORDER BY createdAt",
+            db, sql: "SELECT created_at FROM email_actions WHERE user_id = ? AND purpose = ? AND created_at > ? ORDER BY created_at",
             arguments: [userID.rawValue, purpose.rawValue, MailCodeRules.recentSince(now)])
     }
 
@@ -59,47 +59,47 @@ extension SQLiteUserStore {
         let nowMs = now.millisecondsSince1970
         let user = writes.userID.rawValue
         if let before = writes.purgeResetsCreatedBefore {
-            try db.execute(sql: "DELETE FROM password_resets WHERE userId = ? AND createdAt < ?", arguments: [user, before])
+            try db.execute(sql: "DELETE FROM password_resets WHERE user_id = ? AND created_at < ?", arguments: [user, before])
         }
         if let address = writes.newAddress {
             try db.execute(
-                sql: "UPDATE users SET email = ?, emailNormalized = ?, emailVerified = 1, version = version + 1, updatedAt = ? WHERE id = ?",
+                sql: "UPDATE users SET email = ?, email_normalized = ?, email_verified = 1, version = version + 1, updated_at = ? WHERE id = ?",
                 arguments: [address.email, address.emailNormalized, nowMs, user])
         }
         if let id = writes.useResetCode {
-            try db.execute(sql: "UPDATE password_resets SET usedAt = ? WHERE id = ?", arguments: [nowMs, id])
+            try db.execute(sql: "UPDATE password_resets SET used_at = ? WHERE id = ?", arguments: [nowMs, id])
         }
         if let id = writes.useEmailAction {
-            try db.execute(sql: "UPDATE email_actions SET usedAt = ? WHERE id = ?", arguments: [nowMs, id])
+            try db.execute(sql: "UPDATE email_actions SET used_at = ? WHERE id = ?", arguments: [nowMs, id])
         }
         if writes.voidResets {
-            try db.execute(sql: "UPDATE password_resets SET usedAt = ? WHERE userId = ? AND usedAt IS NULL", arguments: [nowMs, user])
+            try db.execute(sql: "UPDATE password_resets SET used_at = ? WHERE user_id = ? AND used_at IS NULL", arguments: [nowMs, user])
         }
         try voidEmailActions(userID: user, purposes: writes.voidEmailActions, at: nowMs, in: db)
         if let after = writes.voidRevertCodesAfter {
             try db.execute(
-                sql: "UPDATE email_actions SET usedAt = ? WHERE userId = ? AND purpose = ? AND usedAt IS NULL AND id > ?",
+                sql: "UPDATE email_actions SET used_at = ? WHERE user_id = ? AND purpose = ? AND used_at IS NULL AND id > ?",
                 arguments: [nowMs, user, EmailActionPurpose.revertEmail.rawValue, after])
         }
         switch writes.password {
         case .reset(let hash):
             try db.execute(
-                sql: "UPDATE users SET passwordHash = ?, emailVerified = 1, version = version + 1, updatedAt = ? WHERE id = ?",
+                sql: "UPDATE users SET password_hash = ?, email_verified = 1, version = version + 1, updated_at = ? WHERE id = ?",
                 arguments: [hash, nowMs, user])
         case .clear:
-            try db.execute(sql: "UPDATE users SET passwordHash = NULL WHERE id = ?", arguments: [user])
+            try db.execute(sql: "UPDATE users SET password_hash = NULL WHERE id = ?", arguments: [user])
         case nil:
             break
         }
         if let code = writes.newResetCode {
             try db.execute(
-                sql: "INSERT INTO password_resets (userId, codeHash, expiresAt, createdAt) VALUES (?, ?, ?, ?)",
+                sql: "INSERT INTO password_resets (user_id, code_hash, expires_at, created_at) VALUES (?, ?, ?, ?)",
                 arguments: [user, code.codeHash, code.expiresAt.millisecondsSince1970, nowMs])
         }
         if let code = writes.newEmailAction {
             try db.execute(
                 sql: """
-                    INSERT INTO email_actions (purpose, userId, codeHash, email, emailNormalized, fromEmailNormalized, previousVerified, expiresAt, createdAt)
+                    INSERT INTO email_actions (purpose, user_id, code_hash, email, email_normalized, from_email_normalized, previous_verified, expires_at, created_at)
                     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
                     """,
                 arguments: [

@@ -43,7 +43,7 @@ extension SQLiteUserStore {
         db.afterNextTransaction(onCommit: { _ in OutboxSignal.shared.fire() })
         try db.execute(
             sql: """
-                INSERT INTO outbox (messageId, kind, recipient, message, nextAttemptAt, createdAt)
+                INSERT INTO outbox (message_id, kind, recipient, message, next_attempt_at, created_at)
                 VALUES (?, ?, ?, ?, ?, ?)
                 """,
             arguments: [message.messageID, message.kind, message.to, json, now.millisecondsSince1970, now.millisecondsSince1970])

@@ -18,7 +18,7 @@ struct OutboxUndecodable: Error {
 /// outcome in its own small write. A mail's body is blanked once it is sent (the row keeps its
 /// headers for the record until the purge).
 extension SQLiteUserStore {
-    private static let entryColumns = "id, message, state, attempts, nextAttemptAt, createdAt, sentAt, lastError"
+    private static let entryColumns = "id, message, state, attempts, next_attempt_at, created_at, sent_at, last_error"
 
     /// Queued rows due at `now`, oldest due first, at most `limit`. One worker per database
     /// delivers them (the identity process owns its database); a crash between delivery and
@@ -28,7 +28,7 @@ extension SQLiteUserStore {
         let rows = try await read { db in
             try Row.fetchAll(
                 db,
-                sql: "SELECT \(Self.entryColumns) FROM outbox WHERE state = 'queued' AND nextAttemptAt <= ? ORDER BY nextAttemptAt, id LIMIT ?",
+                sql: "SELECT \(Self.entryColumns) FROM outbox WHERE state = 'queued' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?",
                 arguments: [now.millisecondsSince1970, limit]
             ).map { row -> Result<OutboxEntry, OutboxUndecodable> in
                 Self.entry(row).map { .success($0) } ?? .failure(OutboxUndecodable(id: row["id"]))
@@ -48,10 +48,10 @@ extension SQLiteUserStore {
         }
     }
 
-    /// The earliest `nextAttemptAt` of a queued row, or nil when none waits.
+    /// The earliest `next_attempt_at` of a queued row, or nil when none waits.
     public func nextOutboxAttempt() async throws -> Date? {
         try await read { db in
-            try Int64.fetchOne(db, sql: "SELECT MIN(nextAttemptAt) FROM outbox WHERE state = 'queued'").map(Date.init(millisecondsSince1970:))
+            try Int64.fetchOne(db, sql: "SELECT MIN(next_attempt_at) FROM outbox WHERE state = 'queued'").map(Date.init(millisecondsSince1970:))
         }
     }
 
@@ -61,8 +61,8 @@ extension SQLiteUserStore {
         try await run { db in
             try db.execute(
                 sql: """
-                    UPDATE outbox SET state = ?, attempts = ?, lastError = ?, nextAttemptAt = coalesce(?, nextAttemptAt),
-                        sentAt = coalesce(?, sentAt), message = coalesce(?, message)
+                    UPDATE outbox SET state = ?, attempts = ?, last_error = ?, next_attempt_at = coalesce(?, next_attempt_at),
+                        sent_at = coalesce(?, sent_at), message = coalesce(?, message)
                     WHERE id = ? AND state = 'queued'
                     """,
                 arguments: [
@@ -77,7 +77,7 @@ extension SQLiteUserStore {
     public func purgeOutbox(before cutoff: Date) async throws -> Int {
         try await run { db in
             try db.execute(
-                sql: "DELETE FROM outbox WHERE state IN ('sent', 'dead') AND createdAt < ?", arguments: [cutoff.millisecondsSince1970])
+                sql: "DELETE FROM outbox WHERE state IN ('sent', 'dead') AND created_at < ?", arguments: [cutoff.millisecondsSince1970])
             return db.changesCount
         }
     }
@@ -85,11 +85,11 @@ extension SQLiteUserStore {
     private static func entry(_ row: Row) -> OutboxEntry? {
         let json: String = row["message"]
         guard let message = try? JSONDecoder().decode(MailMessage.self, from: Data(json.utf8)) else { return nil }
-        let sentAt: Int64? = row["sentAt"]
+        let sentAt: Int64? = row["sent_at"]
         return OutboxEntry(
             id: row["id"], message: message, state: row["state"], attempts: row["attempts"],
-            nextAttemptAt: Date(millisecondsSince1970: row["nextAttemptAt"]), createdAt: Date(millisecondsSince1970: row["createdAt"]),
-            sentAt: sentAt.map(Date.init(millisecondsSince1970:)), lastError: row["lastError"])
+            nextAttemptAt: Date(millisecondsSince1970: row["next_attempt_at"]), createdAt: Date(millisecondsSince1970: row["created_at"]),
+            sentAt: sentAt.map(Date.init(millisecondsSince1970:)), lastError: row["last_error"])
     }
 }
 

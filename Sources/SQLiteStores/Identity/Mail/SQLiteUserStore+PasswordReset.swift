@@ -9,7 +9,7 @@ import Mail
 /// Password reset codes (issue 19 §2): only each code's SHA-256 is stored. A new code, the
 /// voiding of the user's older ones and its mail (outbox) are written in one transaction.
 extension SQLiteUserStore {
-    /// Migration 0006: `password_resets`. `usedAt` is set when a code is used or voided by a
+    /// Migration 0006: `password_resets`. `used_at` (so named since 0015) is set when a code is used or voided by a
     /// newer one; rows go with their user (`ON DELETE CASCADE`).
     static func registerPasswordResetMigration(_ migrator: inout DatabaseMigrator) {
         migrator.registerMigration("0006-password-resets") { db in
@@ -52,8 +52,8 @@ extension SQLiteUserStore {
         try await read { db in
             guard let row = try Row.fetchOne(
                 db, sql: """
-                    SELECT u.id, u.emailNormalized FROM password_resets r JOIN users u ON u.id = r.userId
-                    WHERE r.codeHash = ? AND r.usedAt IS NULL AND r.expiresAt > ?
+                    SELECT u.id, u.email_normalized FROM password_resets r JOIN users u ON u.id = r.user_id
+                    WHERE r.code_hash = ? AND r.used_at IS NULL AND r.expires_at > ?
                     """, arguments: [codeHash, now.millisecondsSince1970])
             else { return nil }
             return (UserID(row[0] as String), row[1] as String?)

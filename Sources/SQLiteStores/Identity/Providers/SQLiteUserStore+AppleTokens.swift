@@ -69,7 +69,7 @@ extension SQLiteUserStore {
     public func storeAppleToken(user: UserID, subject: String, clientID: String, sealed: Data, at: Date) async throws -> Bool {
         try await run { db in
             let linked = try Bool.fetchOne(
-                db, sql: "SELECT EXISTS (SELECT 1 FROM identities WHERE provider = 'apple.com' AND subject = ? AND userId = ?)",
+                db, sql: "SELECT EXISTS (SELECT 1 FROM identities WHERE provider = 'apple.com' AND subject = ? AND user_id = ?)",
                 arguments: [subject, user.rawValue]) ?? false
             guard linked else { return false }
             let now = at.millisecondsSince1970
@@ -80,10 +80,10 @@ extension SQLiteUserStore {
             try db.execute(sql: "PRAGMA secure_delete = ON")
             defer { try? db.execute(sql: "PRAGMA secure_delete = OFF") }
             try db.execute(
-                sql: "DELETE FROM apple_revocations WHERE substr(associatedData, instr(associatedData, ' ') + 1) = ?",
+                sql: "DELETE FROM apple_revocations WHERE substr(associated_data, instr(associated_data, ' ') + 1) = ?",
                 arguments: [subject])
             try db.execute(
-                sql: "INSERT OR REPLACE INTO apple_tokens (userId, subject, clientId, sealedToken, createdAt) VALUES (?, ?, ?, ?, ?)",
+                sql: "INSERT OR REPLACE INTO apple_tokens (user_id, subject, client_id, sealed_token, created_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [user.rawValue, subject, clientID, sealed, now])
             return true
         }
@@ -94,8 +94,8 @@ extension SQLiteUserStore {
         try await read { db in
             try Row.fetchAll(
                 db, sql: """
-                    SELECT id, clientId, sealedToken, associatedData, attempts FROM apple_revocations
-                    WHERE nextAttemptAt <= ? ORDER BY nextAttemptAt, id LIMIT ?
+                    SELECT id, client_id, sealed_token, associated_data, attempts FROM apple_revocations
+                    WHERE next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
                     """, arguments: [now.millisecondsSince1970, limit]
             ).map { row in
                 PendingAppleRevocation(id: row[0], clientID: row[1], sealedToken: row[2], associatedData: row[3], attempts: row[4])
@@ -109,7 +109,7 @@ extension SQLiteUserStore {
     public func claimAppleRevocation(id: Int64, now: Date, until: Date) async throws -> Bool {
         try await run { db in
             try db.execute(
-                sql: "UPDATE apple_revocations SET nextAttemptAt = ? WHERE id = ? AND nextAttemptAt <= ?",
+                sql: "UPDATE apple_revocations SET next_attempt_at = ? WHERE id = ? AND next_attempt_at <= ?",
                 arguments: [until.millisecondsSince1970, id, now.millisecondsSince1970])
             return db.changesCount == 1
         }
@@ -128,7 +128,7 @@ extension SQLiteUserStore {
     public func retryAppleRevocation(id: Int64, at next: Date) async throws {
         try await run { db in
             try db.execute(
-                sql: "UPDATE apple_revocations SET attempts = attempts + 1, nextAttemptAt = ? WHERE id = ?",
+                sql: "UPDATE apple_revocations SET attempts = attempts + 1, next_attempt_at = ? WHERE id = ?",
                 arguments: [next.millisecondsSince1970, id])
         }
     }

@@ -66,11 +66,11 @@ extension SQLiteUserStore {
             }
             let user = Self.record(row)
             let identities = try Row.fetchAll(
-                db, sql: "SELECT provider, subject FROM identities WHERE userId = ? ORDER BY provider, subject", arguments: [id.rawValue]
+                db, sql: "SELECT provider, subject FROM identities WHERE user_id = ? ORDER BY provider, subject", arguments: [id.rawValue]
             ).map { LinkedIdentity(provider: $0[0], subject: $0[1]) }
             let (writes, value) = try decide(UserState(user: user, identities: identities))
             if let provider = writes.unlinkProvider {
-                try db.execute(sql: "DELETE FROM identities WHERE provider = ? AND userId = ?", arguments: [provider, id.rawValue])
+                try db.execute(sql: "DELETE FROM identities WHERE provider = ? AND user_id = ?", arguments: [provider, id.rawValue])
             }
             if let identity = writes.linkIdentity {
                 try Self.insertIdentity(provider: identity.provider, subject: identity.subject, user: id, at: now, in: db)
@@ -84,12 +84,12 @@ extension SQLiteUserStore {
     public func subjects(provider: String, of id: UserID) async throws -> [String] {
         try await read { db in
             try String.fetchAll(
-                db, sql: "SELECT subject FROM identities WHERE provider = ? AND userId = ?", arguments: [provider, id.rawValue])
+                db, sql: "SELECT subject FROM identities WHERE provider = ? AND user_id = ?", arguments: [provider, id.rawValue])
         }
     }
 
     private static func insertIdentity(provider: String, subject: String, user: UserID, at: Date, in db: Database) throws {
-        let statement = try db.cachedStatement(sql: "INSERT INTO identities (provider, subject, userId, createdAt) VALUES (?, ?, ?, ?)")
+        let statement = try db.cachedStatement(sql: "INSERT INTO identities (provider, subject, user_id, created_at) VALUES (?, ?, ?, ?)")
         do {
             try statement.execute(arguments: [provider, subject, user.rawValue, at.millisecondsSince1970])
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_CONSTRAINT_PRIMARYKEY {

@@ -52,7 +52,7 @@ extension SQLiteUserStore {
         case let error as DatabaseError:
             let message = error.message ?? ""
             switch error.extendedResultCode {
-            case .SQLITE_CONSTRAINT_UNIQUE where message.contains("users.emailNormalized"),
+            case .SQLITE_CONSTRAINT_UNIQUE where message.contains("users.email_normalized"),
                 .SQLITE_CONSTRAINT_TRIGGER where message.contains("email_reserved"):
                 return IdentityError.emailExists
             case .SQLITE_CONSTRAINT_PRIMARYKEY where message.contains("identities."):

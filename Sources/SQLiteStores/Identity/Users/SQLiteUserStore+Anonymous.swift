@@ -10,7 +10,7 @@ extension SQLiteUserStore {
     /// Deletes the user and its linked identities in one statement, only while it is anonymous:
     /// a migration never deletes a user who was upgraded meanwhile. `userNotFound` otherwise.
     public func deleteAnonymous(id: UserID) async throws {
-        guard try await deleteUserRow(sql: "DELETE FROM users WHERE id = ? AND isAnonymous = 1", [id.rawValue]) else {
+        guard try await deleteUserRow(sql: "DELETE FROM users WHERE id = ? AND is_anonymous = 1", [id.rawValue]) else {
             throw IdentityError.userNotFound
         }
     }
