@@ -14,6 +14,31 @@ public enum SchemaColumns {
         return columns
     }
 
+    /// What keeps the SQLite schema `sqlite` from having the PostgreSQL schema `postgres`'s names,
+    /// one line per problem (none: they agree): a column with an uppercase letter; a table with no
+    /// PostgreSQL table (named by `postgresName`, the same name by default); an extra of
+    /// `postgresOnly` PostgreSQL lacks; columns that differ, but for those extras; a rename of
+    /// `renames` not done.
+    public static func mismatches(
+        sqlite: [String: [String]], postgres: [String: [String]], postgresName: (String) -> String? = { $0 },
+        postgresOnly: [String: Set<String>], renames: [(table: String, columns: [(old: String, new: String)])]
+    ) -> [String] {
+        var problems: [String] = []
+        for (table, columns) in sqlite.sorted(by: { $0.key < $1.key }) {
+            if !columns.allSatisfy({ $0 == $0.lowercased() }) { problems.append("\(table): \(columns)") }
+            guard let target = postgresName(table) else { problems.append("no PostgreSQL table named for \(table)"); continue }
+            guard let theirs = postgres[target] else { problems.append("PostgreSQL has no table \(target)"); continue }
+            let extra = postgresOnly[target] ?? []
+            if !Set(theirs).isSuperset(of: extra) { problems.append("\(target): \(extra) not in PostgreSQL's \(theirs)") }
+            if Set(columns) != Set(theirs).subtracting(extra) { problems.append("\(table): SQLite \(columns), PostgreSQL \(theirs)") }
+        }
+        for (table, pairs) in renames {
+            guard let columns = sqlite[table] else { problems.append("no table \(table)"); continue }
+            for (old, new) in pairs where !(columns.contains(new) && !columns.contains(old)) { problems.append("\(table).\(old) → \(new)") }
+        }
+        return problems
+    }
+
     /// The tables `statements` (PostgreSQL DDL, run in order) leave and their columns, in order:
     /// `CREATE TABLE`, `DROP TABLE`, and `ALTER TABLE` that adds, drops or renames a column or
     /// renames the table. Unquoted names, as the migrations write them.

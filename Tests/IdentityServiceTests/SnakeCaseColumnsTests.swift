@@ -36,18 +36,9 @@ struct SnakeCaseColumnsTests {
         let sqlite = try sqliteColumns(queue)
         let postgres = SchemaColumns.postgres(PostgresUserStore.migrator.migrations.flatMap(\.statements))
         #expect(sqlite.count >= 12 && (sqlite["users"]?.count ?? 0) >= 18, "\(sqlite)")
-        for (table, columns) in sqlite {
-            #expect(columns.allSatisfy { $0 == $0.lowercased() }, "\(table): \(columns)")
-            let theirs = try #require(postgres[table], "PostgreSQL has no table \(table)")
-            let extra = Self.postgresOnlyColumns[table] ?? []
-            #expect(Set(theirs).isSuperset(of: extra), "\(table): \(extra) not in PostgreSQL's \(theirs)")
-            #expect(Set(columns) == Set(theirs).subtracting(extra), "\(table): SQLite \(columns), PostgreSQL \(theirs)")
-        }
-        // The renames of migration 0015 are exactly the columns that had another name.
-        for (table, renames) in SQLiteUserStore.snakeCaseRenames0015 {
-            let columns = try #require(sqlite[table], "no table \(table)")
-            for (old, new) in renames { #expect(columns.contains(new) && !columns.contains(old), "\(table).\(old) → \(new)") }
-        }
+        let problems = SchemaColumns.mismatches(
+            sqlite: sqlite, postgres: postgres, postgresOnly: Self.postgresOnlyColumns, renames: SQLiteUserStore.snakeCaseRenames0015)
+        for problem in problems { Issue.record(Comment(rawValue: problem)) }
         try expectNoOldNames(queue)
     }
 

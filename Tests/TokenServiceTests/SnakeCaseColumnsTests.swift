@@ -37,18 +37,10 @@ struct SnakeCaseColumnsTests {
         let sqlite = try queue.read { try SchemaColumns.sqlite($0) }
         let postgres = SchemaColumns.postgres(PostgresTokenStore.migrator.migrations.flatMap(\.statements))
         #expect(Set(sqlite.keys) == Set(Self.postgresTables.keys))
-        for (table, columns) in sqlite {
-            #expect(columns.allSatisfy { $0 == $0.lowercased() }, "\(table): \(columns)")
-            let target = try #require(Self.postgresTables[table], "no PostgreSQL table named for \(table)")
-            let theirs = try #require(postgres[target], "PostgreSQL has no table \(target)")
-            let extra = Self.postgresOnlyColumns[target] ?? []
-            #expect(Set(theirs).isSuperset(of: extra), "\(target): \(extra) not in \(theirs)")
-            #expect(Set(columns) == Set(theirs).subtracting(extra), "\(table): SQLite \(columns), PostgreSQL \(theirs)")
-        }
-        for (table, renames) in SQLiteTokenStore.snakeCaseRenames0006 {
-            let columns = try #require(sqlite[table], "no table \(table)")
-            for (old, new) in renames { #expect(columns.contains(new) && !columns.contains(old), "\(table).\(old) → \(new)") }
-        }
+        let problems = SchemaColumns.mismatches(
+            sqlite: sqlite, postgres: postgres, postgresName: { Self.postgresTables[$0] }, postgresOnly: Self.postgresOnlyColumns,
+            renames: SQLiteTokenStore.snakeCaseRenames0006)
+        for problem in problems { Issue.record(Comment(rawValue: problem)) }
         try expectNoOldNames(queue)
     }
 
