@@ -171,21 +171,44 @@ public func runUntilLinesThenKill(_ executable: URL, _ arguments: [String], coun
 /// Ports handed out by `freeLoopbackPort()` in this test process, never handed out twice.
 private let handedOut = Mutex<Set<Int>>([])
 
-/// A loopback TCP port that was free a moment ago (the kernel's pick for port 0), never one
-/// this process handed out before, so suites running in parallel do not get the same port.
-/// Another program may still take it before the test binds it; bind to port 0 where the code
-/// under test can report the port it got.
+/// A loopback TCP port that was free a moment ago, never one this process handed out before,
+/// so suites running in parallel do not get the same port. It lies outside the kernel's
+/// ephemeral range (`/proc/sys/net/ipv4/ip_local_port_range`), where the source ports of
+/// outgoing connections come from: a test that kills a process and starts it again on the same
+/// port would otherwise, now and then, find the port taken by some connection's source port.
+/// Another program may still bind it before the test does; bind to port 0 where the code under
+/// test can report the port it got.
 public func freeLoopbackPort() -> Int {
+    let pool = testPortPool
     while true {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-        let port = Int(UInt16(bigEndian: address.sin_port))
-        if handedOut.withLock({ $0.insert(port).inserted }) { return port }
+        let port = Int.random(in: pool)
+        guard handedOut.withLock({ $0.insert(port).inserted }) else { continue }
+        if loopbackPortIsFree(port) { return port }
     }
+}
+
+/// The ports `freeLoopbackPort()` picks from: below the ephemeral range when there is room
+/// (Linux's default range starts at 32768), else above it.
+private let testPortPool: ClosedRange<Int> = {
+    var low = 32_768, high = 60_999
+    if let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) {
+        let numbers = text.split(whereSeparator: { $0 == " " || $0 == "\t" || $0 == "\n" }).compactMap { Int($0) }
+        if numbers.count == 2 { (low, high) = (numbers[0], numbers[1]) }
+    }
+    if low > 12_000 { return 10_000...(low - 1) }
+    return (high + 1)...65_535
+}()
+
+/// Whether a listening socket could bind 127.0.0.1:`port` now (nothing bound to it, nothing
+/// lingering on it).
+private func loopbackPortIsFree(_ port: Int) -> Bool {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { return false }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    let length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } } == 0
 }
