@@ -103,6 +103,8 @@ public enum ConfigTable {
     public static let signingAlgorithm = ConfigKey(env: "GATEHOUSE_SIGNING_ALGORITHM", defaultValue: "ES256", secret: false, roles: "serve, token", help: "ES256, EdDSA or RS256 for new signing keys.")
     /// How long an access token is valid.
     public static let accessTokenTTL = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_TTL", defaultValue: "900", secret: false, range: 60...86_400, roles: "serve, token, gateway", help: "Access-token lifetime in seconds; the gateway keeps revoked sessions listed this long (plus leeway), so give both roles the same value.")
+    /// How long past `exp` (and before `iat`/`nbf`) an access token is still accepted.
+    public static let accessTokenLeeway = ConfigKey(env: "GATEHOUSE_ACCESS_TOKEN_LEEWAY", defaultValue: "10", secret: false, range: 0...60, roles: "serve, token, gateway", help: "Seconds of clock skew allowed when an access token is checked (0–60): it is accepted until `exp` plus this, and with an `iat` or `nbf` up to this far ahead. The gateway keeps a revoked session listed, and the token service keeps a retired signing key published, for the token lifetime plus this; give both roles the same value.")
     /// A session's absolute lifetime, whatever its refreshes.
     public static let sessionTTL = ConfigKey(env: "GATEHOUSE_SESSION_TTL", defaultValue: "5184000", secret: false, range: 300...31_536_000, roles: "serve, token", help: "Absolute session lifetime in seconds (60 days).")
     /// How long a session may go without a refresh before it ends.
@@ -192,7 +194,7 @@ public enum ConfigTable {
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustedProxies, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
         argon2MemoryKiB, argon2Iterations, argon2Parallelism, hashWorkers, hashQueue, passwordMinLength, signingAlgorithm,
-        accessTokenTTL, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, signingKeyRotationDays, refreshGrace, durability, keyEncryptionKeyFile,
+        accessTokenTTL, accessTokenLeeway, sessionTTL, sessionIdleTTL, sessionRetention, sweepInterval, signingKeyRotationDays, refreshGrace, durability, keyEncryptionKeyFile,
         curveSecretKeyFile, curveAllowedKeysFile, identityPublicKeyFile, tokenPublicKeyFile, allowPlaintext,
         httpHeadTimeoutMs, httpBodyTimeoutMs, httpIdleTimeoutMs, httpMaxConnections, httpMaxConnectionsPerAddress,
         revocationHeartbeatMs,

@@ -47,6 +47,7 @@ public struct GatewayRoleSettings: Sendable {
             trustedProxies: try Self.trustedProxies(config),
             rateLimits: try Self.rateLimits(config),
             requestTimeout: .milliseconds(timeoutMs),
+            clockLeeway: .seconds(try config.int(ConfigTable.accessTokenLeeway)),
             maxAccessTokenTTL: .seconds(try config.int(ConfigTable.accessTokenTTL)),
             headTimeout: .milliseconds(try config.int(ConfigTable.httpHeadTimeoutMs)),
             bodyTimeout: .milliseconds(try config.int(ConfigTable.httpBodyTimeoutMs)),

@@ -49,6 +49,7 @@ public struct TokenRoleSettings: Sendable {
         databasePath = URL(fileURLWithPath: dataDir).appendingPathComponent("token.sqlite").path
         var service = TokenConfiguration(issuer: try Self.issuer(config), audience: try config.required(ConfigTable.audience))
         service.accessTokenTTL = TimeInterval(try config.int(ConfigTable.accessTokenTTL))
+        service.leeway = TimeInterval(try config.int(ConfigTable.accessTokenLeeway))
         service.sessionTTL = TimeInterval(try config.int(ConfigTable.sessionTTL))
         service.idleTimeout = TimeInterval(try config.int(ConfigTable.sessionIdleTTL))
         service.refreshGrace = TimeInterval(try config.int(ConfigTable.refreshGrace))

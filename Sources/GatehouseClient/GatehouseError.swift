@@ -180,7 +180,7 @@ public enum GatehouseError: Error, Sendable, Equatable, LocalizedError {
     /// to requests it does not make (a malformed body or HTTP message, an unknown path or method,
     /// a missing token, an origin the server refuses) or that an app can only show (`internal`).
     static let serverCodes: Set<String> = [
-        "malformed_request", "malformed_http", "incomplete_body", "header_fields_too_large", "http_version_not_supported",
+        "malformed_request", "malformed_http", "incomplete_body", "uri_too_long", "header_fields_too_large", "http_version_not_supported",
         "payload_too_large", "unsupported_media_type", "not_found", "method_not_allowed", "unauthenticated",
         "origin_not_allowed", "version_conflict", "invalid_last_event_id", "internal",
     ]

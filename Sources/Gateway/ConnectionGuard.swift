@@ -97,6 +97,9 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, Star
 
     private var timer: Scheduled<Void>?
     private var timerDeadline = NIODeadline.distantFuture
+    /// The watch in front of the decoder (`GatewayHTTPChannel.setup` installs it): told where each
+    /// request ends, asked about the request line when the decoder fails.
+    var lineWatch: RequestLineWatch?
 
     init(timeouts: ConnectionTimeouts, metrics: ConnectionMetrics, logger: Logger) {
         self.timeouts = timeouts
@@ -136,6 +139,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, Star
             break
         case .end:
             readingBody = false
+            lineWatch?.requestEnded()
         }
         context.fireChannelRead(data)
     }
@@ -158,7 +162,7 @@ final class ConnectionGuard: ChannelDuplexHandler, RemovableChannelHandler, Star
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if failed { return }
-        guard let layerError = HTTPLayerError.framing(error, readingBody: readingBody) else {
+        guard let layerError = HTTPLayerError.framing(error, readingBody: readingBody, line: lineWatch) else {
             context.fireErrorCaught(error)
             return
         }

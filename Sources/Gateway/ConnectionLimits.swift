@@ -205,7 +205,14 @@ struct GatewayHTTPChannel: ServerChildChannel {
             admission.release(address)
             metrics.closed()
         }
-        return http1.setup(channel: channel, logger: logger).map { Connection(channel: channel, http: $0) }
+        return http1.setup(channel: channel, logger: logger).assumeIsolated().flatMapThrowing { http in
+            // The request-line watch goes in front of the decoder; the guard tells it where requests end.
+            let watch = RequestLineWatch()
+            let operations = channel.pipeline.syncOperations
+            try operations.addHandler(watch, position: .first)
+            try operations.handler(type: ConnectionGuard.self).lineWatch = watch
+            return Connection(channel: channel, http: http)
+        }.nonisolated()
     }
 
     func handle(value: Connection, logger: Logger) async {

@@ -25,6 +25,8 @@ extension ErrorCode {
     public static let incompleteBody: ErrorCode = "incomplete_body"
     /// The request head or body did not arrive within the gateway's timeout.
     public static let requestTimeout: ErrorCode = "request_timeout"
+    /// The request line is longer than the gateway reads (8 KiB).
+    public static let uriTooLong: ErrorCode = "uri_too_long"
     /// The request line or header fields are over the parser's limits.
     public static let headerFieldsTooLarge: ErrorCode = "header_fields_too_large"
     /// The request is not HTTP/1.x.
@@ -56,6 +58,7 @@ extension ErrorCode {
 /// | `migration_required` (+ `anonymousUserId`, `existingUserId`, `resumeHandle`, `resumeHandleExpiresIn`) | 409 |
 /// | `request_timeout` | 408 |
 /// | `payload_too_large` | 413 |
+/// | `uri_too_long` | 414 |
 /// | `unsupported_media_type` | 415 |
 /// | `rate_limited`, `too_many_attempts` | 429, `Retry-After` |
 /// | `header_fields_too_large` | 431 |
@@ -183,6 +186,7 @@ public enum ErrorTable {
         .malformedHTTP: Entry(.badRequest),
         .incompleteBody: Entry(.badRequest),
         .requestTimeout: Entry(.requestTimeout),
+        .uriTooLong: Entry(.uriTooLong),
         .headerFieldsTooLarge: Entry(.requestHeaderFieldsTooLarge),
         .httpVersionNotSupported: Entry(.httpVersionNotSupported),
         .tooManyConnections: Entry(.serviceUnavailable, .retryAfter),

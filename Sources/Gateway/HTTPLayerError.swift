@@ -14,13 +14,25 @@ struct HTTPLayerError: Error, Sendable {
     static let headTimeout = HTTPLayerError(problem: GatewayError(.requestTimeout, detail: "The request head did not arrive in time."))
     static let bodyTimeout = HTTPLayerError(problem: GatewayError(.requestTimeout, detail: "The request body did not arrive in time."))
 
+    static let uriTooLong = HTTPLayerError(
+        problem: GatewayError(.uriTooLong, detail: "The request line is longer than \(RequestLineWatch.maxLength) bytes; shorten the request target."))
+
     static func malformed(_ detail: String) -> HTTPLayerError { HTTPLayerError(problem: GatewayError(.malformedHTTP, detail: detail)) }
 
-    /// The problem for an error of the HTTP parser or of the HTTP/1 → HTTP types conversion; nil
-    /// for any other error (an I/O error, say), which is not the client's framing.
-    /// - Parameter readingBody: whether a request body was being read when it happened.
-    static func framing(_ error: any Error, readingBody: Bool) -> HTTPLayerError? {
+    /// The problem for an error of the HTTP parser, of the HTTP/1 → HTTP types conversion or of
+    /// the request-line watch; nil for any other error (an I/O error, say), which is not the
+    /// client's framing.
+    /// - Parameters:
+    ///   - readingBody: whether a request body was being read when it happened.
+    ///   - line: what `RequestLineWatch` saw of the current request line (nil: nothing known).
+    static func framing(_ error: any Error, readingBody: Bool, line: RequestLineWatch? = nil) -> HTTPLayerError? {
         switch error {
+        case is RequestLineTooLong:
+            return .uriTooLong
+        case HTTPParserError.headerOverflow where line.map({ !$0.lineEnded }) ?? false:
+            return .uriTooLong
+        case HTTPParserError.invalidVersion where line.map({ $0.lineEnded && $0.bareLineFeed }) ?? false:
+            return .malformed("The request line ends with a bare LF; lines of a request head end with CRLF.")
         case let parser as HTTPParserError:
             return parserFraming(parser, readingBody: readingBody)
         case is HTTP1TypeConversionError:

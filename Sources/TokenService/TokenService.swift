@@ -33,7 +33,7 @@ public struct TokenConfiguration: Sendable {
     /// Encrypts private keys (and the refresh secret) at rest when set (AES-256-GCM).
     public var encryptionKey: SymmetricKey?
     /// Clock skew tolerated when verifying `iat`, `nbf` and `exp` (seconds).
-    public var leeway: TimeInterval = 30
+    public var leeway: TimeInterval = 10
     /// How long a new signing key is published before it signs (`rotateKeys`): 0 with one
     /// instance; with several on one database, longer than `keySyncInterval`, so every instance
     /// publishes the key before any signs with it.

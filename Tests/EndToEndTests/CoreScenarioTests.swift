@@ -86,6 +86,24 @@ struct CoreScenarioTests {
         }
     }
 
+    @Test("GATEHOUSE_ACCESS_TOKEN_LEEWAY (0 and 45 s): GET /v1/me accepts an access token until exp plus the leeway and refuses it after", arguments: [0, 45])
+    func accessTokenLeeway(leeway: Int) async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        let setting = ["GATEHOUSE_ACCESS_TOKEN_LEEWAY": "\(leeway)"]
+        for role in ["identity", "token", "gateway"] { try stack.start(role, environment: setting) }
+        try await stack.waitReady()
+        let signUp = try await stack.request("POST", "/v1/accounts", json: ["email": "lee@example.com", "password": Self.password])
+        let (access, _) = Self.session(signUp)
+        // The stack's clock is real time plus the offset moved here, so real time only adds:
+        // 5 s before the end of the leeway is still inside it unless the calls took 5 s.
+        stack.advanceClock(by: .seconds(900 + leeway - 5))
+        #expect(try await stack.request("GET", "/v1/me", bearer: access).status == 200)
+        stack.advanceClock(by: .seconds(6))
+        let expired = try await stack.request("GET", "/v1/me", bearer: access)
+        #expect(expired.status == 401 && expired.json["code"] as? String == "token_expired")
+    }
+
     @Test("A5: past the access TTL /me answers 401; a refresh gives a new access token; no refresh token is 400, a garbage one 401")
     func accessExpiryAndRefresh() async throws {
         let stack = Stack()

@@ -63,9 +63,40 @@ import Testing
             "header_fields_too_large"
         ),
         "request line too long": (
-            "GET /\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\nHost: gatehouse\r\n\r\n", 431, "header_fields_too_large"
+            "GET /\(String(repeating: "a", count: 100_000)) HTTP/1.1\r\nHost: gatehouse\r\n\r\n", 414, "uri_too_long"
         ),
+        // "GET /" + 8,179 + " HTTP/1.1": one byte over the 8 KiB line.
+        "request line one byte over 8 KiB": (
+            "GET /\(String(repeating: "a", count: 8_179)) HTTP/1.1\r\nHost: gatehouse\r\n\r\n", 414, "uri_too_long"
+        ),
+        "bare LF line ends": ("GET /healthz HTTP/1.1\nHost: gatehouse\n\n", 400, "malformed_http"),
     ]
+
+    /// A request line of exactly 8 KiB is read (and routed: 404 here), also after empty lines.
+    @Test func aRequestLineOf8KiBIsRead() async throws {
+        try await Harness.run(.live) { h in
+            let connection = try await RawConnection.open(port: h.client.port!)
+            try await connection.send("\r\nGET /\(String(repeating: "a", count: 8_178)) HTTP/1.1\r\nHost: gatehouse\r\n\r\n")
+            try await connection.response().expectProblem(404, "not_found")
+        }
+    }
+
+    /// The line limit applies to each request of a kept-alive connection, counted from its own start.
+    @Test func aLaterRequestLineOverTheLimitIs414() async throws {
+        try await Harness.run(.live) { h in
+            let connection = try await RawConnection.open(port: h.client.port!)
+            let line = "GET /\(String(repeating: "a", count: 8_000)) HTTP/1.1\r\nHost: gatehouse\r\n\r\n"
+            try await connection.send(line)
+            try await connection.response().expectProblem(404, "not_found")
+            try await connection.send(line)
+            try await connection.response().expectProblem(404, "not_found")
+            try await connection.send("GET /\(String(repeating: "a", count: 9_000)) HTTP/1.1\r\nHost: gatehouse\r\n\r\n")
+            let refused = try await connection.response()
+            refused.expectProblem(414, "uri_too_long")
+            #expect(refused.headers["connection"] == "close")
+            try await connection.waitForClose()
+        }
+    }
 
     @Test(arguments: badRequests.keys.sorted())
     func badFramingIsAProblem(name: String) async throws {
