@@ -2,8 +2,8 @@ import Foundation
 import GatehouseRPC
 
 /// One configuration key: read from the environment variable `env`, overridden by the flag
-/// `--flag`. Every key is listed in `ConfigTable.all`, which the README's table is checked
-/// against.
+/// `--flag`. Every key is listed in `ConfigTable.all`, which the configuration table of
+/// docs/operators/configuration.md is checked against.
 public struct ConfigKey: Sendable, Hashable {
     /// The environment variable, e.g. `GATEHOUSE_HTTP_PORT`; `flag` is derived from it.
     public let env: String
@@ -12,9 +12,9 @@ public struct ConfigKey: Sendable, Hashable {
     /// Secrets are never logged and never have a literal default.
     public let secret: Bool
     /// For an integer key, the values it allows: the one place its range is stated. `Config.int`
-    /// checks it and the README's table states it (`rangeText`; a test compares them).
+    /// checks it and docs/operators/configuration.md's table states it (`rangeText`; a test compares them).
     public let range: ClosedRange<Int>?
-    /// The roles that read the key (`serve, gateway`, `all`), as the README's table shows them.
+    /// The roles that read the key (`serve, gateway`, `all`), as docs/operators/configuration.md's table shows them.
     public let roles: String
     /// One sentence on what the key sets; quoted when a required value is missing.
     public let help: String
@@ -28,7 +28,7 @@ public struct ConfigKey: Sendable, Hashable {
         self.help = help
     }
 
-    /// The allowed values as the README's table states them, e.g. `50–60000`; nil without a range.
+    /// The allowed values as docs/operators/configuration.md's table states them, e.g. `50–60000`; nil without a range.
     public var rangeText: String? {
         range.map { "\($0.lowerBound)–\($0.upperBound)" }
     }
@@ -189,7 +189,7 @@ public enum ConfigTable {
     public static let mailMaxAttempts = ConfigKey(env: "GATEHOUSE_MAIL_MAX_ATTEMPTS", defaultValue: "10", secret: false, range: 1...100, roles: "serve, identity", help: "Delivery attempts per mail (1–100) before it is marked dead; retries wait 30 s doubling up to 1 h, less up to 20% jitter. A permanent refusal of the mail (5xx to its recipient or content) marks it dead at once.")
 
     /// Every key above: the flags `Config` accepts, and
-    /// the rows the README's table is checked against.
+    /// the rows docs/operators/configuration.md's table is checked against.
     public static let all: [ConfigKey] = [
         dataDir, logLevel, httpHost, httpPort, publicURL, issuer, audience, corsOrigins, maxBodyBytes, rpcTimeoutMs,
         trustedProxies, identityBind, identityEventsBind, identityURL, tokenBind, tokenEventsBind, tokenURL, tokenEventsURL,
@@ -250,7 +250,7 @@ public struct Config: Sendable {
                 value = String(argument[argument.index(after: eq)...])
             }
             guard let key = byFlag[flag] else {
-                throw ConfigError(message: "unknown option \(flag); see `gatehouse help` or the README's configuration table")
+                throw ConfigError(message: "unknown option \(flag); see `gatehouse help` or the configuration table in docs/operators/configuration.md")
             }
             if value == nil {
                 index += 1

@@ -26,7 +26,7 @@ public enum KeyEncryptionKey {
     static func loadOrCreate(at path: String, databasePath: String, logger: Logger) throws -> SymmetricKey {
         if FileManager.default.fileExists(atPath: path) { return try TokenRoleSettings.readKey(path, source: "the key-encryption key made on first start") }
         if try SQLiteTokenStore.holdsSealedSecrets(path: databasePath) {
-            throw ConfigError(message: "\(databasePath) holds signing keys sealed with a key-encryption key, but \(path) does not exist and GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) is not set: point it at the key used before, or see \"Recovering from a lost key\" in the README")
+            throw ConfigError(message: "\(databasePath) holds signing keys sealed with a key-encryption key, but \(path) does not exist and GATEHOUSE_KEY_ENCRYPTION_KEY_FILE (--key-encryption-key-file) is not set: point it at the key used before, or see \"Recovering from a lost key\" in docs/operators/backups.md")
         }
         let key = try make(at: path)
         logger.notice("made a key-encryption key at \(path) (0600); it seals the signing keys: back it up apart from the databases")

@@ -92,7 +92,7 @@ public struct LinkSecurity: Sendable {
             guard allowPlaintext else {
                 let verb = link.binds ? "binds" : "connects to"
                 let place = isLoopback(link.endpoint) ? "a loopback tcp address, where any local process could call every service method," : "a tcp address"
-                throw ConfigError(message: "\(link.key.env) (\(link.key.flag)) \(verb) \(link.endpoint), \(place) without CURVE: run `gatehouse keys generate` and set \(ConfigTable.curveSecretKeyFile.env) and its companion keys (README, \"Running the roles separately\"), or set \(ConfigTable.allowPlaintext.env)=true to accept plain text")
+                throw ConfigError(message: "\(link.key.env) (\(link.key.flag)) \(verb) \(link.endpoint), \(place) without CURVE: run `gatehouse keys generate` and set \(ConfigTable.curveSecretKeyFile.env) and its companion keys (docs/operators/deployment.md, \"Running the roles separately\"), or set \(ConfigTable.allowPlaintext.env)=true to accept plain text")
             }
             plain.append("\(link.key.env) \(link.endpoint)\(isLoopback(link.endpoint) ? "" : " (NOT loopback)")")
         }

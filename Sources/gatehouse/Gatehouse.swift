@@ -8,7 +8,7 @@ struct Gatehouse: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",
         abstract: "A self-hosted authentication backend.",
-        discussion: "Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; see the README's configuration table.",
+        discussion: "Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; see the configuration table in docs/operators/configuration.md.",
         subcommands: [
             Serve.self, Identity.self, Token.self, GatewayCommand.self, HealthcheckCommand.self, Keys.self, BackupCommand.self,
             RestoreCommand.self, HashBenchmarkCommand.self, Users.self, MailCommand.self, AuditCommand.self, AdminCommand.self, StoreCommand.self,

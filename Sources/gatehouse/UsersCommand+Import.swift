@@ -28,7 +28,7 @@ func adminClient(_ options: [String]) throws -> AdminClient {
 struct ImportUsers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
-        abstract: "Import users from a jsonl file or a `firebase auth:export` file (README: Importing users).",
+        abstract: "Import users from a jsonl file or a `firebase auth:export` file (docs/operators/import-export.md).",
         discussion: """
             FILE is read as a stream and sent in batches of 1,000. Prints one line per refused record \
             (`line N: reason (code)`) and a summary; exits 0 when no record was refused, 1 otherwise. \

@@ -115,7 +115,7 @@ struct ConfigTests {
     @Test("every key appears in the README's configuration table")
     func readmeTable() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/operators/configuration.md"), encoding: .utf8)
         for key in ConfigTable.all {
             #expect(readme.contains("`\(key.env)`"), "README lacks \(key.env)")
             #expect(readme.contains("`\(key.flag)`"), "README lacks \(key.flag)")
@@ -125,7 +125,7 @@ struct ConfigTests {
     @Test("an integer key's range is stated once, in its ConfigKey: Config.int checks it, the README's row states it")
     func ranges() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: root.appendingPathComponent("docs/operators/configuration.md"), encoding: .utf8)
         let rows = readme.split(separator: "\n").filter { $0.hasPrefix("| `GATEHOUSE_") }
         for key in ConfigTable.all {
             let row = rows.first { $0.hasPrefix("| `\(key.env)` |") } ?? ""

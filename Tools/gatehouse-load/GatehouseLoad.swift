@@ -16,7 +16,7 @@ struct GatehouseLoad: AsyncParsableCommand {
             (start the server with its anonymous sign-up limit off), holds one GET /v1/me/events stream \
             open for each, PATCHes their settings at --rate per second for --duration seconds, and reports \
             the delivery latency of the change events and whether any was lost or duplicated \
-            (scripts/bench-stream). See docs/load-testing.md.
+            (scripts/bench-stream). See docs/operators/load-testing.md.
             """
     )
 
