@@ -83,6 +83,7 @@ public enum GatehouseRoles {
             await identity.close()
             await token.close()
         }
+        FileHandle.standardError.write(Data(try ServeBanner(config: config).text.utf8))
         // Shutdown runs in reverse: the gateway stops taking requests first, then the services
         // drain, and the hook (first in the list) closes the clients and the database last.
         try await runGroup(

@@ -27,17 +27,16 @@ final class RequestLineWatch: ChannelInboundHandler, RemovableChannelHandler {
     private(set) var bareLineFeed = false
     private var length = 0
     private var previous: UInt8 = 0
+    private var tooLong = false
     private var refused = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if refused { return }
-        if !lineEnded {
-            scan(unwrapInboundIn(data))
-            if !lineEnded, length > Self.maxLength {
-                refused = true
-                context.fireErrorCaught(RequestLineTooLong())
-                return
-            }
+        if !lineEnded { scan(unwrapInboundIn(data)) }
+        if tooLong {
+            refused = true
+            context.fireErrorCaught(RequestLineTooLong())
+            return
         }
         context.fireChannelRead(data)
     }
@@ -45,6 +44,7 @@ final class RequestLineWatch: ChannelInboundHandler, RemovableChannelHandler {
     /// The current request has been read to its end: the next bytes start a new one.
     func requestEnded() {
         lineEnded = false
+        tooLong = false
         bareLineFeed = false
         length = 0
         previous = 0
@@ -62,11 +62,16 @@ final class RequestLineWatch: ChannelInboundHandler, RemovableChannelHandler {
                     }
                     lineEnded = true
                     bareLineFeed = previous != UInt8(ascii: "\r")
+                    tooLong = length - (bareLineFeed ? 0 : 1) > Self.maxLength
                     return
                 }
                 length += 1
                 previous = byte
-                if length > Self.maxLength { return }
+                // One byte more than the limit may still be the line's CR.
+                if length > Self.maxLength + 1 {
+                    tooLong = true
+                    return
+                }
             }
         }
     }

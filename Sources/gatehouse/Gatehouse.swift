@@ -5,15 +5,51 @@ import Logging
 
 @main
 struct Gatehouse: AsyncParsableCommand {
+    /// The top-level commands, in the order `--help` lists them.
+    static let commands: [any ParsableCommand.Type] = [
+        Serve.self, Identity.self, Token.self, GatewayCommand.self, HealthcheckCommand.self, Keys.self, BackupCommand.self,
+        RestoreCommand.self, HashBenchmarkCommand.self, Users.self, MailCommand.self, AuditCommand.self, AdminCommand.self, StoreCommand.self,
+        ConfigCommand.self,
+    ]
+
     static let configuration = CommandConfiguration(
         commandName: "gatehouse",
         abstract: "A self-hosted authentication backend.",
-        discussion: "Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; see the configuration table in docs/operators/configuration.md.",
-        subcommands: [
-            Serve.self, Identity.self, Token.self, GatewayCommand.self, HealthcheckCommand.self, Keys.self, BackupCommand.self,
-            RestoreCommand.self, HashBenchmarkCommand.self, Users.self, MailCommand.self, AuditCommand.self, AdminCommand.self, StoreCommand.self,
-        ]
+        discussion: """
+            Every setting is an environment variable (GATEHOUSE_*), overridden by the flag of the same name; \
+            `gatehouse config reference` prints them all (docs/operators/configuration.md).
+
+            Every command (`gatehouse COMMAND --help` tells the rest):
+            \(commandList())
+            """,
+        subcommands: commands
     )
+
+    /// One line per command that runs something (`users import`, its abstract's first clause),
+    /// walking the command groups, each line short enough not to wrap on an 80-column terminal,
+    /// so the root help names every command; `gatehouse COMMAND --help` has the rest.
+    static func commandList() -> String {
+        var rows: [(String, String)] = []
+        func walk(_ command: any ParsableCommand.Type, path: String) {
+            let configuration = command.configuration
+            let name = configuration.commandName ?? command._commandName
+            let full = path.isEmpty ? name : "\(path) \(name)"
+            if configuration.subcommands.isEmpty { rows.append((full, configuration.abstract)) }
+            for sub in configuration.subcommands { walk(sub, path: full) }
+        }
+        for command in commands { walk(command, path: "") }
+        let width = (rows.map(\.0.count).max() ?? 0) + 2
+        return rows.map { name, abstract in
+            var text = abstract
+            for stop in [" (", ": ", "; "] {
+                if let range = text.range(of: stop) { text = String(text[..<range.lowerBound]) }
+            }
+            if text.hasSuffix(".") { text.removeLast() }
+            let room = 79 - 2 - width
+            if text.count > room { text = String(text.prefix(room - 1)) + "…" }
+            return "  " + name.padding(toLength: width, withPad: " ", startingAt: 0) + text
+        }.joined(separator: "\n")
+    }
 
     /// Gives up root first when `GATEHOUSE_RUN_AS` says so (the container image: issue 35), then
     /// runs the command as ArgumentParser's own `main` does.

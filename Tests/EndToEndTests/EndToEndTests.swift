@@ -70,7 +70,7 @@ func exerciseAPI(_ stack: Stack) async throws {
     #expect(gauge("gatehouse_identity_hash_pool_queue_depth") == 0)
     #expect(gauge("gatehouse_identity_hash_pool_queue_limit") == 64)
     #expect((gauge("gatehouse_identity_hash_pool_completed_jobs") ?? 0) >= 4)
-    #expect(try await stack.request("GET", "/openapi.json").json["openapi"] as? String == "3.1.0")
+    #expect(try await stack.request("GET", "/openapi.json").json["openapi"] as? String == "3.2.0")
     #expect(try await stack.request("GET", "/nowhere").status == 404)
     // Refresh rotates; reuse after the grace window is covered by the token service's tests.
     let refreshed = try await stack.request("POST", "/v1/sessions/refresh", json: ["refreshToken": refresh])
@@ -144,6 +144,42 @@ struct EndToEndTests {
 
 @Suite("README quick start")
 struct QuickStartTests {
+    @Test("gatehouse serve prints where the API, the admin API and the mail are, and the command that makes the first admin key, which works as printed")
+    func serveBanner() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try stack.start("serve", captureLog: true)
+        try await stack.waitReady()
+        let banner = try #require(try await stack.waitForLogLine(of: "serve", containing: "first admin API key:"))
+        let log = stack.log(of: "serve")
+        #expect(log.contains("  API        http://127.0.0.1:\(stack.httpPort)  "))
+        #expect(log.contains("  admin API  http://127.0.0.1:\(stack.adminPort)/admin/v1  "))
+        #expect(log.contains("  mail       kept in \(stack.dataDir.appendingPathComponent("mailbox").path) "))
+        let command = try #require(banner.components(separatedBy: "first admin API key:").last).split(separator: " ").map(String.init)
+        #expect(command.first == (try gatehouseBinary().path))
+        let made = try await runProcess(try gatehouseBinary(), Array(command.dropFirst()), environment: stack.environment)
+        #expect(made.status == 0, "\(made.stderr)")
+        let key = try #require(made.stdout.split(whereSeparator: \.isWhitespace).first { $0.hasPrefix("gha_") }.map(String.init))
+        let users = try await runProcess(try gatehouseBinary(), ["users", "list"], environment: stack.environment.merging(["GATEHOUSE_ADMIN_KEY": key]) { $1 })
+        #expect(users.status == 0, "\(users.stderr)")
+    }
+
+    @Test("gatehouse --help names every command, one line each within 80 columns")
+    func helpListsEveryCommand() async throws {
+        let help = try await runProcess(try gatehouseBinary(), ["--help"], environment: ["COLUMNS": "80"])
+        #expect(help.status == 0)
+        let listed = help.stdout.components(separatedBy: "Every command").last?.components(separatedBy: "USAGE:").first ?? ""
+        let lines = listed.split(separator: "\n").dropFirst().filter { $0.hasPrefix("  ") }
+        for command in [
+            "serve", "identity", "token", "gateway", "healthcheck", "keys generate", "keys rotate-signing", "backup", "restore",
+            "users list", "users import", "users export", "mail list", "audit tail", "audit export", "admin keys create",
+            "store copy", "config reference",
+        ] {
+            #expect(lines.contains { $0.hasPrefix("  \(command) ") }, "--help does not list \(command)")
+        }
+        for line in lines { #expect(line.count <= 80, "wraps: \(line)") }
+    }
+
     @Test("the README's curl commands work against gatehouse serve")
     func quickStart() async throws {
         let readme = try String(contentsOf: BuiltProducts.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)

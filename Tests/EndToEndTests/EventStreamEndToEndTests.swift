@@ -341,6 +341,32 @@ struct EventStreamEndToEndTests {
         #expect(try await Self.expectChange(b, ["settings"], n: 5).id == live.id)
     }
 
+    @Test("a schema-aware client reading the stream (Python, jsonschema) finds every event valid against the OpenAPI document's itemSchema and its data against the event's contentSchema")
+    func eventsMatchTheOpenAPIItemSchema() async throws {
+        let stack = Stack()
+        defer { stack.stopAll() }
+        try await stack.startStreamingRoles(["GATEHOUSE_STREAM_EXPIRY_NOTICE": "60", "GATEHOUSE_STREAM_HEARTBEAT": "1"])
+        let u = try await signUpUser(stack, "schema@example.com")
+        let script = BuiltProducts.packageRoot.appendingPathComponent("Tests/Interop/sse_schema.py").path
+        let progress = stack.dataDir.appendingPathComponent("sse-schema.progress")
+        try Data().write(to: progress)
+        func seen(_ event: String) -> Bool {
+            ((try? String(contentsOf: progress, encoding: .utf8)) ?? "").split(separator: "\n").contains { $0.hasSuffix(" \(event)") || $0.contains(" \(event):") }
+        }
+        async let reader = runProcess(URL(fileURLWithPath: "/usr/bin/env"), ["python3", script, stack.baseURL, u.access, progress.path])
+        try await waitUntil("the reader has the snapshot", timeout: .seconds(30)) { seen("snapshot") }
+        try await stack.patchMe(u.access, ["settings": ["n": 1], "displayName": "Schema"])
+        try await waitUntil("the reader has the change") { seen("change") }
+        // token_expiring (841 s of 900 leaves 59 s, inside the 60 s notice), then closed at expiry.
+        stack.advanceClock(by: .seconds(841))
+        try await waitUntil("the reader has token_expiring") { seen("token_expiring") }
+        stack.advanceClock(by: .seconds(60))
+        let result = try await reader
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+        let seen = result.stdout.split(separator: "\n").map(String.init)
+        #expect(seen.filter { $0.hasPrefix("ok ") } == ["ok (retry)", "ok snapshot", "ok change", "ok token_expiring", "ok closed"], "\(seen)")
+    }
+
     @Test("A25.4: token_expiring before the access token expires, closed token_expired (resumable) at expiry; a refreshed token with Last-Event-ID misses nothing")
     func resumeAfterTokenExpiry() async throws {
         let stack = Stack()

@@ -4,7 +4,7 @@ import Testing
 
 /// Scenario A7 (seed 001's client keeps its first refresh token): Gatehouse rotates refresh
 /// tokens and refuses a superseded one presented after the grace window as reuse, revoking the
-/// whole session (README, "Refresh tokens: rotation and reuse"). Three processes over HTTP.
+/// whole session (docs/app/accounts-and-sessions.md, "Refresh tokens: rotation and reuse"). Three processes over HTTP.
 @Suite("Refresh-token rotation contract (A7) over three processes")
 struct RotationContractTests {
     /// Signs up a new user; its access and refresh tokens.

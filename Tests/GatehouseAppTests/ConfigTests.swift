@@ -112,17 +112,20 @@ struct ConfigTests {
         }
     }
 
-    @Test("every key appears in the README's configuration table")
-    func readmeTable() throws {
+    @Test("docs/operators/configuration.md holds the table the key table renders, so it is never kept by hand")
+    func referenceIsGenerated() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        let readme = try String(contentsOf: root.appendingPathComponent("docs/operators/configuration.md"), encoding: .utf8)
+        let guide = try String(contentsOf: root.appendingPathComponent("docs/operators/configuration.md"), encoding: .utf8)
+        let current = try #require(ConfigReference.current(in: guide), "the guide lacks the generated table's markers")
+        #expect(current == ConfigReference.table, "run `swift run gatehouse config reference --write docs/operators/configuration.md`")
         for key in ConfigTable.all {
-            #expect(readme.contains("`\(key.env)`"), "README lacks \(key.env)")
-            #expect(readme.contains("`\(key.flag)`"), "README lacks \(key.flag)")
+            #expect(current.contains("| `\(key.env)` | `\(key.flag)` |"), "the table lacks \(key.env)")
         }
+        #expect(ConfigReference.splice(into: guide) == guide)
+        #expect(ConfigReference.splice(into: "no markers") == nil)
     }
 
-    @Test("an integer key's range is stated once, in its ConfigKey: Config.int checks it, the README's row states it")
+    @Test("an integer key's range is stated once, in its ConfigKey: Config.int checks it, the configuration guide's row states it")
     func ranges() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let readme = try String(contentsOf: root.appendingPathComponent("docs/operators/configuration.md"), encoding: .utf8)
@@ -130,9 +133,9 @@ struct ConfigTests {
         for key in ConfigTable.all {
             let row = rows.first { $0.hasPrefix("| `\(key.env)` |") } ?? ""
             if let range = key.rangeText {
-                #expect(row.contains("Allowed: \(range)."), "README's row of \(key.env) must state `Allowed: \(range).`")
+                #expect(row.contains("Allowed: \(range)."), "the guide's row of \(key.env) must state `Allowed: \(range).`")
             } else {
-                #expect(!row.contains("Allowed: "), "README states a range for \(key.env), which has none")
+                #expect(!row.contains("Allowed: "), "the guide states a range for \(key.env), which has none")
             }
         }
         #expect(ConfigTable.rpcTimeoutMs.range == 50...60_000)

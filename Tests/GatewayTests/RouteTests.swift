@@ -155,7 +155,7 @@ import TokenService
 
             let api = try await h.request(.get, "/openapi.json")
             #expect(api.status == .ok)
-            #expect(try api.object()["openapi"] as? String == "3.1.0")
+            #expect(try api.object()["openapi"] as? String == "3.2.0")
         }
     }
 

@@ -93,7 +93,9 @@ struct AccessTokenTests {
     func timeAndIdentity(_ kind: TokenStoreKind) async throws {
         let h = try await Harness.make(kind)
         let token = try await h.issue().accessToken
-        h.clock.advance(by: 900 + 29)
+        // The default leeway is 10 s (GATEHOUSE_ACCESS_TOKEN_LEEWAY, the gateway's too).
+        #expect(h.service.configuration.leeway == 10)
+        h.clock.advance(by: 900 + 9)
         _ = try await h.service.verifyAccessToken(VerifyRequest(token: token, checkRevoked: false))
         h.clock.advance(by: 2)
         #expect(await expectCode(.tokenExpired) { try await h.service.verifyAccessToken(VerifyRequest(token: token, checkRevoked: false)) })

@@ -25,7 +25,7 @@ import TokenCore
         let rotated = try await service.rotateKeys()
         #expect(rotated.previousKid == oldKid && rotated.kid != oldKid)
         // The old key stays published until its last token, signed up to the activation, expires.
-        #expect(rotated.previousRetiresAt == h.clock.now.addingTimeInterval(21 + 900 + 30))
+        #expect(rotated.previousRetiresAt == h.clock.now.addingTimeInterval(21 + 900 + 10))
         #expect(service.nextKeyActivation == h.clock.now.addingTimeInterval(21))
         #expect(service.keys.activeKid == oldKid)
         #expect(service.keys.jwksJSON(at: h.clock.now).contains(rotated.kid))
