@@ -117,7 +117,7 @@ struct ConfigTests {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let guide = try String(contentsOf: root.appendingPathComponent("docs/operators/configuration.md"), encoding: .utf8)
         let current = try #require(ConfigReference.current(in: guide), "the guide lacks the generated table's markers")
-        #expect(current == ConfigReference.table, "run `swift run gatehouse config reference --write docs/operators/configuration.md`")
+        #expect(current == ConfigReference.table(), "run `swift run gatehouse config reference --write docs/operators/configuration.md`")
         for key in ConfigTable.all {
             #expect(current.contains("| `\(key.env)` | `\(key.flag)` |"), "the table lacks \(key.env)")
         }
