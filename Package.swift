@@ -67,6 +67,9 @@ let package = Package(
         // Small pure helpers shared by every layer: JSON writer and reader, base64url, thread names, truncation,
         // W3C trace parents and the task's current trace.
         .target(name: "GatehouseSupport", swiftSettings: swiftSettings),
+        // The jsonl form of users (`UserJSONL`): what `gatehouse users import|export` and the admin
+        // API's import and export routes read and write.
+        .target(name: "UserTransfer", dependencies: ["GatehouseContracts", "GatehouseSupport"], swiftSettings: swiftSettings),
         // Mail as Gatehouse sends it: the message, its MIME text, the transport interface.
         .target(name: "Mail", swiftSettings: swiftSettings),
         // A small SMTP client on SwiftNIO (+ NIOSSL): the `MailTransport` that hands mail to a relay.
@@ -111,7 +114,7 @@ let package = Package(
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
-                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores", "IdentityPorts",
+                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores", "IdentityPorts", "UserTransfer",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -140,7 +143,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "GatehouseContracts", "GatehouseSupport", "RPCRouting",
+                "GatehouseContracts", "GatehouseSupport", "RPCRouting", "UserTransfer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
@@ -407,7 +410,7 @@ let package = Package(
             dependencies: [
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "IdentityPorts", "GatehouseTestSupport", "Gateway", "SMTPClient",
-                "PostgresSupport", "ProviderTokens", "SQLiteSupport",
+                "PostgresSupport", "ProviderTokens", "SQLiteSupport", "UserTransfer",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),

@@ -55,9 +55,10 @@ public struct AdminAPIClient: Sendable {
 
     /// `method path` with `body` (JSON) and `query`; the decoded JSON object of a 2xx answer
     /// (empty for 204), or `Failure`.
-    public func call(_ method: String, _ path: String, query: [(String, String)] = [], body: Any? = nil, rawBody: Data? = nil) async throws
-        -> [String: Any]
-    {
+    public func call(
+        _ method: String, _ path: String, query: [(String, String)] = [], body: Any? = nil, rawBody: Data? = nil,
+        contentType: String = "application/json", timeout: TimeInterval? = nil
+    ) async throws -> [String: Any] {
         var components = URLComponents(url: baseURL.appendingPathComponent(path), resolvingAgainstBaseURL: false)!
         if !query.isEmpty { components.queryItems = query.map { URLQueryItem(name: $0.0, value: $0.1) } }
         var request = HTTPClientRequest(url: components.url!.absoluteString)
@@ -67,13 +68,13 @@ public struct AdminAPIClient: Sendable {
         if let body { bytes = try JSONSerialization.data(withJSONObject: body) }
         if let rawBody { bytes = rawBody }
         if let bytes {
-            request.headers.add(name: "Content-Type", value: "application/json")
+            request.headers.add(name: "Content-Type", value: contentType)
             request.body = .bytes(ByteBuffer(bytes: bytes))
         }
         let status: Int
         let data: Data
         do {
-            let response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64(timeout * 1000)))
+            let response = try await HTTPClient.shared.execute(request, timeout: .milliseconds(Int64((timeout ?? self.timeout) * 1000)))
             status = Int(response.status.code)
             data = Data(try await response.body.collect(upTo: Self.maxResponseBytes).readableBytesView)
         } catch {
@@ -86,5 +87,15 @@ public struct AdminAPIClient: Sendable {
             throw Failure(status: status, code: object["code"] as? String ?? "http_\(status)", detail: object["detail"] as? String ?? "HTTP \(status)")
         }
         return object
+    }
+}
+
+extension Config {
+    /// Whether an admin API key is configured (`GATEHOUSE_ADMIN_KEY` or `GATEHOUSE_ADMIN_KEY_FILE`):
+    /// then `gatehouse users import|export` and `gatehouse audit` go through the admin API, which
+    /// every shape of deployment serves; without one they take the direct path, the identity
+    /// service's RPC link with its own key.
+    public var hasAdminKey: Bool {
+        !(string(ConfigTable.adminKey) ?? "").isEmpty || !(string(ConfigTable.adminKeyFile) ?? "").isEmpty
     }
 }

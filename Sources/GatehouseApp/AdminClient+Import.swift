@@ -1,6 +1,7 @@
 import Foundation
 import GatehouseContracts
 import GatehouseRPC
+import UserTransfer
 
 /// The counts of one `gatehouse users import` run.
 public struct ImportSummary: Sendable, Hashable {
@@ -136,13 +137,13 @@ extension AdminClient {
     public func exportUsers(includeHashes: Bool, pageSize: Int = IdentityAPI.maxImportBatch, write: (String) throws -> Void) async throws -> Int {
         var cursor = ""
         var count = 0
-        let dates = UserImportFile.isoFormatter()
+        let dates = UserJSONL.isoFormatter()
         repeat {
             let page = try await client.call(
                 IdentityAPI.exportUsers, ExportUsersRequest(afterID: cursor, pageSize: Int32(pageSize), includeHashes: includeHashes),
                 timeout: batchTimeout)
             var text = ""
-            for user in page.users { text += UserImportFile.jsonlLine(user, dates: dates) + "\n" }
+            for user in page.users { text += UserJSONL.line(user, dates: dates) + "\n" }
             try write(text)
             count += page.users.count
             cursor = page.nextAfterID

@@ -38,6 +38,7 @@ public struct AuditReader: Sendable {
     let token: RPCClient?
     let tokenEndpoint: String
     let files: AuditFiles?
+    let api: AdminAPIClient?
 
     /// A reader configured by `config` (the identity role's configuration: with CURVE keys, its
     /// own pair and `GATEHOUSE_TOKEN_PUBLIC_KEY_FILE`).
@@ -57,6 +58,17 @@ public struct AuditReader: Sendable {
         var logger = Logger(label: "gatehouse.audit")
         logger.logLevel = .critical
         token = try RPCClient(configuration: configuration, logger: logger)
+        api = nil
+    }
+
+    /// A reader of the admin API (`GET /admin/v1/audit`, a key with the `audit` scope): every
+    /// shape of deployment, `gatehouse serve` and compose included.
+    public init(api: AdminAPIClient) {
+        identity = nil
+        token = nil
+        tokenEndpoint = ""
+        files = nil
+        self.api = api
     }
 
     /// A reader of the database files in `dataDir` (`identity.sqlite`, `token.sqlite`), read-only:
@@ -66,6 +78,7 @@ public struct AuditReader: Sendable {
         token = nil
         tokenEndpoint = ""
         files = try AuditFiles(dataDir: dataDir)
+        api = nil
     }
 
     /// Every event after `cursor` of `userID` ("" for all), not before `since`, handed to `emit`
@@ -73,6 +86,7 @@ public struct AuditReader: Sendable {
     public func read(
         after cursor: Cursor, userID: String = "", since: Date? = nil, emit: (Entry) throws -> Void
     ) async throws -> Cursor {
+        if let api { return try await readPages(of: api, after: cursor, userID: userID, since: since, emit: emit) }
         var cursor = cursor
         var pages: [Source: [AuditEvent]] = [:]
         var exhausted: Set<Source> = []
@@ -95,6 +109,21 @@ public struct AuditReader: Sendable {
         }
     }
 
+    /// `read` through the admin API, whose pages come merged already.
+    private func readPages(
+        of api: AdminAPIClient, after cursor: Cursor, userID: String, since: Date?, emit: (Entry) throws -> Void
+    ) async throws -> Cursor {
+        var cursor = cursor
+        while true {
+            let page = try await api.auditPage(after: "\(cursor.identity).\(cursor.token)", userID: userID, since: since, limit: Int(maxAuditPage))
+            for entry in page.events {
+                if entry.source == .identity { cursor.identity = entry.event.seq } else { cursor.token = entry.event.seq }
+                try emit(entry)
+            }
+            if !page.more || page.events.isEmpty { return cursor }
+        }
+    }
+
     private func list(_ source: Source, _ request: ListAuditRequest) async throws -> ListAuditResponse {
         if let files { return try files.list(source, request) }
         guard let identity, let token else { return ListAuditResponse(events: [], nextAfterSeq: request.afterSeq) }
@@ -112,6 +141,7 @@ public struct AuditReader: Sendable {
 
     /// One line for the operator about a failed read.
     public func describe(_ error: any Error) -> String {
+        if let failure = error as? AdminAPIClient.Failure { return failure.description }
         guard let identity else { return "error: \(error)" }
         if let error = error as? RPCError, [.unavailable, .deadlineExceeded, .cancelled].contains(error.code) {
             return "error: no answer from the identity service at \(identity.endpoint) or the token service at \(tokenEndpoint) within \(identity.timeout) (\(error.code.rawValue)); are both running, and are \(ConfigTable.identityURL.env) and \(ConfigTable.tokenURL.env) their RPC endpoints?"

@@ -1,5 +1,6 @@
 import Foundation
 import GatehouseContracts
+import UserTransfer
 import IdentityService
 
 /// The formats `gatehouse users import` reads.
@@ -45,13 +46,6 @@ public struct ImportFileItem: Sendable {
     public var line: Int
     /// The user, or the reason the line is refused.
     public var user: Result<ImportedUser, ImportLineError>
-}
-
-/// Why a line of an import file is refused before it reaches the identity service.
-public struct ImportLineError: Error, Sendable, CustomStringConvertible {
-    /// The reason, in words an operator can act on.
-    public var description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// Reads an import file as a stream (never the whole file in memory): `next()` gives one user
@@ -120,7 +114,7 @@ public final class UserImportFile {
                 if bytes.count > Self.maxRecordBytes {
                     return ImportFileItem(line: number, user: .failure(ImportLineError("the line is longer than \(Self.maxRecordBytes) bytes")))
                 }
-                return ImportFileItem(line: number, user: Result { try Self.jsonlUser(Array(bytes)) }.mapError { $0 as! ImportLineError })
+                return ImportFileItem(line: number, user: Result { try UserJSONL.user(fromLine: Array(bytes)) }.mapError { $0 as! ImportLineError })
             }
             if buffer.count - position > Self.maxRecordBytes {
                 // Refuse the line, not the file: drop it up to its end.
@@ -142,7 +136,7 @@ public final class UserImportFile {
                 let bytes = buffer[position...]
                 position = buffer.count
                 if bytes.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return nil }
-                return ImportFileItem(line: line, user: Result { try Self.jsonlUser(Array(bytes)) }.mapError { $0 as! ImportLineError })
+                return ImportFileItem(line: line, user: Result { try UserJSONL.user(fromLine: Array(bytes)) }.mapError { $0 as! ImportLineError })
             }
         }
     }

@@ -39,6 +39,10 @@ public struct AdminKey: Codable, Sendable, Hashable {
         public static let usersRead = "users:read"
         /// Create, update, disable, enable and delete users; generate action links.
         public static let usersWrite = "users:write"
+        /// Import users in bulk (`POST /admin/v1/users/import`).
+        public static let usersImport = "users:import"
+        /// Export every user, password hashes included when asked (`GET /admin/v1/users/export`).
+        public static let usersExport = "users:export"
         /// List and revoke a user's sessions.
         public static let sessions = "sessions"
         /// Set custom claims.
@@ -48,7 +52,7 @@ public struct AdminKey: Codable, Sendable, Hashable {
         /// Rotate the JWT signing keys.
         public static let signingKeys = "signing_keys"
         /// Every scope, sorted.
-        public static let all = [audit, claims, sessions, signingKeys, usersRead, usersWrite]
+        public static let all = [audit, claims, sessions, signingKeys, usersExport, usersImport, usersRead, usersWrite]
     }
 }
 

@@ -56,14 +56,18 @@ public struct ImportUsersRequest: Codable, Sendable, Hashable {
     public var users: [ImportedUser]
     /// `skip` ("" too): an existing user is left as it is; `update`: it is overwritten.
     public var mode: String
+    /// Who imports, for the audit log: `admin_key:<id>` from the admin API, "" (the operator)
+    /// from `gatehouse users import`.
+    public var actor: String
 
-    /// A batch of `users` imported in `mode`.
-    public init(users: [ImportedUser], mode: String = "skip") {
+    /// A batch of `users` imported in `mode` by `actor`.
+    public init(users: [ImportedUser], mode: String = "skip", actor: String = "") {
         self.users = users
         self.mode = mode
+        self.actor = actor
     }
 
-    enum CodingKeys: Int, CodingKey { case users = 1, mode = 2 }
+    enum CodingKeys: Int, CodingKey { case users = 1, mode = 2, actor = 3 }
 }
 
 /// What became of one imported item.
@@ -142,8 +146,9 @@ extension IdentityAPI {
     public static let maxImportBatch = 1_000
 
     /// Imports a batch of users in one transaction, each item on its own (administrative: only
-    /// the identity service's own key, i.e. the CLI). Errors: `invalid_argument` (too many users,
-    /// an unknown mode); per item in the results. Idempotent.
+    /// the identity service's own key: the CLI's direct path, or the admin API's
+    /// `POST /admin/v1/users/import` in the identity role). Errors: `invalid_argument` (too many
+    /// users, an unknown mode, an actor over 128 bytes); per item in the results. Idempotent.
     public static let importUsers = RPCMethod<ImportUsersRequest, ImportUsersResponse>(name: "identity.importUsers", idempotent: true)
 
     /// One page of users in id order, hashes only when asked (administrative: only the identity

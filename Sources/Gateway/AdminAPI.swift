@@ -84,6 +84,8 @@ struct AdminRoutes: Sendable {
     func endpoints() -> [(method: HTTPRequest.Method, path: String, handler: Handler)] {
         [
             (.get, "/admin/v1/users", listUsers),
+            (.post, "/admin/v1/users/import", importUsers),
+            (.get, "/admin/v1/users/export", exportUsers),
             (.post, "/admin/v1/users", createUser),
             (.get, "/admin/v1/users/:id", getUser),
             (.patch, "/admin/v1/users/:id", updateUser),

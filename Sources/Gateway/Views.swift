@@ -13,7 +13,7 @@ import GatehouseSupport
 //   listener: the same identity members, then `disabled`, custom claims, `updatedAt` and
 //   `version`, and no settings.
 // The members both start with are written by `JSONObjectWriter.userIdentity`. (The export file
-// of `gatehouse users export` is neither: it is the import format, `UserImportFile.jsonlLine`.)
+// of `gatehouse users export` is neither: it is the import format, `UserJSONL.line` (UserTransfer).)
 
 extension JSONObjectWriter {
     /// The members both views of a user start with: `id, email, emailVerified, displayName,

@@ -7,11 +7,14 @@ import GatehouseApp
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
-        abstract: "Read the audit log of the running identity and token services (GATEHOUSE_IDENTITY_URL, GATEHOUSE_TOKEN_URL).",
+        abstract: "Read the audit log of the running identity and token services.",
         discussion: """
-            Run with the identity service's configuration: with CURVE links, its own secret key \
-            (GATEHOUSE_CURVE_SECRET_KEY_FILE) and GATEHOUSE_TOKEN_PUBLIC_KEY_FILE; without keys, tcp \
-            endpoints need GATEHOUSE_ALLOW_PLAINTEXT=true. Events never hold a password, hash, code or token.
+            With an admin API key (GATEHOUSE_ADMIN_KEY or GATEHOUSE_ADMIN_KEY_FILE, scope audit) it reads through the \
+            admin API (GATEHOUSE_ADMIN_URL): any deployment, gatehouse serve included. Without one it calls the \
+            services themselves (GATEHOUSE_IDENTITY_URL, GATEHOUSE_TOKEN_URL) with the identity service's \
+            configuration: with CURVE links, its own secret key (GATEHOUSE_CURVE_SECRET_KEY_FILE) and \
+            GATEHOUSE_TOKEN_PUBLIC_KEY_FILE; without keys, tcp endpoints need GATEHOUSE_ALLOW_PLAINTEXT=true. \
+            --data-dir reads the database files instead. Events never hold a password, hash, code or token.
             """,
         subcommands: [Tail.self, Export.self])
 
@@ -53,7 +56,9 @@ struct AuditCommand: AsyncParsableCommand {
         var options = options
         do {
             if let dataDir = try takeOption("--data-dir", from: &options) { return try AuditReader(dataDir: dataDir) }
-            return try AuditReader(config: try Config(arguments: options))
+            let config = try Config(arguments: options)
+            if config.hasAdminKey { return AuditReader(api: try AdminAPIClient(config: config)) }
+            return try AuditReader(config: config)
         } catch {
             throw failed("error: \(error)")
         }

@@ -18,7 +18,21 @@ func takeFlag(_ name: String, from words: inout [String]) -> Bool {
     return true
 }
 
-/// A client for `options`, or the error on stderr and exit 1.
+/// The configuration of `options`, or the error on stderr and exit 1.
+func cliConfig(_ options: [String]) throws -> Config {
+    do { return try Config(arguments: options) } catch {
+        throw failed("error: \(error)")
+    }
+}
+
+/// An admin API client for `options`, or the error on stderr and exit 1.
+func adminAPI(_ options: [String]) throws -> AdminAPIClient {
+    do { return try AdminAPIClient(config: try Config(arguments: options)) } catch {
+        throw failed("error: \(error)")
+    }
+}
+
+/// A client of the identity service's RPC link for `options`, or the error on stderr and exit 1.
 func adminClient(_ options: [String]) throws -> AdminClient {
     do { return try AdminClient(config: try Config(arguments: options)) } catch {
         throw failed("error: \(error)")
@@ -30,6 +44,9 @@ struct ImportUsers: AsyncParsableCommand {
         commandName: "import",
         abstract: "Import users from a jsonl file or a `firebase auth:export` file (docs/operators/import-export.md).",
         discussion: """
+            With an admin API key (GATEHOUSE_ADMIN_KEY or GATEHOUSE_ADMIN_KEY_FILE, scope users:import) it goes \
+            through the admin API (GATEHOUSE_ADMIN_URL): any deployment, gatehouse serve included; without one, \
+            straight to the identity service (GATEHOUSE_IDENTITY_URL, with its own link key). \
             FILE is read as a stream and sent in batches of 1,000. Prints one line per refused record \
             (`line N: reason (code)`) and a summary; exits 0 when no record was refused, 1 otherwise. \
             Running it again is safe: existing users (same id, else same email) are skipped, or \
@@ -60,18 +77,28 @@ struct ImportUsers: AsyncParsableCommand {
         do { file = try UserImportFile(path: path, format: format, firebase: firebase) } catch {
             throw failed("error: \(error)")
         }
-        let client = try adminClient(rest)
         let result: Result<ImportSummary, any Error>
-        do {
-            result = .success(try await client.importUsers(from: file, mode: mode) { line in print(line) })
-        } catch { result = .failure(error) }
-        await client.close()
+        let describe: (any Error) -> String
+        if try cliConfig(rest).hasAdminKey {
+            let api = try adminAPI(rest)
+            describe = { "\($0)" }
+            do {
+                result = .success(try await api.importUsers(from: file, mode: mode) { line in print(line) })
+            } catch { result = .failure(error) }
+        } else {
+            let client = try adminClient(rest)
+            describe = { client.describe($0, userID: "") }
+            do {
+                result = .success(try await client.importUsers(from: file, mode: mode) { line in print(line) })
+            } catch { result = .failure(error) }
+            await client.close()
+        }
         switch result {
         case .success(let summary):
             print(summary.line)
             if summary.failed > 0 { throw ExitCode(1) }
         case .failure(let error):
-            throw failed("\(client.describe(error, userID: "")) (the batches before it were imported; run the import again)")
+            throw failed("\(describe(error)) (the batches before it were imported; run the import again)")
         }
     }
 
@@ -96,7 +123,12 @@ struct ExportUsers: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "export",
         abstract: "Export every user as jsonl (the import format), in id order; password hashes only with --include-hashes.",
-        discussion: "FILE is created with mode 0600 (it may hold password hashes); without FILE or with -, the users go to standard output.")
+        discussion: """
+            With an admin API key (GATEHOUSE_ADMIN_KEY or GATEHOUSE_ADMIN_KEY_FILE, scope users:export) it goes through the \
+            admin API (GATEHOUSE_ADMIN_URL): any deployment, gatehouse serve included; without one, straight to the identity \
+            service (GATEHOUSE_IDENTITY_URL, with its own link key). FILE is created with mode 0600 (it may hold password \
+            hashes); without FILE or with -, the users go to standard output.
+            """)
     @Argument(
         parsing: .captureForPassthrough,
         help: "[FILE|-] [--include-hashes] [FLAGS...]: where to write, then configuration flags, e.g. --identity-url tcp://127.0.0.1:7001.")
@@ -112,18 +144,25 @@ struct ExportUsers: AsyncParsableCommand {
         // A new file only (never an existing one, never through a symbolic link), 0600 from the
         // start: with --include-hashes it holds every password hash.
         let output = path == "-" ? FileHandle.standardOutput : try newPrivateFile(path)
-        let client = try adminClient(rest)
         let result: Result<Int, any Error>
-        do {
-            result = .success(try await client.exportUsers(includeHashes: includeHashes) { text in try output.write(contentsOf: Data(text.utf8)) })
-        } catch { result = .failure(error) }
-        await client.close()
+        let describe: (any Error) -> String
+        let write = { (text: String) throws in try output.write(contentsOf: Data(text.utf8)) }
+        if try cliConfig(rest).hasAdminKey {
+            let api = try adminAPI(rest)
+            describe = { "\($0)" }
+            do { result = .success(try await api.exportUsers(includeHashes: includeHashes, write: write)) } catch { result = .failure(error) }
+        } else {
+            let client = try adminClient(rest)
+            describe = { client.describe($0, userID: "") }
+            do { result = .success(try await client.exportUsers(includeHashes: includeHashes, write: write)) } catch { result = .failure(error) }
+            await client.close()
+        }
         if path != "-" { try? output.close() }
         switch result {
         case .success(let count):
             FileHandle.standardError.write(Data("exported \(count) users\n".utf8))
         case .failure(let error):
-            throw failed(client.describe(error, userID: ""))
+            throw failed(describe(error))
         }
     }
 }

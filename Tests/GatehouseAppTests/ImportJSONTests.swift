@@ -2,6 +2,7 @@ import Foundation
 import GatehouseContracts
 import GatehouseSupport
 import Testing
+import UserTransfer
 
 @testable import GatehouseApp
 
@@ -13,8 +14,8 @@ import Testing
         let parsed: Any
         do { parsed = try JSONSerialization.jsonObject(with: Data(line.utf8)) } catch { throw ImportLineError("not JSON") }
         guard let object = parsed as? [String: Any] else { throw ImportLineError("not a JSON object") }
-        if let unknown = object.keys.sorted().first(where: { !UserImportFile.jsonlFields.contains($0) }) {
-            throw ImportLineError("unknown field \(unknown) (fields: \(UserImportFile.jsonlFields.sorted().joined(separator: ", ")))")
+        if let unknown = object.keys.sorted().first(where: { !UserJSONL.fields.contains($0) }) {
+            throw ImportLineError("unknown field \(unknown) (fields: \(UserJSONL.fields.sorted().joined(separator: ", ")))")
         }
         let fields = Fields(object)
         var user = ImportedUser()
@@ -79,7 +80,7 @@ import Testing
 
     @Test func everyLineIsReadAsFoundationReadIt() {
         for line in Self.lines {
-            let new = Self.outcome { try UserImportFile.jsonlUser(Array(line.utf8)) }
+            let new = Self.outcome { try UserJSONL.user(fromLine: Array(line.utf8)) }
             let old = Self.outcome { try Self.reference(line) }
             #expect(new == old, "line \(line)")
         }
@@ -90,7 +91,7 @@ import Testing
             Array(#"{"email":""#.utf8) + [0xC3, 0x28] + Array(#""}"#.utf8), Array(#"{"email":""#.utf8) + [0xFF] + Array(#""}"#.utf8),
             Array(#"{"email":"a@example.com",""#.utf8) + [0xED, 0xA0, 0x80] + Array(#"":1}"#.utf8),
         ] {
-            let error = Self.outcome { try UserImportFile.jsonlUser(bytes) }
+            let error = Self.outcome { try UserJSONL.user(fromLine: bytes) }
             #expect(error == "error not JSON")
             #expect((try? JSONSerialization.jsonObject(with: Data(bytes))) == nil)
         }
@@ -114,7 +115,7 @@ import Testing
             let ms = Int64.random(in: -2_208_988_800_000...4_102_444_800_000, using: &generator)
             let date = Date(timeIntervalSince1970: Double(ms) / 1000)
             for text in [fractional.string(from: date), plain.string(from: date)] {
-                let fast = try #require(UserImportFile.fastISO8601(text), "\(text)")
+                let fast = try #require(UserJSONL.fastISO8601(text), "\(text)")
                 let slow = try #require(fractional.date(from: text) ?? plain.date(from: text))
                 #expect(fast == slow, "\(text) (\(n))")
                 checked += 1
@@ -122,11 +123,11 @@ import Testing
         }
         #expect(checked == 6000)
         for text in ["2024-02-29T23:59:59.999Z", "2000-02-29T00:00:00Z", "1970-01-01T00:00:00.000Z", "1969-12-31T23:59:59.001Z", "2021-01-01T00:00:00Z"] {
-            #expect(UserImportFile.fastISO8601(text) == (fractional.date(from: text) ?? plain.date(from: text)), "\(text)")
+            #expect(UserJSONL.fastISO8601(text) == (fractional.date(from: text) ?? plain.date(from: text)), "\(text)")
         }
         // Other forms are left to the formatters.
         for text in ["2023-02-29T00:00:00Z", "2024-05-01T12:00:00+02:00", "2024-05-01T12:00:00.1Z", "2024-05-01 12:00:00Z", "2024-05-01T24:00:00Z", "0000-01-01T00:00:00Z"] {
-            #expect(UserImportFile.fastISO8601(text) == nil, "\(text)")
+            #expect(UserJSONL.fastISO8601(text) == nil, "\(text)")
         }
     }
 
@@ -139,7 +140,7 @@ import Testing
         if let photo = user.photoURL { object["photoURL"] = photo }
         if let hash = user.passwordHash { object["passwordHash"] = hash }
         if let claims = user.customClaimsJSON, let parsed = try? JSONSerialization.jsonObject(with: Data(claims.utf8)) { object["customClaims"] = parsed }
-        if let created = user.createdAt { object["createdAt"] = UserImportFile.isoFormatter().string(from: created) }
+        if let created = user.createdAt { object["createdAt"] = UserJSONL.isoFormatter().string(from: created) }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
@@ -159,13 +160,13 @@ import Testing
                     disabled: n % 3 == 1, createdAt: Date(timeIntervalSince1970: 1_600_000_000.5 + Double(n))))
         }
         users.append(ImportedUser(email: "b@example.com", customClaimsJSON: "not json"))
-        let dates = UserImportFile.isoFormatter()
+        let dates = UserJSONL.isoFormatter()
         for user in users {
-            let line = UserImportFile.jsonlLine(user, dates: dates)
+            let line = UserJSONL.line(user, dates: dates)
             #expect(line == Self.referenceLine(user))
             // And it reads back as the same user (claims as compact sorted JSON).
             if user.email != nil, user.customClaimsJSON != "not json" {
-                var back = try UserImportFile.jsonlUser(Array(line.utf8))
+                var back = try UserJSONL.user(fromLine: Array(line.utf8))
                 back.customClaimsJSON = back.customClaimsJSON.map { _ in user.customClaimsJSON ?? "" }
                 #expect(back == user)
             }

@@ -3,6 +3,7 @@ import GatehouseApp
 import GatehouseContracts
 import GatehouseTestSupport
 import Testing
+import UserTransfer
 
 /// The import file readers of `gatehouse users import` (issue 22 §5): streamed across read
 /// chunks, one record at a time, line numbers kept; the Firebase password's stored form.
@@ -65,7 +66,7 @@ import Testing
             id: "jsonl-user-00000000000001", email: "j@example.com", emailVerified: true, displayName: String(repeating: "é", count: 500),
             photoURL: "https://example.com/j.png", passwordHash: "$2b$04$AzTUpxHc9OS8jAz0KJzAG.AzmYKsCUwxwhKMEi5lnAojb4YNiEirK",
             providers: ["apple.com"], customClaimsJSON: #"{"a":[1,2]}"#, disabled: true, createdAt: Date(timeIntervalSince1970: 1_600_000_000.5))
-        let line = UserImportFile.jsonlLine(user)
+        let line = UserJSONL.line(user)
         let long = #"{"displayName":""# + String(repeating: "z", count: UserImportFile.maxRecordBytes + 10) + #""}"#
         let text = Array(repeating: line, count: 2500).joined(separator: "\n") + "\n\n" + #"{"email":5}"# + "\n" + line + "\n" + long + "\n" + line
         let path = dir.path("users.jsonl")

@@ -414,7 +414,7 @@ extension ImportedUser {
 
 extension ImportUsersRequest {
     /// Every field set.
-    static let contractFixture = ImportUsersRequest(users: [.contractFixture, .contractFixture], mode: "update")
+    static let contractFixture = ImportUsersRequest(users: [.contractFixture, .contractFixture], mode: "update", actor: "admin_key:k1")
 }
 
 extension ImportResult {

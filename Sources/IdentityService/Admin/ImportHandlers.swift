@@ -32,6 +32,7 @@ public struct ImportHandlers: IdentityFeature {
         case "update": update = true
         default: throw IdentityError.invalidArgument(field: "mode", reason: "must be skip or update")
         }
+        let actor = try AdminHandlers.adminActor(request.actor)
         let now = clock.now
         var results = [ImportResult?](repeating: nil, count: request.users.count)
         var candidates: [ImportCandidate] = []
@@ -58,7 +59,7 @@ public struct ImportHandlers: IdentityFeature {
             }
             return #"{"mode":"\#(update ? "update" : "skip")","created":\#(counts.created),"updated":\#(counts.updated),"skipped":\#(counts.skipped),"failed":\#(counts.failed)}"#
         }
-        let writes = try await audited(AuditEvent.Kind.usersImported, actor: AuditEvent.Actor.operator) {
+        let writes = try await audited(AuditEvent.Kind.usersImported, actor: actor) {
             AuditScope.current?.update { $0.detailJSON = detail([]) }
             return candidates.isEmpty ? [] : try await store.importUsers(candidates, update: update, now: now, auditDetail: detail)
         }
