@@ -24,7 +24,7 @@ struct AdminCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Make a key: prints it once (gha_<id>.<secret>); keep it secret.",
-            discussion: "Scopes: users:read, users:write, sessions, claims, audit, signing_keys, or all. Repeat --scope or separate them with commas.")
+            discussion: "Scopes: users:read, users:write, users:import, users:export, sessions, claims, audit, signing_keys, or all. Repeat --scope or separate them with commas.")
         @Argument(
             parsing: .captureForPassthrough,
             help: """
@@ -40,7 +40,7 @@ struct AdminCommand: AsyncParsableCommand {
             guard let name = try takeOption("--name", from: &rest) else { throw ValidationError("Missing --name NAME.") }
             var scopes: [String] = []
             while let scope = try takeOption("--scope", from: &rest) { scopes += scope.split(separator: ",").map(String.init) }
-            guard !scopes.isEmpty else { throw ValidationError("Missing --scope (users:read, users:write, sessions, claims, audit, signing_keys or all).") }
+            guard !scopes.isEmpty else { throw ValidationError("Missing --scope (users:read, users:write, users:import, users:export, sessions, claims, audit, signing_keys or all).") }
             let dataDir = try takeOption("--data-dir", from: &rest)
             try await withKeys(rest, dataDir: dataDir) { keys in
                 let made = try await keys.create(name, scopes)
