@@ -29,14 +29,20 @@ extension AdminAPIClient {
         let dates = UserJSONL.isoFormatter()
         var body = ""
         for user in users { body += UserJSONL.line(user, dates: dates) + "\n" }
+        // Only the failed lines are listed (the counts tell the rest): a thousand results a batch
+        // to write and read back cost about a third of an HTTP import's time.
         let reply = try await call(
-            "POST", "admin/v1/users/import", query: [("mode", mode)], rawBody: Data(body.utf8), contentType: "application/x-ndjson",
-            timeout: batchTimeout)
-        let results = (reply["results"] as? [[String: Any]] ?? []).compactMap { result -> ImportResult? in
+            "POST", "admin/v1/users/import", query: [("mode", mode), ("results", "failed")], rawBody: Data(body.utf8),
+            contentType: "application/x-ndjson", timeout: batchTimeout)
+        var results = (reply["results"] as? [[String: Any]] ?? []).compactMap { result -> ImportResult? in
             guard let line = result["line"] as? Int, let outcome = result["outcome"] as? String else { return nil }
             return ImportResult(
                 index: Int32(line - 1), outcome: outcome, userID: result["userId"] as? String ?? "", errorCode: result["code"] as? String ?? "",
                 errorMessage: result["message"] as? String ?? "")
+        }
+        for outcome in ["created", "updated", "skipped"] {
+            let count = reply[outcome] as? Int ?? 0
+            results.append(contentsOf: repeatElement(ImportResult(index: -1, outcome: outcome), count: count))
         }
         guard results.count == users.count else {
             throw Failure(status: 200, code: "internal", detail: "the admin API answered \(results.count) results for \(users.count) users")

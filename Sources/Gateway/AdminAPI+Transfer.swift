@@ -18,15 +18,18 @@ extension AdminRoutes {
     /// The content types an import body may have: JSON lines.
     static let jsonLinesTypes = ["application/x-ndjson", "application/jsonl", "application/json-lines"]
 
-    /// `POST /admin/v1/users/import?mode=skip|update` (users:import): a body of at most 1,000 jsonl
-    /// lines, imported in one `identity.importUsers` call (one transaction). 200 with the counts
-    /// and one result per non-blank line (`line` is 1-based); a line that is not a user is
-    /// `failed` with `invalid_argument` and the others are imported. Audited as `users.imported`
-    /// with the key as the actor.
+    /// `POST /admin/v1/users/import?mode=skip|update&results=all|failed` (users:import): a body of at
+    /// most 1,000 jsonl lines, imported in one `identity.importUsers` call (one transaction). 200
+    /// with the counts and one result per non-blank line (`line` is 1-based), or only the failed
+    /// ones with `results=failed` (what the CLI asks: the counts tell the rest); a line that is not
+    /// a user is `failed` with `invalid_argument` and the others are imported. Audited as
+    /// `users.imported` with the key as the actor.
     @Sendable func importUsers(_ request: Request, _ context: GatewayRequestContext) async throws -> Response {
         let actor = try await authorize(request, AdminKey.Scope.usersImport)
         let mode = request.uri.queryParameters.get("mode") ?? "skip"
         guard mode == "skip" || mode == "update" else { throw GatewayError.invalidArgument("`mode` must be skip or update.") }
+        let listed = request.uri.queryParameters.get("results") ?? "all"
+        guard listed == "all" || listed == "failed" else { throw GatewayError.invalidArgument("`results` must be all or failed.") }
         let type = request.headers[.contentType]?.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         guard let type, Self.jsonLinesTypes.contains(type) else {
             throw GatewayError(.unsupportedMediaType, detail: "The body must be JSON lines (Content-Type: application/x-ndjson), one user per line.")
@@ -54,8 +57,9 @@ extension AdminRoutes {
         results.sort { $0.line < $1.line }
         var counts: [String: Int] = ["created": 0, "updated": 0, "skipped": 0, "failed": 0]
         var w = JSONObjectWriter()
+        for (_, result) in results { counts[result.outcome, default: 0] += 1 }
+        if listed == "failed" { results.removeAll { $0.result.outcome != "failed" } }
         w.rawArray("results", results.map { line, result in
-            counts[result.outcome, default: 0] += 1
             var r = JSONObjectWriter()
             r.int("line", line)
             r.string("outcome", result.outcome)

@@ -142,7 +142,10 @@ struct AdminTransferEndToEndTests {
         #expect(tooMany.status == 422 && (tooMany.json["detail"] as? String ?? "").contains("1000"), "\(tooMany.json)")
         let huge = String(repeating: #"{"email":"h@example.com","displayName":"\#(String(repeating: "x", count: 200))"}"# + "\n", count: 20_000)
         #expect(try await post(huge).status == 413)
-        #expect(try await post(lines, query: "?mode=skip").json["skipped"] as? Int == 2, "a re-run skips")
+        let rerun = try await post(lines, query: "?mode=skip&results=failed")
+        #expect(rerun.json["skipped"] as? Int == 2 && rerun.json["failed"] as? Int == 1, "a re-run skips")
+        #expect((rerun.json["results"] as? [[String: Any]])?.map { $0["line"] as? Int } == [3], "only the failed line is listed")
+        #expect(try await post(lines, query: "?results=some").status == 422)
 
         let export = try await stack.request("GET", "/admin/v1/users/export", bearer: key, port: stack.adminPort)
         #expect(export.status == 200)
