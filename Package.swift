@@ -8,6 +8,9 @@ let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("MemberImportVisibility"),
 ]
 
+/// The condition on every dependency of the server's targets (see `traits`).
+let server: TargetDependencyCondition? = .when(traits: ["Server"])
+
 let package = Package(
     name: "gatehouse",
     // iOS for the client library (GatehouseClient); the server targets need macOS 15.
@@ -31,6 +34,14 @@ let package = Package(
         .library(name: "TokenPorts", targets: ["TokenPorts"]),
         .library(name: "SQLiteStores", targets: ["SQLiteStores"]),
         .library(name: "IdentityPorts", targets: ["IdentityPorts"]),
+    ],
+    // `Server` (on by default) is everything but the client library: every dependency of the
+    // server is guarded by it, so an app that adds this package with `traits: []` for
+    // `GatehouseClient` resolves none of them (issue 37 §5; a test checks a scratch app's
+    // Package.resolved).
+    traits: [
+        .trait(name: "Server", description: "The server, its tools and tests: every dependency of the package but none of the client library's."),
+        .default(enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
@@ -77,17 +88,17 @@ let package = Package(
             name: "SMTPClient",
             dependencies: [
                 "Mail",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
         // Typed handlers behind method names, and the caller abstraction (no sockets).
         .target(
             name: "RPCRouting",
-            dependencies: ["ProtoCodec", "GatehouseContracts", "GatehouseSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["ProtoCodec", "GatehouseContracts", "GatehouseSupport", .product(name: "Logging", package: "swift-log", condition: server)],
             swiftSettings: swiftSettings
         ),
         .systemLibrary(
@@ -104,8 +115,8 @@ let package = Package(
             name: "GatehouseRPC",
             dependencies: [
                 "ProtoCodec", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ZeroMQ",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -115,16 +126,16 @@ let package = Package(
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
                 "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores", "IdentityPorts", "UserTransfer",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -132,9 +143,9 @@ let package = Package(
             name: "gatehouse",
             dependencies: [
                 "GatehouseApp",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -144,20 +155,20 @@ let package = Package(
             name: "Gateway",
             dependencies: [
                 "GatehouseContracts", "GatehouseSupport", "RPCRouting", "UserTransfer",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HummingbirdCore", package: "hummingbird"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
-                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
-                .product(name: "JWTKit", package: "jwt-kit"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "HummingbirdCore", package: "hummingbird", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras", condition: server),
+                .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras", condition: server),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
                 // The action pages (GET/POST /actions): templates, and the hash of their style for the CSP.
-                .product(name: "Mustache", package: "swift-mustache"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Mustache", package: "swift-mustache", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+                .product(name: "Metrics", package: "swift-metrics", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             ],
             exclude: ["Resources/openapi.json", "Resources/admin-openapi.json"],
             swiftSettings: swiftSettings
@@ -189,8 +200,8 @@ let package = Package(
             name: "SQLiteSupport",
             dependencies: [
                 "GatehouseContracts", "GatehouseSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
+                .product(name: "GRDBSQLite", package: "GRDB.swift", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -206,9 +217,9 @@ let package = Package(
             dependencies: [
                 "IdentityCore", "IdentityPorts", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "CArgon2",
                 "CLegacyHashes", "Mail", "ProviderTokens",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Mustache", package: "swift-mustache"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Mustache", package: "swift-mustache", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -218,9 +229,9 @@ let package = Package(
         .target(
             name: "PostgresSupport",
             dependencies: [
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "NIOSSL", package: "swift-nio-ssl", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -230,9 +241,9 @@ let package = Package(
             dependencies: [
                 "IdentityCore", "IdentityPorts", "Mail", "ProviderTokens", "GatehouseSupport", "PostgresSupport", "TokenPorts",
                 "TokenCore", "GatehouseContracts",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -241,8 +252,8 @@ let package = Package(
             name: "PostgresSupportTests",
             dependencies: [
                 "PostgresSupport", "GatehouseTestSupport",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -253,12 +264,12 @@ let package = Package(
             name: "ProviderTokens",
             dependencies: [
                 "GatehouseSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "_CryptoExtras", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -268,11 +279,11 @@ let package = Package(
             name: "ProviderTestSupport",
             dependencies: [
                 "GatehouseSupport",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "_CryptoExtras", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -281,9 +292,9 @@ let package = Package(
             name: "TokenCore",
             dependencies: [
                 "GatehouseSupport",
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "_CryptoExtras", package: "swift-crypto", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -297,8 +308,8 @@ let package = Package(
             name: "TokenService",
             dependencies: [
                 "TokenCore", "TokenPorts", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -307,10 +318,10 @@ let package = Package(
             name: "SQLiteStores",
             dependencies: [
                 "TokenCore", "TokenPorts", "IdentityCore", "IdentityPorts", "Mail", "GatehouseContracts", "GatehouseSupport", "SQLiteSupport",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "GRDBSQLite", package: "GRDB.swift"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
+                .product(name: "GRDBSQLite", package: "GRDB.swift", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -344,12 +355,12 @@ let package = Package(
             name: "LoadGenerator",
             dependencies: [
                 "CEpoll", "GatehouseSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             path: "Tools/LoadGenerator",
             swiftSettings: swiftSettings
@@ -358,9 +369,9 @@ let package = Package(
         .executableTarget(
             name: "gatehouse-jwt-ceiling",
             dependencies: [
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
             ],
             path: "Tools/gatehouse-jwt-ceiling",
             swiftSettings: swiftSettings
@@ -369,7 +380,7 @@ let package = Package(
             name: "gatehouse-load",
             dependencies: [
                 "LoadGenerator",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
             ],
             path: "Tools/gatehouse-load",
             swiftSettings: swiftSettings
@@ -383,8 +394,8 @@ let package = Package(
             dependencies: [
                 "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityPorts", "IdentityService", "ProtoCodec",
                 "CTestSupport", "Mail", "SQLiteStores", "PostgresStores",
-                .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -395,13 +406,13 @@ let package = Package(
             name: "LoadGeneratorTests",
             dependencies: [
                 "LoadGenerator", "GatehouseTestSupport", "GatehouseSupport",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
+                .product(name: "Hummingbird", package: "hummingbird", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "NIOCore", package: "swift-nio", condition: server),
+                .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
+                .product(name: "NIOPosix", package: "swift-nio", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -411,9 +422,9 @@ let package = Package(
                 "GatehouseApp", "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "IdentityPorts", "GatehouseTestSupport", "Gateway", "SMTPClient",
                 "PostgresSupport", "ProviderTokens", "SQLiteSupport", "UserTransfer",
-                .product(name: "GRDB", package: "GRDB.swift"),
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -438,16 +449,16 @@ let package = Package(
         // Delivers through SMTPTransport to a real SMTP server (aiosmtpd, Tests/Interop/smtp_server.py).
         .testTarget(
             name: "SMTPClientTests",
-            dependencies: ["SMTPClient", "Mail", "GatehouseTestSupport", .product(name: "Logging", package: "swift-log")],
+            dependencies: ["SMTPClient", "Mail", "GatehouseTestSupport", .product(name: "Logging", package: "swift-log", condition: server)],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "IdentityServiceTests",
             dependencies: [
-                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
+                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
                 "IdentityService", "IdentityCore", "IdentityPorts", "SQLiteStores", "GatehouseContracts", "GatehouseSupport", "RPCRouting",
                 "ProtoCodec", "identity-crash-writer", "SQLiteSupport", "GatehouseTestSupport", "Mail",
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -456,8 +467,8 @@ let package = Package(
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "ProtoCodec", "ZeroMQ",
                 "GatehouseTestSupport",
-                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+                .product(name: "ServiceLifecycleTestKit", package: "swift-service-lifecycle", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -472,7 +483,7 @@ let package = Package(
                 // The fake OpenID provider (and Apple's token endpoints) for federated sign-in.
                 "ProviderTestSupport",
                 // Reads the identity database's outbox read-only (password reset, until mail delivery lands).
-                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
             ],
             swiftSettings: swiftSettings),
         .testTarget(
@@ -480,10 +491,10 @@ let package = Package(
             dependencies: [
                 "TokenService", "TokenCore", "TokenPorts", "SQLiteStores", "GatehouseContracts", "GatehouseSupport", "RPCRouting",
                 "ProtoCodec", "token-crash-writer", "GatehouseTestSupport",
-                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio"),
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "GRDB", package: "GRDB.swift"),
+                "PostgresStores", "PostgresSupport", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "GRDB", package: "GRDB.swift", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -492,10 +503,10 @@ let package = Package(
             name: "ProviderTokensTests",
             dependencies: [
                 "ProviderTokens", "ProviderTestSupport", "GatehouseSupport", "GatehouseTestSupport",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+                .product(name: "Crypto", package: "swift-crypto", condition: server),
+                .product(name: "_CryptoExtras", package: "swift-crypto", condition: server),
+                .product(name: "Logging", package: "swift-log", condition: server),
             ],
             swiftSettings: swiftSettings
         ),
@@ -505,10 +516,10 @@ let package = Package(
                 "Gateway", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService", "TokenService",
                 "TokenPorts", "SQLiteStores", "IdentityPorts",
                 "ProtoCodec", "GatehouseTestSupport", "Mail",
-                .product(name: "HummingbirdTesting", package: "hummingbird"),
-                .product(name: "JWTKit", package: "jwt-kit"),
-                .product(name: "Metrics", package: "swift-metrics"),
-                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "HummingbirdTesting", package: "hummingbird", condition: server),
+                .product(name: "JWTKit", package: "jwt-kit", condition: server),
+                .product(name: "Metrics", package: "swift-metrics", condition: server),
+                .product(name: "Prometheus", package: "swift-prometheus", condition: server),
             ],
             swiftSettings: swiftSettings
         ),

@@ -2,12 +2,6 @@ import Foundation
 import GatehouseTestSupport
 import Testing
 
-#if canImport(Glibc)
-// libc's `struct stat` is attributed to the first module that included <sys/stat.h>, here
-// Foundation's CoreFoundation (swiftlang/swift#85427): its fields need that import.
-import CoreFoundation
-import Glibc
-#endif
 
 /// What a container start needs of the binary (issue 35), on real processes: giving up root
 /// after reading secrets the unprivileged user could not open (`GATEHOUSE_RUN_AS`), and a slow
@@ -23,10 +17,15 @@ struct ContainerStartTests {
         return url
     }
 
+    /// The owner, group and permission bits of `path` itself (a link is not followed). Read
+    /// through FileManager: libc's `struct stat` fields need an import of whichever module first
+    /// included <sys/stat.h> (swiftlang/swift#85427), which changes with the build graph.
     static func owner(_ path: String) -> (uid: uid_t, gid: gid_t, mode: mode_t) {
-        var info = stat()
-        guard lstat(path, &info) == 0 else { return (0, 0, 0) }
-        return (info.st_uid, info.st_gid, info.st_mode & 0o7777)
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path) else { return (0, 0, 0) }
+        let uid = (attributes[.ownerAccountID] as? NSNumber)?.uint32Value ?? 0
+        let gid = (attributes[.groupOwnerAccountID] as? NSNumber)?.uint32Value ?? 0
+        let mode = (attributes[.posixPermissions] as? NSNumber)?.uint32Value ?? 0
+        return (uid_t(uid), gid_t(gid), mode_t(mode & 0o7777))
     }
 
     /// The real, effective, saved and file-system user ids of `pid` (`/proc/PID/status`).
