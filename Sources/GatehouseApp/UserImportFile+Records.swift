@@ -24,6 +24,17 @@ extension UserImportFile {
             guard let infos = infos as? [[String: Any]] else { throw ImportLineError("providerUserInfo must be an array of objects") }
             let ids = try infos.compactMap { try Fields($0).string("providerId") }
             user.providers = Array(Set(ids.filter { $0 != "password" })).sorted()
+            // The providers Gatehouse signs in with keep the person's id there (`rawId`, the `sub`
+            // of that provider's tokens), so the first sign-in with them finds the user.
+            var identities: [String: ImportedIdentity] = [:]
+            for info in infos {
+                let fields = Fields(info)
+                guard let provider = try fields.string("providerId"), provider == "google.com" || provider == "apple.com" || provider.hasPrefix("oidc."),
+                    let subject = try fields.string("rawId"), !subject.isEmpty
+                else { continue }
+                identities[provider] = identities[provider] ?? ImportedIdentity(provider: provider, subject: subject)
+            }
+            user.identities = identities.values.sorted { $0.provider < $1.provider }
         }
         if let hash = try fields.string("passwordHash"), !hash.isEmpty {
             guard let parameters else {

@@ -25,12 +25,15 @@ public struct ImportedUser: Codable, Sendable, Hashable {
     public var disabled: Bool
     /// When the user was created; nil: the time of the import.
     public var createdAt: Date?
+    /// The provider identities to link (a provider's own id of the person: Firebase's
+    /// `providerUserInfo[].rawId`), so the user's next sign-in with that provider finds it.
+    public var identities: [ImportedIdentity]
 
     /// A user to import or an exported one.
     public init(
         id: String? = nil, email: String? = nil, emailVerified: Bool = false, displayName: String? = nil, photoURL: String? = nil,
         passwordHash: String? = nil, providers: [String] = [], customClaimsJSON: String? = nil, disabled: Bool = false,
-        createdAt: Date? = nil
+        createdAt: Date? = nil, identities: [ImportedIdentity] = []
     ) {
         self.id = id
         self.email = email
@@ -42,12 +45,29 @@ public struct ImportedUser: Codable, Sendable, Hashable {
         self.customClaimsJSON = customClaimsJSON
         self.disabled = disabled
         self.createdAt = createdAt
+        self.identities = identities
     }
 
     enum CodingKeys: Int, CodingKey {
         case id = 1, email = 2, emailVerified = 3, displayName = 4, photoURL = 5, passwordHash = 6, providers = 7
-        case customClaimsJSON = 8, disabled = 9, createdAt = 10
+        case customClaimsJSON = 8, disabled = 9, createdAt = 10, identities = 11
     }
+}
+
+/// A provider identity of an imported or exported user: the provider and its id of the person.
+public struct ImportedIdentity: Codable, Sendable, Hashable {
+    /// `google.com`, `apple.com` or `oidc.<name>`.
+    public var provider: String
+    /// The provider's id of the person (the `sub` of its ID tokens).
+    public var subject: String
+
+    /// The identity `subject` of `provider`.
+    public init(provider: String, subject: String) {
+        self.provider = provider
+        self.subject = subject
+    }
+
+    enum CodingKeys: Int, CodingKey { case provider = 1, subject = 2 }
 }
 
 /// `identity.importUsers` request: a batch of users and what to do with existing ones.

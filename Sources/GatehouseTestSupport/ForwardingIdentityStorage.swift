@@ -133,6 +133,8 @@ open class ForwardingIdentityStorage: IdentityStorage, @unchecked Sendable {
     /// Forwards to `inner`.
     open func users(after afterID: String, limit: Int) async throws -> [UserRecord] { try await inner.users(after: afterID, limit: limit) }
     /// Forwards to `inner`.
+    open func identities(of users: [UserID]) async throws -> [UserID: [LinkedIdentity]] { try await inner.identities(of: users) }
+    /// Forwards to `inner`.
     open func insert(_ user: UserRecord, identity provider: String, subject: String) async throws -> UserRecord { try await inner.insert(user, identity: provider, subject: subject) }
     /// Forwards to `inner`.
     open func transact<T: Sendable>(userID id: UserID, now: Date, _ decide: @escaping @Sendable (UserState) throws -> (UserWrites, T)) async throws -> (UserRecord, T) { try await inner.transact(userID: id, now: now, decide) }

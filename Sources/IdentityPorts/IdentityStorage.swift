@@ -158,6 +158,9 @@ public protocol AdminStore: Sendable {
     ) async throws -> [ImportWrite]
     /// A page of users in id order (export).
     func users(after afterID: String, limit: Int) async throws -> [UserRecord]
+    /// The provider identities of `users` (export), each user's sorted by provider and subject;
+    /// a user without one is absent.
+    func identities(of users: [UserID]) async throws -> [UserID: [LinkedIdentity]]
 }
 
 /// The transaction seam: a flow that writes one user's row together with other things (its

@@ -46,11 +46,16 @@ public struct ImportCandidate: Sendable {
     public var idGiven: Bool
     /// What `update` mode writes over a matched user.
     public var apply: @Sendable (inout UserRecord) -> Void
+    /// The provider identities to link to the user inserted or updated (`ImportRules.linksIdentity`).
+    public var identities: [LinkedIdentity]
 
     /// A checked item.
-    public init(record: UserRecord, idGiven: Bool, apply: @escaping @Sendable (inout UserRecord) -> Void) {
+    public init(
+        record: UserRecord, idGiven: Bool, identities: [LinkedIdentity] = [], apply: @escaping @Sendable (inout UserRecord) -> Void
+    ) {
         self.record = record
         self.idGiven = idGiven
+        self.identities = identities
         self.apply = apply
     }
 }

@@ -9,6 +9,7 @@ public enum UserJSONL {
     /// The fields of a jsonl line.
     public static let fields: Set<String> = [
         "id", "email", "emailVerified", "displayName", "photoURL", "passwordHash", "providers", "customClaims", "disabled", "createdAt",
+        "identities",
     ]
 
     /// `bytes` read by Foundation as a JSON object; `ImportLineError` when it is not one.
@@ -44,6 +45,7 @@ public enum UserJSONL {
         user.photoURL = try fields.string("photoURL")
         user.passwordHash = try fields.string("passwordHash")
         user.providers = try fields.strings("providers")
+        user.identities = try fields.identities("identities")
         user.customClaimsJSON = try fields.json("customClaims")
         user.disabled = try fields.bool("disabled")
         if let text = try fields.string("createdAt") {
@@ -87,6 +89,19 @@ public enum UserJSONL {
         key("emailVerified")
         out += user.emailVerified ? "true" : "false"
         string("id", user.id)
+        if !user.identities.isEmpty {  // absent when empty: the lines of users without one stay as they were
+            key("identities")
+            out += "["
+            for (index, identity) in user.identities.enumerated() {
+                if index > 0 { out += "," }
+                out += "{\"provider\":"
+                appendJSONString(identity.provider, to: &out)
+                out += ",\"subject\":"
+                appendJSONString(identity.subject, to: &out)
+                out += "}"
+            }
+            out += "]"
+        }
         string("passwordHash", user.passwordHash)
         string("photoURL", user.photoURL)
         key("providers")
@@ -269,6 +284,23 @@ struct LineFields {
             }
             return strings
         default: throw ImportLineError("\(name) must be an array of strings")
+        }
+    }
+
+    /// An array of `{"provider": …, "subject": …}` objects (both strings, no other member);
+    /// empty when absent or null.
+    func identities(_ name: String) throws -> [ImportedIdentity] {
+        switch members[name]?.value {
+        case nil, .null?: return []
+        case .array(let values)?:
+            return try values.map { value in
+                guard case .object(let members) = value, members.count == 2,
+                    case .string(let provider)? = members.first(where: { $0.name == "provider" })?.value,
+                    case .string(let subject)? = members.first(where: { $0.name == "subject" })?.value
+                else { throw ImportLineError("\(name) must be an array of {\"provider\": …, \"subject\": …} objects") }
+                return ImportedIdentity(provider: provider, subject: subject)
+            }
+        default: throw ImportLineError("\(name) must be an array of {\"provider\": …, \"subject\": …} objects")
         }
     }
 

@@ -122,6 +122,25 @@ func sha256Hex(_ text: String) -> String {
 /// A16–A18, A21, A22, linking, unlinking, re-authentication, and the attacks.
 @Suite("Provider sign-in over three processes")
 struct ProviderEndToEndTests {
+    @Test("a Google user imported from a Firebase export (its rawId) signs in with Google as the same user, by its Firebase uid, without email_exists")
+    func importedGoogleUserSignsIn() async throws {
+        let p = try await ProviderStack.start()
+        defer { Task { await p.stop() } }
+        let file = p.stack.dataDir.appendingPathComponent("firebase.json")
+        try Data((#"{"users":[{"localId":"fbGoogleOnlyLocalId0000001","email":"gina@example.com","emailVerified":true,"#
+            + #""providerUserInfo":[{"providerId":"google.com","rawId":"g-gina","email":"gina@example.com"}]}]}"#).utf8).write(to: file)
+        let imported = try await runUsersCommand(p.stack, ["import", file.path, "--format", "firebase"])
+        #expect(imported.status == 0 && imported.stdout == "created 1, updated 0, skipped 0, failed 0\n", "\(imported.stdout)\(imported.stderr)")
+        let signedIn = try await p.signIn(["provider": "google.com", "idToken": p.google("g-gina", email: "gina@example.com")])
+        #expect(signedIn.status == 200, "\(signedIn.json)")
+        let (id, user) = try p.user(signedIn)
+        #expect(id == "fbGoogleOnlyLocalId0000001" && user["providers"] as? [String] == ["google.com"])
+        #expect(jwtClaims(try p.access(signedIn))["sub"] as? String == "fbGoogleOnlyLocalId0000001")
+        // The export carries the identity, so it imports again elsewhere.
+        let exported = try await runUsersCommand(p.stack, ["export"])
+        #expect(exported.stdout.contains(#""identities":[{"provider":"google.com","subject":"g-gina"}]"#), "\(exported.stdout)")
+    }
+
     @Test("A11: Google first sign-in creates the user (email from the token, providers [google.com], amr google.com); a second sign-in with a new token for the same subject finds it; a generic OIDC provider by discovery works alike")
     func googleFirstAndSecond() async throws {
         let p = try await ProviderStack.start()

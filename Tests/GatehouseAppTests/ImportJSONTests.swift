@@ -26,6 +26,16 @@ import UserTransfer
         user.photoURL = try fields.string("photoURL")
         user.passwordHash = try fields.string("passwordHash")
         user.providers = try fields.strings("providers")
+        if let list = fields.object["identities"], !(list is NSNull) {
+            let message = #"identities must be an array of {"provider": …, "subject": …} objects"#
+            guard let objects = list as? [[String: Any]] else { throw ImportLineError(message) }
+            user.identities = try objects.map { object in
+                guard object.count == 2, let provider = object["provider"] as? String, let subject = object["subject"] as? String else {
+                    throw ImportLineError(message)
+                }
+                return ImportedIdentity(provider: provider, subject: subject)
+            }
+        }
         user.customClaimsJSON = try fields.json("customClaims")
         user.disabled = try fields.bool("disabled")
         if let text = try fields.string("createdAt") {
@@ -58,6 +68,12 @@ import UserTransfer
         #"{"email":"l@example.com","createdAt":"2024-02-30T12:00:00Z"}"#,
         #"{"email":"m@example.com","createdAt":"yesterday"}"#,
         #"{"email":"n@example.com","customClaims":[1]}"#,
+        #"{"email":"o@example.com","identities":[{"provider":"google.com","subject":"1082"},{"subject":"s-1","provider":"apple.com"}]}"#,
+        #"{"email":"p@example.com","identities":null}"#,
+        #"{"email":"q@example.com","identities":[{"provider":"google.com"}]}"#,
+        #"{"email":"r@example.com","identities":[{"provider":"google.com","subject":1}]}"#,
+        #"{"email":"s@example.com","identities":[{"provider":"google.com","subject":"x","extra":true}]}"#,
+        #"{"email":"t@example.com","identities":{"provider":"google.com","subject":"x"}}"#,
         #"{"email":"o@example.com","customClaims":5}"#,
         #"{"email":"p@example.com","providers":["a",1]}"#,
         #"{"email":"q@example.com","providers":"google.com"}"#,
@@ -141,6 +157,7 @@ import UserTransfer
         if let hash = user.passwordHash { object["passwordHash"] = hash }
         if let claims = user.customClaimsJSON, let parsed = try? JSONSerialization.jsonObject(with: Data(claims.utf8)) { object["customClaims"] = parsed }
         if let created = user.createdAt { object["createdAt"] = UserJSONL.isoFormatter().string(from: created) }
+        if !user.identities.isEmpty { object["identities"] = user.identities.map { ["provider": $0.provider, "subject": $0.subject] } }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
@@ -157,7 +174,8 @@ import UserTransfer
                 ImportedUser(
                     id: "id-\(text)", email: text, emailVerified: n % 2 == 0, displayName: text, photoURL: text, passwordHash: text,
                     providers: n % 3 == 0 ? [] : [text, "google.com"], customClaimsJSON: n % 2 == 0 ? #"{"z":[1,"/\u00e9"],"a":{"y":true,"b":null}}"# : nil,
-                    disabled: n % 3 == 1, createdAt: Date(timeIntervalSince1970: 1_600_000_000.5 + Double(n))))
+                    disabled: n % 3 == 1, createdAt: Date(timeIntervalSince1970: 1_600_000_000.5 + Double(n)),
+                    identities: n % 2 == 1 ? [] : [ImportedIdentity(provider: "google.com", subject: text), ImportedIdentity(provider: text, subject: "s")]))
         }
         users.append(ImportedUser(email: "b@example.com", customClaimsJSON: "not json"))
         let dates = UserJSONL.isoFormatter()

@@ -49,6 +49,23 @@ import UserTransfer
         #expect(without.allSatisfy { if case .failure = $0.user { true } else { false } })
     }
 
+    @Test("a Firebase user's Google, Apple and OIDC identities keep the provider's id (rawId); other providers are listed only")
+    func firebaseIdentities() throws {
+        let dir = try TemporaryDirectory(prefix: "import-file")
+        defer { dir.remove() }
+        let text = #"{"users":[{"localId":"fbLocalId00000000000000001","email":"g@example.com","providerUserInfo":["#
+            + #"{"providerId":"google.com","rawId":"1082"},{"providerId":"apple.com","rawId":"001.ab"},{"providerId":"oidc.corp","rawId":"c-7"},"#
+            + #"{"providerId":"facebook.com","rawId":"fb-1"},{"providerId":"phone","rawId":"+81"},{"providerId":"google.com","rawId":"other"}]}]}"#
+        let path = dir.path("firebase.json")
+        try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+        let user = try #require(try readAll(path, .firebase).first).user.get()
+        #expect(user.providers == ["apple.com", "facebook.com", "google.com", "oidc.corp", "phone"])
+        #expect(user.identities == [
+            ImportedIdentity(provider: "apple.com", subject: "001.ab"), ImportedIdentity(provider: "google.com", subject: "1082"),
+            ImportedIdentity(provider: "oidc.corp", subject: "c-7"),
+        ])
+    }
+
     @Test func notAFirebaseExportIsRefused() throws {
         let dir = try TemporaryDirectory(prefix: "import-file")
         defer { dir.remove() }

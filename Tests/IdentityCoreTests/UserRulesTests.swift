@@ -115,6 +115,15 @@ struct ImportRulesTests {
         #expect(ImportRules.step(matched: id, update: false) == .skip(id))
     }
 
+    @Test("an imported identity: linked when free, kept when the user has it, refused when another user holds it or the user has another of the provider")
+    func identities() throws {
+        let ada = UserID("ada"), bob = UserID("bob")
+        #expect(try ImportRules.linksIdentity(subject: "g1", of: ada, holder: nil, subjectsOfProvider: []))
+        #expect(try !ImportRules.linksIdentity(subject: "g1", of: ada, holder: ada, subjectsOfProvider: ["g1"]))
+        #expect(throws: IdentityError.credentialAlreadyInUse) { try ImportRules.linksIdentity(subject: "g1", of: ada, holder: bob, subjectsOfProvider: []) }
+        #expect(throws: IdentityError.providerAlreadyLinked) { try ImportRules.linksIdentity(subject: "g2", of: ada, holder: nil, subjectsOfProvider: ["g1"]) }
+    }
+
     @Test("an outage ends the batch; an item's own refusal does not")
     func endsBatch() {
         #expect(ImportRules.endsBatch(.unavailable(cause: "database down")))

@@ -18,6 +18,46 @@ import IdentityPorts
         try await h.caller.call(IdentityAPI.importUsers, ImportUsersRequest(users: users, mode: mode)).results
     }
 
+    @Test("identities: linked at import so the provider's next sign-in finds the user, kept on a re-run, added by an update, refused (the item only) when another user holds one or the user has another of the provider, and exported", arguments: StoreKind.kept)
+    func importLinksIdentities(_ kind: StoreKind) async throws {
+        let h = try await Harness(kind: kind)
+        defer { h.cleanup() }
+        let google = ImportedIdentity(provider: "google.com", subject: "108234567890")
+        let ada = ImportedUser(id: "firebase-local-id-0000000002", email: "ada@example.com", identities: [google])
+        #expect(try await importing(h, [ada]).map(\.outcome) == ["created"])
+        let id = UserID("firebase-local-id-0000000002")
+        #expect(try await h.store.userID(provider: "google.com", subject: "108234567890") == id)
+        #expect(try await h.store.user(id: id)?.linkedProviders == ["google.com"], "an identity's provider is listed")
+        #expect(try await importing(h, [ada]).map(\.outcome) == ["skipped"])
+        #expect(try await importing(h, [ada], mode: "update").map(\.outcome) == ["updated"], "its own identity again: kept")
+
+        var more = ada
+        more.identities = [google, ImportedIdentity(provider: "apple.com", subject: "001234.abcd")]
+        #expect(try await importing(h, [more], mode: "update").map(\.outcome) == ["updated"])
+        #expect(try await h.store.userID(provider: "apple.com", subject: "001234.abcd") == id)
+
+        // Another user with ada's Google identity, and ada with a second Google identity: each
+        // item is refused alone, and nothing of it is written.
+        let thief = ImportedUser(email: "bob@example.com", identities: [google])
+        var second = ada
+        second.identities = [ImportedIdentity(provider: "google.com", subject: "999")]
+        let fresh = ImportedUser(email: "cy@example.com", identities: [ImportedIdentity(provider: "oidc.corp", subject: "cy")])
+        let refused = try await importing(h, [thief, second, fresh], mode: "update")
+        #expect(refused.map(\.outcome) == ["failed", "failed", "created"])
+        #expect(refused.map(\.errorCode) == ["credential_already_in_use", "provider_already_linked", ""])
+        #expect(try await h.store.user(normalizedEmail: "bob@example.com") == nil, "the refused item's user was rolled back too")
+        #expect(try await h.store.userID(provider: "google.com", subject: "999") == nil)
+        #expect(try await h.store.userID(provider: "oidc.corp", subject: "cy") != nil)
+
+        let twice = ImportedUser(email: "dee@example.com", identities: [google, ImportedIdentity(provider: "google.com", subject: "2")])
+        #expect(try await importing(h, [twice]).map(\.errorCode) == ["invalid_argument"])
+
+        let page = try await h.caller.call(IdentityAPI.exportUsers, ExportUsersRequest())
+        let exported = try #require(page.users.first { $0.id == id.rawValue })
+        #expect(exported.identities == [ImportedIdentity(provider: "apple.com", subject: "001234.abcd"), google])
+        #expect(page.users.first { $0.email == "cy@example.com" }?.identities == [ImportedIdentity(provider: "oidc.corp", subject: "cy")])
+    }
+
     @Test(arguments: StoreKind.kept)
     func importCreatesThenSkipsOrUpdatesMatches(_ kind: StoreKind) async throws {
         let h = try await Harness(kind: kind)

@@ -409,7 +409,12 @@ extension ImportedUser {
         id: "imported-user-0000000001", email: "imported@example.com", emailVerified: true, displayName: "Imported Ada",
         photoURL: "https://example.com/i.png", passwordHash: "$2b$10$abcdefghijklmnopqrstuu0123456789012345678901234567890",
         providers: ["google.com", "apple.com"], customClaimsJSON: #"{"tier":2}"#, disabled: true,
-        createdAt: Date(timeIntervalSince1970: 1_600_000_000.123))
+        createdAt: Date(timeIntervalSince1970: 1_600_000_000.123), identities: [.contractFixture, .contractFixture])
+}
+
+extension ImportedIdentity {
+    /// Every field set.
+    static let contractFixture = ImportedIdentity(provider: "google.com", subject: "108234567890123456789")
 }
 
 extension ImportUsersRequest {

@@ -71,6 +71,7 @@ let contractTable: [ContractCase] = [
     ContractCase("gatehouse.identity.v1.SetDisabledRequest", SetDisabledRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.SetCustomClaimsRequest", SetCustomClaimsRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ImportedUser", ImportedUser.self, .contractFixture),
+    ContractCase("gatehouse.identity.v1.ImportedIdentity", ImportedIdentity.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ImportUsersRequest", ImportUsersRequest.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ImportResult", ImportResult.self, .contractFixture),
     ContractCase("gatehouse.identity.v1.ImportUsersResponse", ImportUsersResponse.self, .contractFixture),

@@ -20,6 +20,20 @@ public enum ImportRules {
         return update ? .update(matched) : .skip(matched)
     }
 
+    /// Whether an imported user's identity `subject` is linked: `true` to insert it, `false`
+    /// when `user` has it already (a re-run); `credentialAlreadyInUse` when `holder`, another user,
+    /// has it; `providerAlreadyLinked` when `user` has another identity of the provider
+    /// (`subjectsOfProvider`). The store reads `holder` and `subjectsOfProvider` in the item's
+    /// savepoint; a refusal fails the item, whose writes roll back.
+    public static func linksIdentity(subject: String, of user: UserID, holder: UserID?, subjectsOfProvider: [String]) throws -> Bool {
+        if let holder {
+            guard holder == user else { throw IdentityError.credentialAlreadyInUse }
+            return false
+        }
+        guard subjectsOfProvider.isEmpty else { throw IdentityError.providerAlreadyLinked }
+        return true
+    }
+
     /// Whether a refusal of one item ends the whole batch (an outage, storage) rather than that item.
     public static func endsBatch(_ error: IdentityError) -> Bool {
         switch error {

@@ -89,12 +89,14 @@ public struct ImportHandlers: IdentityFeature {
         }
         let limit = request.pageSize == 0 ? IdentityAPI.maxImportBatch : Int(request.pageSize)
         let records = try await store.users(after: request.afterID, limit: limit)
+        let identities = try await store.identities(of: records.map(\.id))
         let users = records.map { record in
             ImportedUser(
                 id: record.id.rawValue, email: record.email, emailVerified: record.emailVerified, displayName: record.displayName,
                 photoURL: record.photoURL, passwordHash: request.includeHashes ? record.passwordHash : nil, providers: record.linkedProviders,
                 customClaimsJSON: record.customClaimsJSON.isEmpty ? nil : record.customClaimsJSON, disabled: record.disabled,
-                createdAt: record.createdAt)
+                createdAt: record.createdAt,
+                identities: (identities[record.id] ?? []).map { ImportedIdentity(provider: $0.provider, subject: $0.subject) })
         }
         return ExportUsersResponse(users: users, nextAfterID: records.count == limit ? records.last!.id.rawValue : "")
     }
@@ -141,7 +143,8 @@ public struct ImportHandlers: IdentityFeature {
             throw IdentityError.invalidArgument(field: "email", reason: "a user with a password hash needs an email address")
         }
         let claims = try item.customClaimsJSON.map { try CustomClaims.validated($0) }
-        let providers = try validProviders(item.providers)
+        let identities = try validIdentities(item.identities)
+        let providers = try validProviders(item.providers + identities.map(\.provider))
         var record = UserRecord(
             id: id, email: email, emailVerified: email != nil && item.emailVerified, displayName: displayName, photoURL: photoURL,
             passwordHash: hash, isAnonymous: email == nil, disabled: item.disabled, customClaimsJSON: claims ?? "",
@@ -169,7 +172,27 @@ public struct ImportHandlers: IdentityFeature {
             if item.disabled { user.disabled = true }
             if let createdAt { user.createdAt = createdAt }
         }
-        return ImportCandidate(record: record, idGiven: item.id != nil, apply: apply)
+        return ImportCandidate(record: record, idGiven: item.id != nil, identities: identities, apply: apply)
+    }
+
+    /// The identities of an item: each a valid provider id and a subject of 1–255 bytes without
+    /// control characters, at most one per provider (a user has one identity of each).
+    static func validIdentities(_ identities: [ImportedIdentity]) throws -> [LinkedIdentity] {
+        guard identities.count <= 16 else {
+            throw IdentityError.invalidArgument(field: "identities", reason: "at most 16 identities per user")
+        }
+        var seen: Set<String> = []
+        return try identities.map { identity in
+            _ = try validProviders([identity.provider])
+            guard (1...255).contains(identity.subject.utf8.count), !identity.subject.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F })
+            else {
+                throw IdentityError.invalidArgument(field: "identities", reason: "a subject is 1 to 255 bytes without control characters")
+            }
+            guard seen.insert(identity.provider).inserted else {
+                throw IdentityError.invalidArgument(field: "identities", reason: "one identity per provider (\(identity.provider) twice)")
+            }
+            return LinkedIdentity(provider: identity.provider, subject: identity.subject)
+        }
     }
 
     /// Linked provider ids: 1–64 printable ASCII characters without commas, not `password`;

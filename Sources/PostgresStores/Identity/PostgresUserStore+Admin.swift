@@ -230,12 +230,53 @@ extension PostgresUserStore {
         switch ImportRules.step(matched: match.map { UserID($0) }, update: update) {
         case .insert:
             try await insert(candidate.record, on: connection, logger: logger)
+            try await linkIdentities(candidate.identities, to: candidate.record.id, now: now, on: connection, logger: logger)
             return .created(candidate.record.id)
         case .skip(let id):
             return .skipped(id)
         case .update(let id):
             _ = try await PostgresAdminPart.updateUser(id: id, now: now, on: connection, logger: logger, candidate.apply)
+            try await linkIdentities(candidate.identities, to: id, now: now, on: connection, logger: logger)
             return .updated(id)
+        }
+    }
+
+    /// Links an imported user's identities, each as `ImportRules.linksIdentity` decides.
+    private static func linkIdentities(
+        _ identities: [LinkedIdentity], to user: UserID, now: Date, on connection: PostgresConnection, logger: Logger
+    ) async throws {
+        for identity in identities {
+            let holder = try await connection.query(
+                "SELECT user_id FROM identities WHERE provider = \(identity.provider) AND subject = \(identity.subject)", logger: logger
+            ).collect().first.map { UserID(try $0.decode(String.self)) }
+            let subjects = try await connection.query(
+                "SELECT subject FROM identities WHERE provider = \(identity.provider) AND user_id = \(user.rawValue)", logger: logger
+            ).collect().map { try $0.decode(String.self) }
+            guard try ImportRules.linksIdentity(subject: identity.subject, of: user, holder: holder, subjectsOfProvider: subjects) else { continue }
+            try await connection.query(
+                """
+                INSERT INTO identities (provider, subject, user_id, created_at)
+                VALUES (\(identity.provider), \(identity.subject), \(user.rawValue), \(now.millisecondsSince1970))
+                """, logger: logger)
+        }
+    }
+
+    /// The identities of `users`, each user's sorted by provider and subject.
+    public func identities(of users: [UserID]) async throws -> [UserID: [LinkedIdentity]] {
+        guard !users.isEmpty else { return [:] }
+        return try await run { connection in
+            var result: [UserID: [LinkedIdentity]] = [:]
+            let rows = try await connection.query(
+                """
+                SELECT user_id, provider, subject FROM identities WHERE user_id = ANY(\(users.map(\.rawValue)))
+                ORDER BY user_id, provider, subject
+                """, logger: self.queryLogger
+            ).collect()
+            for row in rows {
+                let (user, provider, subject) = try row.decode((String, String, String).self)
+                result[UserID(user), default: []].append(LinkedIdentity(provider: provider, subject: subject))
+            }
+            return result
         }
     }
 

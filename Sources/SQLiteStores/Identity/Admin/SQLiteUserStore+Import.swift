@@ -37,11 +37,13 @@ extension SQLiteUserStore {
                         switch ImportRules.step(matched: match.map { UserID($0) }, update: update) {
                         case .update(let id):
                             _ = try Self.update(id: id, expectedVersion: nil, now: now, in: db, candidate.apply)
+                            try Self.linkIdentities(candidate.identities, to: id, now: now, in: db)
                             written = .updated(id)
                         case .skip(let id):
                             written = .skipped(id)
                         case .insert:
                             try insert.execute(arguments: Self.arguments(candidate.record))
+                            try Self.linkIdentities(candidate.identities, to: candidate.record.id, now: now, in: db)
                             written = .created(candidate.record.id)
                         }
                         return .commit
@@ -61,6 +63,39 @@ extension SQLiteUserStore {
                 audit.update { $0.detailJSON = detail }
             }
             return results
+        }
+    }
+
+    /// Links an imported user's identities, each as `ImportRules.linksIdentity` decides.
+    static func linkIdentities(_ identities: [LinkedIdentity], to user: UserID, now: Date, in db: Database) throws {
+        for identity in identities {
+            let holder = try String.fetchOne(
+                db.cachedStatement(sql: "SELECT user_id FROM identities WHERE provider = ? AND subject = ?"),
+                arguments: [identity.provider, identity.subject]
+            ).map { UserID($0) }
+            let subjects = try String.fetchAll(
+                db.cachedStatement(sql: "SELECT subject FROM identities WHERE provider = ? AND user_id = ?"),
+                arguments: [identity.provider, user.rawValue])
+            guard try ImportRules.linksIdentity(subject: identity.subject, of: user, holder: holder, subjectsOfProvider: subjects) else { continue }
+            try db.cachedStatement(sql: "INSERT INTO identities (provider, subject, user_id, created_at) VALUES (?, ?, ?, ?)")
+                .execute(arguments: [identity.provider, identity.subject, user.rawValue, now.millisecondsSince1970])
+        }
+    }
+
+    /// The identities of `users`, each user's sorted by provider and subject.
+    public func identities(of users: [UserID]) async throws -> [UserID: [LinkedIdentity]] {
+        guard !users.isEmpty else { return [:] }
+        return try await read { db in
+            var result: [UserID: [LinkedIdentity]] = [:]
+            // At most a page (1,000) of ids: one statement with that many parameters.
+            let marks = Array(repeating: "?", count: users.count).joined(separator: ",")
+            let rows = try Row.fetchAll(
+                db, sql: "SELECT user_id, provider, subject FROM identities WHERE user_id IN (\(marks)) ORDER BY user_id, provider, subject",
+                arguments: StatementArguments(users.map(\.rawValue)))
+            for row in rows {
+                result[UserID(row[0] as String), default: []].append(LinkedIdentity(provider: row[1], subject: row[2]))
+            }
+            return result
         }
     }
 
