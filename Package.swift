@@ -125,7 +125,7 @@ let package = Package(
             dependencies: [
                 "GatehouseRPC", "GatehouseContracts", "GatehouseSupport", "RPCRouting", "IdentityCore", "IdentityService",
                 "TokenCore", "TokenService", "Gateway", "ZeroMQ", "SMTPClient", "Mail", "SQLiteSupport", "ProviderTokens",
-                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores", "IdentityPorts", "UserTransfer",
+                "PostgresSupport", "PostgresStores", "TokenPorts", "SQLiteStores", "IdentityPorts", "UserTransfer", "ProtoCodec",
                 .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),
                 .product(name: "NIOHTTP1", package: "swift-nio", condition: server),
@@ -154,7 +154,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "GatehouseContracts", "GatehouseSupport", "RPCRouting", "UserTransfer",
+                "GatehouseContracts", "GatehouseSupport", "RPCRouting", "UserTransfer", "ProtoCodec",
                 .product(name: "Hummingbird", package: "hummingbird", condition: server),
                 .product(name: "HummingbirdCore", package: "hummingbird", condition: server),
                 .product(name: "NIOCore", package: "swift-nio", condition: server),

@@ -135,6 +135,10 @@ struct AdminTransferEndToEndTests {
         #expect(results.map { $0["outcome"] as? String } == ["created", "failed", "created"])
         #expect(results[1]["code"] as? String == "invalid_email" && results[0]["userId"] as? String != nil)
         #expect(try await post(lines, type: "application/json").status == 415)
+        // The CLI's form, the contract's ImportUsersRequest in protobuf (its import tests above use
+        // it): a body that is not one is 400.
+        let garbage = try await post("\u{FF}\u{FF}\u{FF}\u{FF}", type: "application/x-protobuf")
+        #expect(garbage.status == 400 && garbage.json["code"] as? String == "malformed_request", "\(garbage.json)")
         let badMode = try await post(lines, query: "?mode=replace")
         #expect(badMode.status == 422 && badMode.json["code"] as? String == "invalid_argument")
         let many = (0...1_000).map { #"{"email":"m\#($0)@example.com"}"# }.joined(separator: "\n")
