@@ -60,15 +60,11 @@ extension AdminAPIClient {
         do {
             response = try await HTTPClient.shared.execute(request, timeout: .seconds(Int64(batchTimeout)))
         } catch {
-            throw Failure(
-                status: 0, code: "unavailable",
-                detail: "no answer from the admin API at \(baseURL.absoluteString) (\(error)); is the identity role running, and is \(ConfigTable.adminURL.env) its admin listener?")
+            throw unreachable(error)
         }
         guard response.status == .ok else {
-            let data = Data((try? await response.body.collect(upTo: 1 << 20))?.readableBytesView ?? ByteBuffer().readableBytesView)
-            let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-            let status = Int(response.status.code)
-            throw Failure(status: status, code: object["code"] as? String ?? "http_\(status)", detail: object["detail"] as? String ?? "HTTP \(status)")
+            let body = try? await response.body.collect(upTo: 1 << 20)
+            throw Self.problem(status: Int(response.status.code), body: Data(body?.readableBytesView ?? ByteBuffer().readableBytesView))
         }
         var count = 0
         var pending: [UInt8] = []

@@ -78,15 +78,23 @@ public struct AdminAPIClient: Sendable {
             status = Int(response.status.code)
             data = Data(try await response.body.collect(upTo: Self.maxResponseBytes).readableBytesView)
         } catch {
-            throw Failure(
-                status: 0, code: "unavailable",
-                detail: "no answer from the admin API at \(baseURL.absoluteString) (\(error)); is the identity role running, and is \(ConfigTable.adminURL.env) its admin listener?")
+            throw unreachable(error)
         }
-        let object = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-        guard (200..<300).contains(status) else {
-            throw Failure(status: status, code: object["code"] as? String ?? "http_\(status)", detail: object["detail"] as? String ?? "HTTP \(status)")
-        }
-        return object
+        guard (200..<300).contains(status) else { throw Self.problem(status: status, body: data) }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+    }
+
+    /// The failure of a call that got no answer (`error` says why).
+    func unreachable(_ error: any Error) -> Failure {
+        Failure(
+            status: 0, code: "unavailable",
+            detail: "no answer from the admin API at \(baseURL.absoluteString) (\(error)); is the identity role running, and is \(ConfigTable.adminURL.env) its admin listener?")
+    }
+
+    /// The failure of an answer of `status` whose body is `body` (a problem, when it is one).
+    static func problem(status: Int, body: Data) -> Failure {
+        let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any] ?? [:]
+        return Failure(status: status, code: object["code"] as? String ?? "http_\(status)", detail: object["detail"] as? String ?? "HTTP \(status)")
     }
 }
 

@@ -50,7 +50,13 @@ import IdentityPorts
         #expect(try await h.store.userID(provider: "oidc.corp", subject: "cy") != nil)
 
         let twice = ImportedUser(email: "dee@example.com", identities: [google, ImportedIdentity(provider: "google.com", subject: "2")])
-        #expect(try await importing(h, [twice]).map(\.errorCode) == ["invalid_argument"])
+        let long = ImportedUser(email: "eve@example.com", identities: [ImportedIdentity(provider: "google.com", subject: String(repeating: "s", count: 256))])
+        let control = ImportedUser(email: "fay@example.com", identities: [ImportedIdentity(provider: "google.com", subject: "a\u{0}b")])
+        let badProvider = ImportedUser(email: "gus@example.com", identities: [ImportedIdentity(provider: "password", subject: "x")])
+        let many = ImportedUser(email: "hal@example.com", identities: (0..<17).map { ImportedIdentity(provider: "oidc.p\($0)", subject: "x") })
+        let bad = try await importing(h, [twice, long, control, badProvider, many])
+        #expect(bad.map(\.errorCode) == Array(repeating: "invalid_argument", count: 5))
+        #expect(bad.allSatisfy { $0.errorMessage.contains("identit") || $0.errorMessage.contains("provider") }, "\(bad.map(\.errorMessage))")
 
         let page = try await h.caller.call(IdentityAPI.exportUsers, ExportUsersRequest())
         let exported = try #require(page.users.first { $0.id == id.rawValue })
